@@ -1,0 +1,231 @@
+"""The append-only event log: typed events in a compact columnar store.
+
+Models no Pulsar class; it is the lab's record of every state change (design.md, "Event-sourced").
+Each event type declares up to six fields; ints, bools and interned strings (or small JSON payloads)
+are stored in fixed int64 columns, so an event costs 58 bytes whatever its type. Views, explanations,
+time travel and Spark analytics read the log; nothing in it is ever rewritten.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from array import array
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator
+
+MAX_FIELDS = 6
+_NONE = -(2**63)  # stored for a missing int / str / json field
+
+
+@dataclass(frozen=True)
+class EventType:
+    """One kind of event: its name, its typed fields and a one-line explanation template.
+
+    ``fields`` is a tuple of ``"name:type"`` with type one of int, bool, str, json. ``template`` is
+    ``str.format`` text over the fields; ``rule`` names the Pulsar rule it follows (shown to learners).
+    """
+
+    code: int
+    name: str
+    fields: tuple[tuple[str, str], ...]
+    template: str
+    rule: str = ""
+
+    def explain(self, values: dict[str, Any]) -> str:
+        try:
+            text = self.template.format(**values)
+        except (KeyError, IndexError, ValueError):
+            text = f"{self.name} {values}"
+        return f"{text} ({self.rule})" if self.rule else text
+
+
+_TYPES: dict[str, EventType] = {}
+_BY_CODE: list[EventType] = []
+
+
+def event_type(name: str, fields: str = "", template: str = "", rule: str = "") -> EventType:
+    """Declare (or fetch, if identical) an event type. Modules declare theirs at import time."""
+    parsed: list[tuple[str, str]] = []
+    for spec in fields.split():
+        fname, _, ftype = spec.partition(":")
+        ftype = ftype or "int"
+        if ftype not in ("int", "bool", "str", "json"):
+            raise ValueError(f"event {name}: field {fname} has unknown type {ftype!r}")
+        parsed.append((fname, ftype))
+    if len(parsed) > MAX_FIELDS:
+        raise ValueError(f"event {name} declares {len(parsed)} fields; at most {MAX_FIELDS}")
+    existing = _TYPES.get(name)
+    if existing is not None:
+        if existing.fields != tuple(parsed):
+            raise ValueError(f"event type {name} is already declared with other fields")
+        return existing
+    et = EventType(len(_BY_CODE), name, tuple(parsed), template or name, rule)
+    _TYPES[name] = et
+    _BY_CODE.append(et)
+    return et
+
+
+def get_event_type(name: str) -> EventType:
+    try:
+        return _TYPES[name]
+    except KeyError:
+        raise KeyError(f"no event type {name!r}; declared: {', '.join(sorted(_TYPES))}") from None
+
+
+@dataclass(frozen=True)
+class Event:
+    """A decoded event: sequence number, virtual time, type name and field values."""
+
+    seq: int
+    time: int
+    kind: str
+    fields: dict[str, Any]
+
+    def __getattr__(self, item: str) -> Any:
+        try:
+            return self.fields[item]
+        except KeyError:
+            raise AttributeError(item) from None
+
+    def explain(self) -> str:
+        return _TYPES[self.kind].explain(self.fields)
+
+
+class EventLog:
+    """Append-only columnar log of typed events.
+
+    ``enabled=False`` keeps the API but stores nothing (for bulk runs that need no history).
+    """
+
+    def __init__(self, enabled: bool = True) -> None:
+        self.enabled = enabled
+        self._time = array("q")
+        self._kind = array("H")
+        self._cols = [array("q") for _ in range(MAX_FIELDS)]
+        self._strings: list[str] = []
+        self._string_ids: dict[str, int] = {}
+        self._listeners: list[Callable[[Event], None]] = []
+
+    # -- writing ------------------------------------------------------------------------------
+    def append(self, kind: str | EventType, time: int, **values: Any) -> int:
+        """Record an event; returns its sequence number (-1 when the log is disabled)."""
+        et = kind if isinstance(kind, EventType) else get_event_type(kind)
+        if not self.enabled:
+            return -1
+        unknown = set(values) - {f for f, _ in et.fields}
+        if unknown:
+            raise ValueError(f"event {et.name} has no field(s) {sorted(unknown)}")
+        self._time.append(time)
+        self._kind.append(et.code)
+        cols = self._cols
+        for i, (fname, ftype) in enumerate(et.fields):
+            cols[i].append(self._encode(values.get(fname), ftype))
+        for i in range(len(et.fields), MAX_FIELDS):
+            cols[i].append(0)
+        seq = len(self._time) - 1
+        if self._listeners:
+            ev = self[seq]
+            for listener in list(self._listeners):
+                listener(ev)
+        return seq
+
+    def _encode(self, value: Any, ftype: str) -> int:
+        if value is None:
+            return _NONE
+        if ftype == "int":
+            return int(value)
+        if ftype == "bool":
+            return 1 if value else 0
+        text = value if ftype == "str" else json.dumps(value, separators=(",", ":"), sort_keys=True)
+        if ftype == "str" and not isinstance(value, str):
+            text = str(value)
+        sid = self._string_ids.get(text)
+        if sid is None:
+            sid = len(self._strings)
+            self._strings.append(text)
+            self._string_ids[text] = sid
+        return sid
+
+    def subscribe(self, listener: Callable[[Event], None]) -> Callable[[], None]:
+        """Call ``listener(event)`` on every append; returns an unsubscribe function."""
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
+
+    # -- reading ------------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self._time)
+
+    def __getitem__(self, seq: int) -> Event:
+        if seq < 0:
+            seq += len(self)
+        if not 0 <= seq < len(self):
+            raise IndexError(f"event {seq} is outside the log (0..{len(self) - 1})")
+        et = _BY_CODE[self._kind[seq]]
+        values = {}
+        for i, (fname, ftype) in enumerate(et.fields):
+            raw = self._cols[i][seq]
+            values[fname] = self._decode(raw, ftype)
+        return Event(seq, self._time[seq], et.name, values)
+
+    def _decode(self, raw: int, ftype: str) -> Any:
+        if raw == _NONE:
+            return None
+        if ftype == "int":
+            return raw
+        if ftype == "bool":
+            return bool(raw)
+        text = self._strings[raw]
+        return text if ftype == "str" else json.loads(text)
+
+    def __iter__(self) -> Iterator[Event]:
+        for i in range(len(self)):
+            yield self[i]
+
+    def since(self, seq: int) -> list[Event]:
+        """Events with sequence number >= seq."""
+        return [self[i] for i in range(max(seq, 0), len(self))]
+
+    def of_kind(self, *kinds: str) -> list[Event]:
+        codes = {get_event_type(k).code for k in kinds}
+        return [self[i] for i, c in enumerate(self._kind) if c in codes]
+
+    def explain(self, seq: int) -> str:
+        return self[seq].explain()
+
+    # -- sizes, identity, export --------------------------------------------------------------
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the columns (strings excluded: they are interned once)."""
+        return sum(a.itemsize * len(a) for a in (self._time, self._kind, *self._cols))
+
+    def digest(self) -> str:
+        """SHA-256 over the log's content: equal for the same scenario and seed on every machine."""
+        h = hashlib.sha256()
+        for col in (self._time, self._kind, *self._cols):
+            h.update(col.tobytes())
+        for s in self._strings:
+            h.update(s.encode("utf-8") + b"\0")
+        return h.hexdigest()
+
+    def to_records(self) -> list[dict[str, Any]]:
+        return [{"seq": e.seq, "time": e.time, "kind": e.kind, **e.fields} for e in self]
+
+    def to_pandas(self):
+        """A pandas DataFrame, one row per event, one column per field name (needs pandas)."""
+        import pandas as pd
+
+        df = pd.DataFrame.from_records(self.to_records())
+        if df.empty:
+            df = pd.DataFrame(columns=["seq", "time", "kind"])
+        return df
+
+    def to_arrow(self):
+        import pyarrow as pa
+
+        return pa.Table.from_pandas(self.to_pandas(), preserve_index=False)
+
+    def to_parquet(self, path: str) -> None:
+        import pyarrow.parquet as pq
+
+        pq.write_table(self.to_arrow(), path)

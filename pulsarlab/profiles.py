@@ -1,0 +1,184 @@
+"""Version profiles: every switch and default that differs between the Pulsar lines the lab models.
+
+Models no single Pulsar class; it collects the version map of reference §0. Each component reads its
+switches from a ``Profile``; nothing else in the model branches on a version string. The named
+profiles are release lines ("3.0", "4.0", "4.1") plus a few historical patch levels whose
+Key_Shared selectors differ ("2.10", "3.0.0", "3.0.3").
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from dataclasses import dataclass
+from typing import Any
+
+
+class ConsistentHashingVariant(enum.Enum):
+    """Which generation of ConsistentHashingStickyKeyConsumerSelector (reference §2.2)."""
+
+    LEGACY = "legacy"  # point key name+i, shared points keep a list, select list[hash % size]
+    V3_COUNTERS = "v3_counters"  # name\0i, entries ordered by priority/name/selection counter
+    V3_IDENTITY = "v3_identity"  # name\0idx\0i, a later put replaces (3.0.7+)
+    V4 = "v4"  # name\0idx\0i hashed into [1, 65535], colliding-consumer lists (PIP-379)
+
+
+class StickyRangesVariant(enum.Enum):
+    """Which generation of HashRangeExclusiveStickyKeyConsumerSelector (reference §2.3)."""
+
+    LEGACY = "legacy"  # boundary-key map, gaps between a consumer's own ranges select it
+    PAIR = "pair"  # Pair<Range, Consumer> map keyed by start, validation as failed futures
+
+
+class StickyHashMode(enum.Enum):
+    """How a sticky key's Murmur3 hash is reduced before selection (reference §1.3)."""
+
+    FULL = "full"  # 3.x: the 31-bit hash; auto-split and sticky take % rangeSize themselves
+    RANGED = "ranged"  # 4.x: hash % range.size + range.start, 0 -> 1, per selector range
+
+
+class ErrorDelivery(enum.Enum):
+    """Whether a selector failure is thrown or returned as a failed future (golden README §2.2)."""
+
+    THROW = "throw"
+    FUTURE = "future"
+
+
+@dataclass(frozen=True)
+class Profile:
+    """The switches of one modelled Pulsar line. Immutable; derive variants with ``replace``."""
+
+    name: str
+    # --- hashing (reference §1) ---
+    sticky_hash_mode: StickyHashMode
+    keyless_producer_sequence_key: bool  # 4.0+: keyless messages hash "producerName-sequenceId"
+    # --- Key_Shared selectors (reference §2) ---
+    consistent_hashing: ConsistentHashingVariant
+    sticky_ranges: StickyRangesVariant
+    autosplit_errors: ErrorDelivery
+    sticky_ranges_errors: ErrorDelivery
+    consistent_hashing_key_range_max: int  # 4.x key-hash range is [1, this]; unused in 3.x
+    # --- subscription compatibility (reference §2.0) ---
+    detailed_subscription_compat_errors: bool  # 4.x names type/mode/out-of-order; 3.0 checks type only
+    # --- broker.conf defaults that differ per line (reference §2.0, §3) ---
+    broker_defaults: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def replace(self, **changes: Any) -> "Profile":
+        """A copy with some switches changed (for 'what if' scenarios)."""
+        return dataclasses.replace(self, **changes)
+
+    def broker_config(self, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+        """broker.conf settings for this line with the given overrides applied (unknown names rejected)."""
+        conf = dict(BROKER_DEFAULTS)
+        conf.update(self.broker_defaults)
+        for key, value in (overrides or {}).items():
+            if key not in conf:
+                raise ValueError(
+                    f"unknown broker setting {key!r}; known settings: {', '.join(sorted(conf))}"
+                )
+            conf[key] = value
+        return conf
+
+    @property
+    def is_4x(self) -> bool:
+        return self.sticky_hash_mode is StickyHashMode.RANGED
+
+
+# broker.conf names with Pulsar's defaults, as far as the model uses them (reference §2-§10).
+BROKER_DEFAULTS: dict[str, Any] = {
+    "subscriptionKeySharedUseConsistentHashing": True,
+    "subscriptionKeySharedConsistentHashingReplicaPoints": 100,
+    "subscriptionKeySharedUseClassicPersistentImplementation": False,
+    "subscriptionSharedUseClassicPersistentImplementation": False,
+    "activeConsumerFailoverDelayTimeMillis": 1000,
+    "activeConsumerFailoverConsistentHashing": False,
+    "managedLedgerMaxEntriesPerLedger": 50000,
+    "managedLedgerUnackedRangesOpenCacheSetEnabled": True,
+    "dispatcherMaxReadBatchSize": 100,
+    "dispatcherMinReadBatchSize": 1,
+    "dispatcherMaxRoundRobinBatchSize": 20,
+    "dispatcherMaxReadSizeBytes": 5242880,
+    "maxUnackedMessagesPerConsumer": 50000,
+    "maxUnackedMessagesPerSubscription": 4 * 50000,
+    "keySharedLookAheadMsgInReplayThresholdPerConsumer": 2000,
+    "keySharedLookAheadMsgInReplayThresholdPerSubscription": 20000,
+    "keySharedUnblockingIntervalMs": 10,
+    "acknowledgmentAtBatchIndexLevelEnabled": False,
+    "maxMessageSize": 5242880,
+    "delayedDeliveryEnabled": True,
+    "delayedDeliveryTickTimeMillis": 1000,
+    "isDelayedDeliveryDeliverAtTimeStrict": False,
+    "delayedDeliveryFixedDelayDetectionLookahead": 50000,
+    "delayedDeliveryMaxDelayInMillis": 0,
+    "subscriptionRedeliveryTrackerEnabled": True,
+}
+
+_3X = dict(
+    sticky_hash_mode=StickyHashMode.FULL,
+    keyless_producer_sequence_key=False,
+    autosplit_errors=ErrorDelivery.THROW,
+    sticky_ranges_errors=ErrorDelivery.FUTURE,
+    consistent_hashing_key_range_max=65535,
+    detailed_subscription_compat_errors=False,
+)
+_4X = dict(
+    sticky_hash_mode=StickyHashMode.RANGED,
+    keyless_producer_sequence_key=True,
+    consistent_hashing=ConsistentHashingVariant.V4,
+    sticky_ranges=StickyRangesVariant.PAIR,
+    autosplit_errors=ErrorDelivery.FUTURE,
+    sticky_ranges_errors=ErrorDelivery.FUTURE,
+    consistent_hashing_key_range_max=65535,
+    detailed_subscription_compat_errors=True,
+)
+
+PROFILES: dict[str, Profile] = {
+    "2.10": Profile(
+        name="2.10",
+        consistent_hashing=ConsistentHashingVariant.LEGACY,
+        sticky_ranges=StickyRangesVariant.LEGACY,
+        **{**_3X, "sticky_ranges_errors": ErrorDelivery.THROW},
+    ),
+    "3.0.0": Profile(
+        name="3.0.0",
+        consistent_hashing=ConsistentHashingVariant.LEGACY,
+        sticky_ranges=StickyRangesVariant.PAIR,
+        **_3X,
+    ),
+    "3.0.3": Profile(
+        name="3.0.3",
+        consistent_hashing=ConsistentHashingVariant.V3_COUNTERS,
+        sticky_ranges=StickyRangesVariant.PAIR,
+        **_3X,
+    ),
+    "3.0": Profile(
+        name="3.0",
+        consistent_hashing=ConsistentHashingVariant.V3_IDENTITY,
+        sticky_ranges=StickyRangesVariant.PAIR,
+        **_3X,
+    ),
+    "4.0": Profile(name="4.0", **_4X),
+    "4.1": Profile(
+        name="4.1",
+        broker_defaults={"acknowledgmentAtBatchIndexLevelEnabled": True},
+        **_4X,
+    ),
+}
+
+DEFAULT_PROFILE = "4.0"
+
+
+def get_profile(version: str | Profile | None = None) -> Profile:
+    """The profile for a version name ("3.0", "4.0", ...); None gives the default LTS line."""
+    if isinstance(version, Profile):
+        return version
+    if version is None:
+        version = DEFAULT_PROFILE
+    if not isinstance(version, str):
+        raise TypeError(f"version must be a string such as '4.0', not {type(version).__name__}")
+    try:
+        return PROFILES[version]
+    except KeyError:
+        raise ValueError(
+            f"unknown Pulsar version profile {version!r}; choose one of: {', '.join(PROFILES)}"
+        ) from None
