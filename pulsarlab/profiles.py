@@ -37,6 +37,27 @@ class StickyHashMode(enum.Enum):
     RANGED = "ranged"  # 4.x: hash % range.size + range.start, 0 -> 1, per selector range
 
 
+class NegativeAckTrackerForm(enum.Enum):
+    """Client NegativeAcksTracker storage (reference §8.2)."""
+
+    DEADLINE_MAP = "deadline_map"  # 3.x: (ledger, entry) -> deadline, timer every delay/3
+    TIME_BUCKETS = "time_buckets"  # 4.0.2+ / 4.1 (PIP-393): deadlines trimmed to 2^bits ms buckets
+
+
+class DelayedTrackerForm(enum.Enum):
+    """In-memory delayed-delivery tracker structure (reference §10.1)."""
+
+    PRIORITY_QUEUE = "priority_queue"  # 3.x and 4.0: (deliverAt, ledger, entry) heap
+    TIME_BITMAP = "time_bitmap"  # 4.1: trimmed timestamp -> ledger -> entry bitmap
+
+
+class SharedDispatcherForm(enum.Enum):
+    """Which PersistentDispatcherMultipleConsumers source the Shared rules follow (golden README-dispatch)."""
+
+    V3 = "v3"  # branch-3.0 (and 4.x "classic")
+    V4 = "v4"  # branch-4.0: consumer must also have an active connection; 4.x batch formula
+
+
 class ErrorDelivery(enum.Enum):
     """Whether a selector failure is thrown or returned as a failed future (golden README §2.2)."""
 
@@ -60,6 +81,11 @@ class Profile:
     consistent_hashing_key_range_max: int  # 4.x key-hash range is [1, this]; unused in 3.x
     # --- subscription compatibility (reference §2.0) ---
     detailed_subscription_compat_errors: bool  # 4.x names type/mode/out-of-order; 3.0 checks type only
+    # --- dispatch, client trackers, delayed delivery (reference §5, §7, §8, §10) ---
+    shared_dispatcher: SharedDispatcherForm = SharedDispatcherForm.V3
+    negative_ack_tracker: NegativeAckTrackerForm = NegativeAckTrackerForm.DEADLINE_MAP
+    delayed_tracker: DelayedTrackerForm = DelayedTrackerForm.PRIORITY_QUEUE
+    batch_index_ack_enabled: bool = False  # client batchIndexAckEnabled default (true from 4.1, PIP-391)
     # --- broker.conf defaults that differ per line (reference §2.0, §3) ---
     broker_defaults: dict[str, Any] = dataclasses.field(default_factory=dict)
 
@@ -130,6 +156,8 @@ _4X = dict(
     sticky_ranges_errors=ErrorDelivery.FUTURE,
     consistent_hashing_key_range_max=65535,
     detailed_subscription_compat_errors=True,
+    shared_dispatcher=SharedDispatcherForm.V4,
+    negative_ack_tracker=NegativeAckTrackerForm.TIME_BUCKETS,
 )
 
 PROFILES: dict[str, Profile] = {
@@ -161,7 +189,7 @@ PROFILES: dict[str, Profile] = {
     "4.1": Profile(
         name="4.1",
         broker_defaults={"acknowledgmentAtBatchIndexLevelEnabled": True},
-        **_4X,
+        **{**_4X, "delayed_tracker": DelayedTrackerForm.TIME_BITMAP, "batch_index_ack_enabled": True},
     ),
 }
 
