@@ -7,6 +7,7 @@ algorithm replays the line's inputs on the model chosen from the line's ``versio
 
 from __future__ import annotations
 
+import gzip
 import importlib
 import json
 from dataclasses import dataclass
@@ -93,11 +94,13 @@ class FileResult:
         return self.total > 0 and self.matched == self.total
 
     def summary(self) -> str:
-        return f"{Path(self.path).name}: conformance: {self.matched}/{self.total} scenarios match"
+        name = Path(self.path).name.removesuffix(".gz")
+        return f"{name}: conformance: {self.matched}/{self.total} scenarios match"
 
 
 def iter_lines(path: str | Path) -> Iterator[tuple[int, dict]]:
-    with open(path, encoding="utf-8") as fh:
+    opener = gzip.open if str(path).endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8") as fh:
         for lineno, text in enumerate(fh, 1):
             if not text.strip():
                 continue
