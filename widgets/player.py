@@ -1,0 +1,263 @@
+"""The player: step, go back, play/pause, change speed and jump through any timeline, redrawing every view.
+
+Models no Pulsar class (design.md, "Widgets"). A timeline is anything with ``len(timeline)`` and
+``timeline[i]`` returning a frame with ``.snapshot`` and ``.explanation`` (and optionally ``.event``,
+whose ``.kind`` enables jump-by-kind). A view is a function ``view(snapshot, events) -> go.Figure``:
+``events`` are the frames' events since the frame shown before (the frame itself after a step back).
+The player builds each `go.FigureWidget` complete from its start frame and afterwards only changes it
+in callbacks, which is what a live JupyterLab view needs; `render` gives the same figure statically.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any, Callable, Protocol, Sequence
+
+import ipywidgets as widgets
+import plotly.graph_objects as go
+
+
+class FrameLike(Protocol):
+    """One step of a timeline."""
+
+    @property
+    def snapshot(self) -> Any: ...
+
+    @property
+    def explanation(self) -> str: ...
+
+
+class TimelineLike(Protocol):
+    """What the player steps through."""
+
+    def __len__(self) -> int: ...
+
+    def __getitem__(self, i: int) -> FrameLike: ...
+
+
+View = Callable[[Any, Sequence[Any]], go.Figure]
+
+SPEEDS = (("0.25×", 0.25), ("0.5×", 0.5), ("1×", 1.0), ("2×", 2.0), ("4×", 4.0), ("8×", 8.0))
+
+
+def frame_event(frame: Any) -> Any:
+    """The event a frame carries (the frame itself when it has none)."""
+    return getattr(frame, "event", frame)
+
+
+def frame_kind(frame: Any) -> str | None:
+    return getattr(frame_event(frame), "kind", None)
+
+
+def events_between(timeline: TimelineLike, shown: int | None, i: int) -> list[Any]:
+    """The events a view gets when frame ``i`` follows frame ``shown``: those of frames (shown, i],
+    or only frame i's when going back, jumping to the same frame or starting."""
+    if shown is None or i <= shown:
+        return [frame_event(timeline[i])]
+    return [frame_event(timeline[j]) for j in range(shown + 1, i + 1)]
+
+
+def render(view: View, timeline: TimelineLike, i: int, since: int | None = None) -> go.Figure:
+    """Frame ``i`` of ``timeline`` drawn by ``view`` as a static figure (``since``: the frame shown before)."""
+    _check_timeline(timeline)
+    i = _index(timeline, i)
+    return view(timeline[i].snapshot, events_between(timeline, since, i))
+
+
+def sync_figure(widget: go.FigureWidget, fig: go.Figure) -> None:
+    """Make a displayed FigureWidget show ``fig``: traces updated in place when their types match."""
+    new = list(fig.data)
+    same_shape = len(widget.data) == len(new) and all(a.type == b.type for a, b in zip(widget.data, new))
+    if same_shape:
+        with widget.batch_update():
+            for old, trace in zip(widget.data, new):
+                spec = trace.to_plotly_json()
+                spec.pop("type", None)
+                spec.pop("uid", None)
+                stale = set(old.to_plotly_json()) - set(spec) - {"type", "uid"}
+                if stale:
+                    old.update({k: None for k in stale})
+                old.update(spec, overwrite=True)
+    else:
+        widget.data = []
+        widget.add_traces(new)
+    widget.layout = fig.layout
+
+
+def _check_timeline(timeline: Any) -> None:
+    if not hasattr(timeline, "__len__") or not hasattr(timeline, "__getitem__"):
+        raise TypeError(f"a timeline needs len() and [i]; got {type(timeline).__name__}")
+    if len(timeline) == 0:
+        raise ValueError("the timeline has no frames yet: run the scenario (add consumers, select keys) first")
+
+
+def _index(timeline: TimelineLike, i: Any) -> int:
+    if isinstance(i, bool) or not isinstance(i, int):
+        raise TypeError(f"a frame index must be an int, not {type(i).__name__} ({i!r})")
+    n = len(timeline)
+    if i < 0:
+        i += n
+    if not 0 <= i < n:
+        raise IndexError(f"frame {i} is outside the timeline (0..{n - 1})")
+    return i
+
+
+class Player(widgets.VBox):
+    """Controls plus one live figure per view, all showing the same frame of ``timeline``.
+
+    ``Player(scenario.timeline, [hash_range_view])``; ``step()``, ``back()``, ``jump(i)``,
+    ``jump_to_kind("range_split")`` do from Python what the buttons do.
+    """
+
+    def __init__(
+        self,
+        timeline: TimelineLike,
+        views: View | Sequence[View],
+        start: int = 0,
+        interval_ms: int = 800,
+        title: str | None = None,
+    ) -> None:
+        _check_timeline(timeline)
+        views = [views] if callable(views) else list(views)
+        if not views or not all(callable(v) for v in views):
+            raise TypeError("views must be a view function or a list of them: view(snapshot, events) -> go.Figure")
+        self.timeline = timeline
+        self.views = views
+        self.base_interval = int(interval_ms)
+        start = _index(timeline, start)
+        self._shown = start
+        last = len(timeline) - 1
+
+        self.figures = [go.FigureWidget(render(v, timeline, start)) for v in views]
+        self.play = widgets.Play(value=start, min=0, max=last, step=1, interval=self.base_interval,
+                                 description="play", show_repeat=False)
+        self.slider = widgets.IntSlider(value=start, min=0, max=last, description="frame",
+                                        continuous_update=False, layout=widgets.Layout(width="360px"))
+        widgets.link((self.play, "value"), (self.slider, "value"))
+        self.back_button = widgets.Button(description="◀ back", tooltip="previous frame",
+                                          layout=widgets.Layout(width="80px"))
+        self.step_button = widgets.Button(description="step ▶", tooltip="next frame",
+                                          layout=widgets.Layout(width="80px"))
+        self.speed = widgets.Dropdown(options=SPEEDS, value=1.0, description="speed",
+                                      layout=widgets.Layout(width="150px"))
+        kinds = self.kinds()
+        self.kind = widgets.Dropdown(options=kinds, value=kinds[0] if kinds else None, description="jump to",
+                                     layout=widgets.Layout(width="300px"))
+        self.prev_kind_button = widgets.Button(description="◀", tooltip="previous frame of this kind",
+                                               layout=widgets.Layout(width="40px"))
+        self.next_kind_button = widgets.Button(description="▶", tooltip="next frame of this kind",
+                                               layout=widgets.Layout(width="40px"))
+        self.label = widgets.HTML()
+        self.slider.observe(self._on_index, names="value")
+        self.speed.observe(self._on_speed, names="value")
+        self.back_button.on_click(lambda _b: self.back())
+        self.step_button.on_click(lambda _b: self.step())
+        self.prev_kind_button.on_click(lambda _b: self._jump_kind_clicked(-1))
+        self.next_kind_button.on_click(lambda _b: self._jump_kind_clicked(+1))
+        self._update_label()
+
+        rows: list[widgets.Widget] = []
+        if title:
+            rows.append(widgets.HTML(f"<b>{html.escape(title)}</b>"))
+        rows.append(widgets.HBox([self.back_button, self.play, self.step_button, self.slider, self.speed]))
+        if kinds:
+            rows.append(widgets.HBox([self.kind, self.prev_kind_button, self.next_kind_button]))
+        rows.append(self.label)
+        rows.extend(self.figures)
+        super().__init__(rows)
+
+    # -- navigation ---------------------------------------------------------------------------
+    @property
+    def index(self) -> int:
+        """The frame shown now."""
+        return self._shown
+
+    @property
+    def explanation(self) -> str:
+        return self.timeline[self._shown].explanation
+
+    def jump(self, i: int) -> None:
+        """Show frame ``i`` (negative counts from the end)."""
+        self.slider.value = _index(self.timeline, i)
+
+    def step(self) -> None:
+        if self._shown < len(self.timeline) - 1:
+            self.jump(self._shown + 1)
+
+    def back(self) -> None:
+        if self._shown > 0:
+            self.jump(self._shown - 1)
+
+    def kinds(self) -> list[str]:
+        """Event kinds in the timeline, in order of first appearance."""
+        seen: dict[str, None] = {}
+        for j in range(len(self.timeline)):
+            kind = frame_kind(self.timeline[j])
+            if kind is not None:
+                seen.setdefault(kind, None)
+        return list(seen)
+
+    def find_kind(self, kind: str, direction: int = 1) -> int | None:
+        """The nearest frame after (direction +1) or before (-1) the current one whose event is ``kind``."""
+        step = 1 if direction >= 0 else -1
+        j = self._shown + step
+        while 0 <= j < len(self.timeline):
+            if frame_kind(self.timeline[j]) == kind:
+                return j
+            j += step
+        return None
+
+    def jump_to_kind(self, kind: str, direction: int = 1) -> int | None:
+        """Show the next (or previous) frame of ``kind``; returns its index, or None if there is none."""
+        kinds = self.kinds()
+        if kind not in kinds:
+            raise ValueError(f"no event of kind {kind!r} in this timeline; kinds: {', '.join(kinds)}")
+        j = self.find_kind(kind, direction)
+        if j is not None:
+            self.jump(j)
+        return j
+
+    def refresh(self) -> None:
+        """Pick up frames appended to the timeline since the player was built."""
+        last = len(self.timeline) - 1
+        self.slider.max = last
+        self.play.max = last
+        self.kind.options = self.kinds()
+        self._update_label()
+
+    # -- callbacks ----------------------------------------------------------------------------
+    def _on_index(self, change: dict) -> None:
+        i = change["new"]
+        events = events_between(self.timeline, self._shown, i)
+        self._shown = i
+        snapshot = self.timeline[i].snapshot
+        for view, fig in zip(self.views, self.figures):
+            sync_figure(fig, view(snapshot, events))
+        self._update_label()
+
+    def _on_speed(self, change: dict) -> None:
+        self.play.interval = max(20, int(self.base_interval / change["new"]))
+
+    def _jump_kind_clicked(self, direction: int) -> None:
+        if self.kind.value is None:
+            return
+        if self.jump_to_kind(self.kind.value, direction) is None:
+            where = "after" if direction > 0 else "before"
+            self.label.value = self._label_html() + f"<br><i>no {html.escape(self.kind.value)} {where} this frame</i>"
+
+    def _label_html(self) -> str:
+        frame = self.timeline[self._shown]
+        event = frame_event(frame)
+        when = f" · t = {event.time} ms" if hasattr(event, "time") else ""
+        kind = frame_kind(frame)
+        kind_text = f" · <code>{html.escape(kind)}</code>" if kind else ""
+        return (
+            f"<b>frame {self._shown} of 0–{len(self.timeline) - 1}</b>{when}{kind_text}<br>"
+            f"{html.escape(frame.explanation)}"
+        )
+
+    def _update_label(self) -> None:
+        self.label.value = self._label_html()
+
+
+__all__ = ["FrameLike", "Player", "TimelineLike", "View", "events_between", "render", "sync_figure"]

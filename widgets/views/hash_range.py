@@ -1,0 +1,112 @@
+"""The hash-range bar: which consumer each key hash goes to, and what moved in the last step.
+
+Draws a Key_Shared selector snapshot (reference §2: auto-split's range map, the 4.x assignments of a
+consistent-hash ring, sticky ranges) as one horizontal bar over the key-hash range, one colour per
+consumer; a second row shows the ranges that changed owner in the events since the last frame. A view
+is a function ``(snapshot, events) -> go.Figure`` so the player can show it live and ``to_html`` can
+render it statically.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import plotly.graph_objects as go
+
+from pulsarlab.keyshared.scenario import consumer_names, fmt_range, snapshot_assignments
+
+from .style import check_snapshot, consumer_color, consumer_label, event_fields, event_kind, kind_label
+
+OWNER_ROW = "assignments"
+MOVED_ROW = "moved this step"
+
+
+def moved_ranges(events: Sequence[Any]) -> list[tuple[int, int, str, int | None, str]]:
+    """``(start, end, from_name, to_id, to_name)`` for every range that changed owner in ``events``."""
+    out: dict[tuple[int, int, int | None], tuple[int, int, str, int | None, str]] = {}
+    for ev in events:
+        kind, f = event_kind(ev), event_fields(ev)
+        if kind == "hash_ranges_moved":
+            for s, e in f["ranges"]:
+                out[(s, e, f["to_id"])] = (s, e, f["from_name"], f["to_id"], f["to_name"])
+        elif kind == "range_split":
+            s, e = f["taken"]
+            out.setdefault((s, e, f["consumer"]), (s, e, f["donor_name"], f["consumer"], f["name"]))
+        elif kind == "range_merged":
+            s, e = f["freed"]
+            out.setdefault((s, e, f["into"]), (s, e, f["name"], f["into"], f["into_name"]))
+    return sorted(out.values())
+
+
+def _bars(items, y: str, names: dict[int, str], legend: bool, pattern: str = "") -> list[go.Bar]:
+    by_owner: dict[int | None, list[tuple[int, int, str]]] = {}
+    for start, end, cid, hover in items:
+        by_owner.setdefault(cid, []).append((start, end, hover))
+    traces = []
+    for cid in sorted(by_owner, key=lambda c: (c is None, c or 0)):
+        rows = by_owner[cid]
+        label = consumer_label(cid, names)
+        traces.append(
+            go.Bar(
+                orientation="h",
+                y=[y] * len(rows),
+                base=[s for s, _e, _h in rows],
+                x=[e - s + 1 for s, e, _h in rows],
+                name=label if cid is not None else "no consumer (messages wait)",
+                legendgroup=str(cid),
+                showlegend=legend,
+                marker=dict(
+                    color=consumer_color(cid),
+                    line=dict(color="white", width=0.5),
+                    pattern=dict(shape=pattern) if pattern else None,
+                ),
+                hovertext=[h for _s, _e, h in rows],
+                hoverinfo="text",
+                text=[names.get(cid, "") if cid is not None else "" for _ in rows],
+                textposition="inside",
+                insidetextanchor="middle",
+            )
+        )
+    return traces
+
+
+def hash_range_view(snapshot: dict[str, Any], events: Sequence[Any] = (), title: str | None = None) -> go.Figure:
+    """The figure for one snapshot; ``events`` (since the previous frame) mark what moved."""
+    check_snapshot(snapshot, "consumers", "hash_range_view")
+    names = consumer_names(snapshot)
+    lo, hi = snapshot["key_hash_range"]
+    assignments = snapshot_assignments(snapshot)
+    owner_items = [
+        (s, e, cid, f"{consumer_label(cid, names)}: {fmt_range(s, e)}, {e - s + 1} hashes") for s, e, cid in assignments
+    ]
+    traces = _bars(owner_items, OWNER_ROW, names, legend=True)
+    moved = moved_ranges(events)
+    moved_items = [(s, e, to, f"{fmt_range(s, e)} moved from {frm} to {to_name}") for s, e, frm, to, to_name in moved]
+    rows = [OWNER_ROW]
+    if moved_items:
+        traces += _bars(moved_items, MOVED_ROW, names, legend=False, pattern="/")
+        rows = [MOVED_ROW, OWNER_ROW]
+    top = max([hi] + [e for s, e, _c in assignments])
+    n = len(names)
+    fig = go.Figure(
+        data=traces,
+        layout=go.Layout(
+            title=dict(
+                text=title or f"Hash ranges — {kind_label(snapshot)}: {n} consumer{'s' if n != 1 else ''}",
+            ),
+            barmode="overlay",
+            xaxis=dict(title=f"sticky key hash [{lo}, {hi}]", range=[lo, top + 1], showgrid=False),
+            yaxis=dict(categoryorder="array", categoryarray=rows, fixedrange=True),
+            height=230 if len(rows) == 1 else 290,
+            margin=dict(l=120, r=20, t=60, b=50),
+            legend=dict(orientation="h", y=-0.35),
+            uniformtext=dict(minsize=9, mode="hide"),
+            plot_bgcolor="white",
+        ),
+    )
+    if not names:
+        fig.add_annotation(text="no consumer attached", x=(lo + top) / 2, y=OWNER_ROW, showarrow=False)
+    return fig
+
+
+__all__ = ["hash_range_view", "moved_ranges"]
