@@ -130,6 +130,35 @@ class EventLog:
                 listener(ev)
         return seq
 
+    def append_row(self, et: EventType, time: int, *values: int) -> int:
+        """Fast path for hot events: ``values`` are the already-encoded ints of ``et``'s fields, in order.
+
+        No validation: ints and bools pass as ints, str/json fields as ids from ``intern()``; missing trailing
+        fields are stored as None. Returns the sequence number (-1 when the log is disabled).
+        """
+        if not self.enabled:
+            return -1
+        self._time.append(time)
+        self._kind.append(et.code)
+        cols = self._cols
+        n = len(values)
+        for i in range(n):
+            cols[i].append(values[i])
+        for i in range(n, len(et.fields)):
+            cols[i].append(_NONE)
+        for i in range(len(et.fields), MAX_FIELDS):
+            cols[i].append(0)
+        seq = len(self._time) - 1
+        if self._listeners:
+            ev = self[seq]
+            for listener in list(self._listeners):
+                listener(ev)
+        return seq
+
+    def intern(self, text: str) -> int:
+        """The id a str field stores for ``text`` (for ``append_row``)."""
+        return self._encode(text, "str")
+
     def _encode(self, value: Any, ftype: str) -> int:
         if value is None:
             return _NONE
