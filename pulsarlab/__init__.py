@@ -8,10 +8,34 @@ from .errors import PulsarError, Timeout
 from .events import EventLog
 from .hashing import murmur3_32, sticky_key
 from .profiles import DEFAULT_PROFILE, PROFILES, Profile, get_profile
+from .ids import MessageId
+from .errors import (
+    ConsumerBusyException,
+    InvalidConfigurationException,
+    ServerMetadataException,
+    SubscriptionBusyException,
+)
+from .client.batching import BatchingType, ClientLibrary
+from .client.routing import PartitionsRoutingMode
+from .client.policies import ConsumerKeySharedPolicy, ConsumerType, InitialPosition, KeySharedMode
+from .lab import Lab
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "BatchingType",
+    "ClientLibrary",
+    "ConsumerBusyException",
+    "ConsumerKeySharedPolicy",
+    "ConsumerType",
+    "InitialPosition",
+    "InvalidConfigurationException",
+    "KeySharedMode",
+    "Lab",
+    "MessageId",
+    "PartitionsRoutingMode",
+    "ServerMetadataException",
+    "SubscriptionBusyException",
     "DEFAULT_PROFILE",
     "PROFILES",
     "EventLog",

@@ -141,13 +141,13 @@ class EventLog:
         self._time.append(time)
         self._kind.append(et.code)
         cols = self._cols
+        for col, value in zip(cols, values):
+            col.append(value)
         n = len(values)
-        for i in range(n):
-            cols[i].append(values[i])
-        for i in range(n, len(et.fields)):
-            cols[i].append(_NONE)
-        for i in range(len(et.fields), MAX_FIELDS):
-            cols[i].append(0)
+        if n < MAX_FIELDS:
+            nf = len(et.fields)
+            for i in range(n, MAX_FIELDS):
+                cols[i].append(_NONE if i < nf else 0)
         seq = len(self._time) - 1
         if self._listeners:
             ev = self[seq]

@@ -1,0 +1,269 @@
+"""The broker's view of one connected consumer: permits, pending acks, unacked counts, blocking.
+
+Models `org.apache.pulsar.broker.service.Consumer` (reference §5.2, §6, §7): ``flowPermits`` (parking permits
+while blocked on unacked messages), ``sendMessages`` (pending acks with batch size and sticky hash, permits
+go down by the messages sent and may go negative, unacked messages and blocking, the average messages per
+entry), the individual-ack bookkeeping of ``messageAcked`` / ``removePendingAcks`` (unblocking at half the
+limit, checked before the unacked count is reduced, as Pulsar does) and ``redeliverUnacknowledgedMessages``.
+Simplifies: one client connection per lab, always writable and active; no rate limiting, no transactions.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .. import model_events as ev
+from .draining import PendingAcksMap
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .subscription import PersistentSubscription
+
+AVG_PERCENT = 0.9  # Consumer.avgPercent: weight of the old average
+
+
+def popcount(mask: int) -> int:
+    return bin(mask).count("1")
+
+
+class Consumer:
+    """A consumer as the broker holds it. ``cnx`` is the client side that receives MESSAGE and
+    ACTIVE_CONSUMER_CHANGE commands (the model's stand-in for `ServerCnx`)."""
+
+    def __init__(
+        self,
+        *,
+        consumer_id: int,
+        name: str,
+        priority: int,
+        sub_type: Any,
+        subscription: "PersistentSubscription",
+        cnx: Any,
+        max_unacked_messages: int,
+        key_shared_mode: str | None = None,
+        allow_out_of_order_delivery: bool = False,
+        ranges: tuple[tuple[int, int], ...] | None = None,
+        connected_since: int = 0,
+    ) -> None:
+        self.id = consumer_id
+        self.name = name
+        self.priority = priority
+        self.ranges = ranges  # KeySharedMeta hash ranges (STICKY)
+        self.sub_type = sub_type
+        self.subscription = subscription
+        self.cnx = cnx
+        self.key_shared_mode = key_shared_mode
+        self.allow_out_of_order_delivery = allow_out_of_order_delivery
+        self.max_unacked_messages = max_unacked_messages
+        self.individual_ack_mode = sub_type.individual_ack_mode
+        self.pending_acks: PendingAcksMap | None = PendingAcksMap(self) if self.individual_ack_mode else None
+        self.available_permits = 0  # MESSAGE_PERMITS
+        self.permits_received_while_blocked = 0
+        self.unacked_messages = 0
+        self.blocked = False  # blockedConsumerOnUnackedMsgs
+        self.cnx_active = True
+        self.closed = False
+        self.avg_messages_per_entry = 0.0
+        self.read_position_when_joining: str | None = None
+        self.msg_out_counter = 0
+        self.bytes_out_counter = 0
+        self.connected_since = connected_since
+        self.last_acked_timestamp = 0
+        self.last_consumed_timestamp = 0
+        self.last_consumed_flow_timestamp = 0
+        self.draining_stats: Any = None  # 4.x: DrainingHashesTracker.consumer_stats
+        svc = subscription.topic.service
+        self._events = svc.events if svc.events.enabled else None
+        self._clock = svc.scheduler
+
+    # Pulsar's Consumer.toString() (used in error texts)
+    def __str__(self) -> str:
+        return (
+            f"Consumer{{subscription={self.subscription}, consumerId={self.id}, consumerName={self.name}, "
+            f"address=/127.0.0.1:6650}}"
+        )
+
+    def __repr__(self) -> str:
+        return f"<broker Consumer {self.id} {self.name!r} permits={self.available_permits} unacked={self.unacked_messages}>"
+
+    @property
+    def should_block_on_unacked(self) -> bool:
+        return self.individual_ack_mode and self.max_unacked_messages > 0
+
+    @property
+    def avg_messages_per_entry_int(self) -> int:
+        """``getAvgMessagesPerEntry``: the rounded average (0 before anything was sent)."""
+        return int(self.avg_messages_per_entry + 0.5)
+
+    # --- FLOW ---------------------------------------------------------------------------------------
+    def flow_permits(self, n: int) -> None:
+        """``flowPermits``: add permits (or park them while blocked) and tell the dispatcher."""
+        if n <= 0:
+            raise ValueError(f"FLOW permits must be > 0, got {n}")
+        self.last_consumed_flow_timestamp = self._clock.now()
+        if self.should_block_on_unacked and self.unacked_messages >= self.max_unacked_messages:
+            self._set_blocked(True)
+        if not self.blocked:
+            self.available_permits += n
+            if self._events is not None:
+                self._events.append_row(ev.FLOW, self._clock.now(), self.id, n, self.available_permits, 0)
+            self.subscription.consumer_flow(self, n)
+        else:
+            self.permits_received_while_blocked += n
+            if self._events is not None:
+                self._events.append_row(ev.FLOW, self._clock.now(), self.id, n, self.available_permits, 1)
+
+    def flow_consumer_blocked_permits(self) -> None:
+        """``flowConsumerBlockedPermits``: release the parked permits to the dispatcher."""
+        n = self.permits_received_while_blocked
+        self.permits_received_while_blocked = 0
+        self.available_permits += n
+        self.subscription.consumer_flow(self, n)
+
+    def _set_blocked(self, blocked: bool) -> None:
+        if blocked != self.blocked:
+            self.blocked = blocked
+            if self._events is not None:
+                self._events.append_row(ev.CONSUMER_BLOCKED, self._clock.now(), self.id, int(blocked),
+                                        self.unacked_messages)
+
+    # --- MESSAGE ------------------------------------------------------------------------------------
+    def send_messages(
+        self,
+        entries: list,
+        hashes: list[int] | None = None,
+        redelivery_tracker: Any = None,
+        ack_sets: list[int | None] | None = None,
+    ) -> tuple[int, int, int]:
+        """``sendMessages``: push entries to the client. ``entries`` are ``(Position, EntryData)``.
+
+        ``hashes`` are the entries' sticky hashes (Key_Shared), ``ack_sets`` the cursor's batch-index ack
+        masks (set bit = not yet acked) when batch-index acks are on. Returns ``(entries_sent,
+        messages_sent, acked_batch_indexes)``; 4.x Key_Shared may refuse an entry whose hash another
+        consumer drains (it then went to replay).
+        """
+        pending = self.pending_acks
+        events = self._events
+        now = self._clock.now()
+        cnx = self.cnx
+        total_messages = 0
+        total_bytes = 0
+        total_entries = 0
+        acked_indexes = 0
+        unacked = 0
+        for i, (pos, data) in enumerate(entries):
+            meta = data.metadata
+            batch_size = meta.num_messages_in_batch
+            if batch_size is None:
+                batch_size = 1
+            ack_set = ack_sets[i] if ack_sets is not None else None
+            ledger, entry = pos.ledger_id, pos.entry_id
+            if pending is not None:
+                h = hashes[i] if hashes is not None else 0
+                if not pending.add_pending_ack_if_allowed(ledger, entry, batch_size, h):
+                    continue
+            n_unacked = batch_size
+            if ack_set is not None:
+                live = popcount(ack_set)
+                acked_indexes += batch_size - live
+                n_unacked = live
+            unacked += n_unacked
+            total_messages += batch_size
+            total_entries += 1
+            size = data.size
+            total_bytes += size
+            redelivery = redelivery_tracker.get(ledger, entry) if redelivery_tracker is not None else 0
+            self.available_permits -= n_unacked
+            if events is not None:
+                events.append_row(ev.DISPATCHED, now, self.id, ledger, entry, batch_size, redelivery,
+                                  self.available_permits)
+            cnx.message_received(ledger, entry, data, redelivery, ack_set)
+        if not total_entries:
+            return 0, 0, 0
+        # calculate avg message per entry
+        if self.avg_messages_per_entry < 1:
+            self.avg_messages_per_entry = total_messages / total_entries
+        else:
+            self.avg_messages_per_entry = (
+                self.avg_messages_per_entry * AVG_PERCENT + (1 - AVG_PERCENT) * total_messages / total_entries
+            )
+        if self.individual_ack_mode:
+            self.unacked_messages += unacked
+            self.subscription.add_unacked_messages(unacked)
+            if self.max_unacked_messages > 0 and self.unacked_messages >= self.max_unacked_messages:
+                self._set_blocked(True)
+        self.msg_out_counter += total_messages
+        self.bytes_out_counter += total_bytes
+        self.last_consumed_timestamp = now
+        return total_entries, total_messages, acked_indexes
+
+    # --- ACK bookkeeping (Shared / Key_Shared) ------------------------------------------------------
+    def remove_pending_ack(self, ledger: int, entry: int) -> tuple["Consumer", int] | None:
+        """``removePendingAcks``: find the owner (this consumer or another of the subscription), drop the
+        pending ack, unblock the owner at half its limit. Returns ``(owner, batch_size)`` or None."""
+        owner = self
+        value = self.pending_acks.get(ledger, entry) if self.pending_acks is not None else None
+        if value is None:
+            owner = None
+            for c in self.subscription.consumers():
+                if c is not self and c.pending_acks is not None and (ledger, entry) in c.pending_acks:
+                    owner = c
+                    break
+            if owner is None:
+                return None
+        value = owner.pending_acks.remove(ledger, entry)
+        if value is None:
+            return None
+        if (owner.blocked and owner.unacked_messages <= self.max_unacked_messages // 2
+                and owner.should_block_on_unacked) or not self.should_block_on_unacked:
+            owner._set_blocked(False)
+            owner.flow_consumer_blocked_permits()
+        return owner, value[0]
+
+    def add_unacked(self, n: int) -> None:
+        """``addAndGetUnAckedMsgs`` for this consumer and the subscription."""
+        if self.individual_ack_mode:
+            self.unacked_messages += n
+            self.subscription.add_unacked_messages(n)
+
+    def clear_unacked(self) -> None:
+        n = self.unacked_messages
+        self.unacked_messages = 0
+        if n:
+            self.subscription.add_unacked_messages(-n)
+        self._set_blocked(False)
+
+    # --- stats --------------------------------------------------------------------------------------
+    def stats(self) -> dict[str, Any]:
+        """`ConsumerStatsImpl` fields the model keeps (rates are 0: the model has no wall clock)."""
+        out: dict[str, Any] = {
+            "msgRateOut": 0.0,
+            "msgThroughputOut": 0.0,
+            "bytesOutCounter": self.bytes_out_counter,
+            "msgOutCounter": self.msg_out_counter,
+            "msgRateRedeliver": 0.0,
+            "messageAckRate": 0.0,
+            "chunkedMessageRate": 0.0,
+            "consumerName": self.name,
+            "availablePermits": self.available_permits,
+            "unackedMessages": self.unacked_messages,
+            "avgMessagesPerEntry": self.avg_messages_per_entry_int,
+            "blockedConsumerOnUnackedMsgs": self.blocked,
+            "address": "/127.0.0.1:6650",
+            "connectedSince": _iso(self.connected_since),
+            "clientVersion": "pulsarlab",
+            "lastAckedTimestamp": self.last_acked_timestamp,
+            "lastConsumedTimestamp": self.last_consumed_timestamp,
+            "lastConsumedFlowTimestamp": self.last_consumed_flow_timestamp,
+            "metadata": {},
+        }
+        if self.read_position_when_joining is not None:
+            out["readPositionWhenJoining"] = self.read_position_when_joining
+        return out
+
+
+def _iso(ms: int) -> str:
+    """Virtual milliseconds as the ISO-8601 instant Pulsar prints (the lab's epoch is 1970-01-01)."""
+    import datetime
+
+    t = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc) + datetime.timedelta(milliseconds=ms)
+    return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond // 1000:03d}Z"

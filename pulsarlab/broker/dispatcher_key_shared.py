@@ -1,0 +1,544 @@
+"""Key_Shared dispatch: each sticky-key hash goes to one consumer, in order.
+
+Models `PersistentStickyKeyDispatcherMultipleConsumers` in its two forms (reference §2.0, §3):
+
+* classic - branch-3.0, and 4.x with ``subscriptionKeySharedUseClassicPersistentImplementation=true``
+  (`...Classic`): entries grouped by the selected consumer; per consumer ``min(entries, permits,
+  maxUnacked - unacked)``, cut by `getRestrictedMaxEntriesForConsumer` (a Normal read whose hashes are in
+  the replay set sends nothing; a recently joined consumer gets only entries before its join read
+  position, the oldest join position for replays, until the mark-delete position passes it); the rest goes
+  to the replay set; nothing sent and nobody recently joined means ``isDispatcherStuckOnReplays`` - the next
+  read skips replays and looks ahead.
+* PIP-379 - branch-4.0 default: `filterAndGroupEntriesForDispatching` walks entries in order; an entry is
+  sent when its consumer has entry permits (``getAvailablePermits`` with the unacked-limit estimate), a
+  Normal read finds no entry of its hash in the replay set, and the hash is not draining for another
+  consumer; the first blocked hash blocks the rest of that hash in the read. Replays pass the same rules
+  (`ReplayPositionFilter`). Consumer changes register draining hashes from the selector's impacted
+  consumers (`DrainingHashesTracker`, `PendingAcksMap`); an unblocked hash or a mark-delete move reads
+  again after ``keySharedUnblockingIntervalMs``. Look-ahead stops at the replay-set limit
+  (``keySharedLookAheadMsgInReplayThresholdPerConsumer`` x consumers, capped per subscription).
+* ``allowOutOfOrderDelivery``: the replay set does not track hashes, no recently-joined gating, no draining.
+
+Simplifies: as the Shared dispatcher (synchronous reads, no read backoff: a read that made no progress
+waits for the next FLOW, ack, consumer change or unblock timer instead of polling).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from typing import TYPE_CHECKING, Any
+
+from .. import model_events as ev
+from ..errors import ConsumerAssignException
+from ..keyshared import make_selector
+from .dispatcher_shared import NORMAL, REPLAY, SharedDispatcher
+from .draining import DrainingHashesTracker
+from .position import Position
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .consumer import Consumer
+    from .subscription import PersistentSubscription
+
+INT_MAX = 2**31 - 1
+
+
+def _in_ranges(ranges: list, h: int) -> bool:
+    i = bisect_right(ranges, (h, INT_MAX + 1)) - 1
+    return i >= 0 and ranges[i][0] <= h <= ranges[i][1]
+
+
+class KeySharedDispatcher(SharedDispatcher):
+    """The Key_Shared dispatcher of one subscription, classic or PIP-379 by profile and broker.conf."""
+
+    type_name = "Key_Shared"
+
+    def __init__(self, subscription: "PersistentSubscription", key_shared_mode: str,
+                 allow_out_of_order_delivery: bool) -> None:
+        self.key_shared_mode = key_shared_mode
+        self.allow_out_of_order_delivery = allow_out_of_order_delivery
+        super().__init__(subscription, allow_out_of_order_delivery=allow_out_of_order_delivery)
+        conf, profile = self.config, self.profile
+        self.draining_required = (not self.classic and key_shared_mode == "AUTO_SPLIT"
+                                  and not allow_out_of_order_delivery)
+        if key_shared_mode == "STICKY":
+            self.selector = make_selector("sticky", profile)
+        elif key_shared_mode == "AUTO_SPLIT":
+            impacted = self.draining_required if profile.is_4x else None
+            if conf["subscriptionKeySharedUseConsistentHashing"]:
+                kwargs: dict[str, Any] = {"points": conf["subscriptionKeySharedConsistentHashingReplicaPoints"]}
+                if profile.is_4x:
+                    kwargs["return_impacted"] = impacted
+                self.selector = make_selector("consistent_hashing", profile, **kwargs)
+            else:
+                kwargs = {"return_impacted": impacted} if profile.is_4x else {}
+                self.selector = make_selector("auto_split", profile, **kwargs)
+        else:
+            raise ValueError(f"Invalid key-shared mode: {key_shared_mode}")
+        self.draining = (
+            DrainingHashesTracker(subscription.dispatcher_name, self._sticky_key_hash_unblocked, self._draining_event)
+            if self.draining_required else None
+        )
+        # classic: consumer -> read position when it joined (sorted by position), None with out-of-order
+        self.recently_joined: dict["Consumer", Position] | None = (
+            {} if self.classic and not allow_out_of_order_delivery else None
+        )
+        self.stuck_on_replays = False  # classic isDispatcherStuckOnReplays
+        self.skip_next_replay = False  # 4.x skipNextReplayToTriggerLookAhead
+        self._reschedule_timer = None
+        self._key_range = self.selector.key_hash_range()
+        self._hash_cache: dict[tuple[int, int], int] = {}
+
+    def _uses_classic(self) -> bool:
+        return not self.profile.is_4x or bool(self.config["subscriptionKeySharedUseClassicPersistentImplementation"])
+
+    def has_same_key_shared_policy(self, mode: str, allow_out_of_order: bool) -> bool:
+        return mode == self.key_shared_mode and allow_out_of_order == self.allow_out_of_order_delivery
+
+    # --- hashes --------------------------------------------------------------------------------
+    def sticky_key_hash(self, pos: Position, data: Any) -> int:
+        key = (pos.ledger_id, pos.entry_id)
+        h = self._hash_cache.get(key)
+        if h is None:
+            h = self.selector.make_sticky_key_hash(data.metadata.sticky_key(self.profile))
+            if len(self._hash_cache) > 100_000:
+                self._hash_cache.clear()
+            self._hash_cache[key] = h
+        return h
+
+    # --- membership ----------------------------------------------------------------------------
+    def add_consumer(self, consumer: "Consumer") -> None:
+        super().add_consumer(consumer)
+        try:
+            impacted = self.selector.add_consumer(consumer)
+        except ConsumerAssignException:
+            self.consumer_list.remove(consumer)
+            raise
+        if self.draining_required:
+            pending = consumer.pending_acks
+            pending.add_handler = self._handle_adding_pending_ack
+            draining = self.draining
+            pending.remove_handler = lambda c, l, e, h, closing: draining.reduce_ref_count(c, h, closing)
+            pending.start_batch = draining.start_batch
+            pending.end_batch = draining.end_batch
+            consumer.draining_stats = draining.consumer_stats
+            if impacted is not None:
+                self._register_draining_hashes(consumer, impacted)
+        if self.classic:
+            read_pos = self.cursor.read_position
+            consumer.read_position_when_joining = str(read_pos)
+            if (self.recently_joined is not None and len(self.consumer_list) > 1
+                    and self.cursor.number_of_entries_since_first_not_acked() > 1):
+                self.recently_joined[consumer] = read_pos
+                self._sort_recently_joined()
+                if self.events.enabled:
+                    self.events.append_row(ev.RECENTLY_JOINED, self.scheduler.now(), consumer.id,
+                                           read_pos.ledger_id, read_pos.entry_id, 1)
+
+    def _sort_recently_joined(self) -> None:
+        rj = self.recently_joined
+        if rj is not None and len(rj) > 1:
+            values = list(rj.values())
+            if values[-2] > values[-1]:
+                items = sorted(rj.items(), key=lambda kv: kv[1])
+                rj.clear()
+                rj.update(items)
+
+    def _register_draining_hashes(self, skip: "Consumer", impacted: Any) -> None:
+        draining = self.draining
+        for c, ranges in impacted.removed.items():
+            if c is skip or c.pending_acks is None:
+                continue
+            for (l, e), (_bs, h) in c.pending_acks.items():
+                if h != 0 and _in_ranges(ranges, h):
+                    draining.add_entry(c, h)
+        for c, ranges in impacted.added.items():
+            if c is skip or c.pending_acks is None:
+                continue
+            for (l, e), (_bs, h) in c.pending_acks.items():
+                if h != 0 and _in_ranges(ranges, h):
+                    entry = draining.get_entry(h)
+                    if entry is not None and entry.consumer is c:
+                        draining.reduce_ref_count(c, h, False)
+
+    def remove_consumer(self, consumer: "Consumer") -> None:
+        impacted = self.selector.remove_consumer(consumer)
+        super().remove_consumer(consumer)
+        if self.draining_required:
+            if impacted is not None:
+                self._register_draining_hashes(consumer, impacted)
+            self.draining.consumer_removed(consumer)
+        rj = self.recently_joined
+        if rj is not None:
+            if rj.pop(consumer, None) is not None and self.events.enabled:
+                pos = Position.parse(consumer.read_position_when_joining)
+                self.events.append_row(ev.RECENTLY_JOINED, self.scheduler.now(), consumer.id, pos.ledger_id,
+                                       pos.entry_id, 0)
+            if len(self.consumer_list) == 1:
+                rj.clear()
+            if self._remove_consumers_from_recently_joined() or not self.redelivery_messages.is_empty():
+                self.read_more_entries()
+
+    def _all_consumers_removed(self) -> None:
+        if self.draining is not None:
+            self.draining.clear()
+        if self.recently_joined is not None:
+            self.recently_joined.clear()
+
+    def _return_pending_acks(self, consumer: "Consumer") -> None:
+        tracker = self.redelivery_tracker
+
+        def back(ledger: int, entry: int, batch_size: int, sticky_hash: int) -> None:
+            self.add_message_to_replay(ledger, entry, sticky_hash)
+            tracker.add_if_absent(ledger, entry)
+
+        consumer.pending_acks.for_each_and_close(back)
+
+    def _handle_adding_pending_ack(self, consumer: "Consumer", ledger: int, entry: int, sticky_hash: int) -> bool:
+        """`handleAddingPendingAck`: refuse (and replay) an entry whose hash another consumer is draining."""
+        entry_ = self.draining.get_entry(sticky_hash)
+        if entry_ is not None and entry_.consumer is not consumer:
+            self.add_message_to_replay(ledger, entry, sticky_hash)
+            self._hash_blocked(consumer, sticky_hash, ledger, entry, ev.REASON_DRAINING)
+            return False
+        return True
+
+    # --- classic recently joined ---------------------------------------------------------------
+    def _remove_consumers_from_recently_joined(self) -> bool:
+        rj = self.recently_joined
+        if not rj:
+            return False
+        md = self.cursor.mark_delete_position
+        nxt = self.subscription.topic.ledger.next_valid_position(md)
+        removed = False
+        for c, pos in list(rj.items()):
+            if pos <= nxt:
+                del rj[c]
+                removed = True
+                if self.events.enabled:
+                    self.events.append_row(ev.RECENTLY_JOINED, self.scheduler.now(), c.id, pos.ledger_id,
+                                           pos.entry_id, 0)
+            else:
+                break
+        return removed
+
+    # --- 4.x unblocking ------------------------------------------------------------------------
+    def _sticky_key_hash_unblocked(self, sticky_hash: int) -> None:
+        self._reschedule_read()
+
+    def _reschedule_read(self) -> None:
+        if self._reschedule_timer is None and not self.closed:
+            self._reschedule_timer = self.scheduler.call_later(
+                self.config["keySharedUnblockingIntervalMs"], self._rescheduled_read, "Key_Shared unblocking read")
+
+    def _rescheduled_read(self) -> None:
+        self._reschedule_timer = None
+        self.read_more_entries()
+
+    def _draining_event(self, consumer: "Consumer", h: int, ref_count: int, added: bool) -> None:
+        if self.events.enabled:
+            self.events.append_row(ev.DRAINING_HASH, self.scheduler.now(), consumer.id, h, ref_count, int(added))
+
+    def after_ack(self, mark_delete_moved: bool) -> None:
+        if not mark_delete_moved:
+            return
+        if self.classic:
+            if self.recently_joined and self._remove_consumers_from_recently_joined():
+                self.read_more_entries()
+        else:
+            self._reschedule_read()
+
+    def redelivery_keeps_hash(self) -> bool:
+        return not self.classic
+
+    # --- reading -------------------------------------------------------------------------------
+    def _effective_look_ahead_limit(self) -> int:
+        conf = self.config
+        per_consumer = conf["keySharedLookAheadMsgInReplayThresholdPerConsumer"]
+        per_sub = conf["keySharedLookAheadMsgInReplayThresholdPerSubscription"]
+        n = len(self.consumer_list)
+        if per_consumer <= 0:
+            limit = per_sub
+        else:
+            limit = per_consumer * n
+            if 0 < per_sub < limit:
+                limit = per_sub
+        if limit <= 0:
+            max_sub = conf["maxUnackedMessagesPerSubscription"]
+            if max_sub <= 0:
+                max_sub = INT_MAX
+            by_consumers = n * conf["maxUnackedMessagesPerConsumer"]
+            if by_consumers <= 0:
+                by_consumers = INT_MAX
+            limit = min(max_sub, by_consumers)
+        return limit
+
+    def _replay_below_limit(self) -> bool:
+        return len(self.redelivery_messages) < self._effective_look_ahead_limit()
+
+    def ks_available_permits(self, c: "Consumer") -> int:
+        """4.x `getAvailablePermits(consumer)`: permits capped by the unacked-limit estimate, in entries."""
+        if not c.cnx_active:
+            return 0
+        permits = max(c.available_permits, 0)
+        if permits > 0 and c.max_unacked_messages > 0:
+            extra = max(c.max_unacked_messages - c.unacked_messages, 0)
+            if extra == 0:
+                return 0
+            avg = max(c.avg_messages_per_entry_int, 1)
+            return min(permits, (extra + avg - 1) // avg)
+        return permits
+
+    def is_normal_read_allowed(self) -> bool:
+        if self.classic:
+            return True
+        if not self._replay_below_limit():
+            return False
+        for c in self.consumer_list.consumers:
+            if c.blocked:
+                continue
+            if self.ks_available_permits(c) > 0:
+                return True
+        return False
+
+    def max_entries_read_limit(self) -> int:
+        if self.classic:
+            return self.read_batch_size
+        return max(self._effective_look_ahead_limit() - len(self.redelivery_messages), 1)
+
+    def messages_to_replay_now(self, max_messages: int) -> list[tuple[int, int]]:
+        if self.classic:
+            if self.stuck_on_replays:
+                self.stuck_on_replays = False
+                return []
+            return self.redelivery_messages.messages_to_replay_now(max_messages)
+        if self.redelivery_messages.is_empty():
+            return []
+        if self.skip_next_replay:  # canReplayMessages
+            self.skip_next_replay = False
+            return []
+        return self.redelivery_messages.messages_to_replay_now(max_messages, self._replay_filter())
+
+    def _replay_filter(self):
+        """`ReplayPositionFilter`: stateful for one call."""
+        if self.allow_out_of_order_delivery:
+            return None
+        permits: dict[int, list] = {}
+        blocked: set[int] = set()
+        controller = self.redelivery_messages
+        select = self.selector.select
+
+        def accept(pos: tuple[int, int]) -> bool:
+            h = controller.hash_of(*pos)
+            if h is None:
+                return True
+            if h in blocked:
+                return False
+            c = select(h)
+            if c is None:
+                blocked.add(h)
+                return False
+            slot = permits.get(c.id)
+            if slot is None:
+                slot = permits[c.id] = [self.ks_available_permits(c)]
+            if slot[0] <= 0:
+                blocked.add(h)
+                return False
+            if self.draining_required and self.draining.should_block_sticky_key_hash(c, h):
+                blocked.add(h)
+                return False
+            slot[0] -= 1
+            return True
+
+        return accept
+
+    def _hash_blocked(self, consumer: "Consumer | None", h: int, ledger: int, entry: int, reason: str) -> None:
+        events = self.events
+        if events.enabled:
+            events.append_row(ev.HASH_BLOCKED, self.scheduler.now(), consumer.id if consumer is not None else -1,
+                              h, ledger, entry, events.intern(reason))
+
+    # --- sending -------------------------------------------------------------------------------
+    def try_send_messages_to_consumers(self, read_type: int, entries: list) -> bool:
+        if not len(self.consumer_list):
+            self.subscription.rewind_cursor()
+            return False
+        if self.classic:
+            return self._send_classic(read_type, entries)
+        return self._send_pip379(read_type, entries)
+
+    def _send_group(self, consumer: "Consumer", group: list, hashes: list[int], read_type: int) -> tuple[int, int]:
+        if read_type == REPLAY:
+            for pos, _ in group:
+                self.redelivery_messages.remove(pos.ledger_id, pos.entry_id)
+        sent_entries, msgs, acked = consumer.send_messages(group, hashes, self.redelivery_tracker,
+                                                           self.subscription.batch_ack_sets(group))
+        self.total_available_permits -= msgs - acked
+        return sent_entries, msgs
+
+    def _send_classic(self, read_type: int, entries: list) -> bool:
+        select = self.selector.select
+        groups: dict[int, tuple[Any, list, list]] = {}
+        for pos, data in entries:
+            h = self.sticky_key_hash(pos, data)
+            c = select(h)
+            if c is None:
+                self.add_message_to_replay(pos.ledger_id, pos.entry_id, h)
+                self._hash_blocked(None, h, pos.ledger_id, pos.entry_id, ev.REASON_NO_CONSUMER)
+                continue
+            g = groups.get(c.id)
+            if g is None:
+                g = groups[c.id] = (c, [], [])
+            g[1].append((pos, data))
+            g[2].append(h)
+        total_sent = 0
+        for c, group, hashes in groups.values():
+            n = len(group)
+            permits = max(c.available_permits, 0)
+            if c.max_unacked_messages > 0:
+                permits = min(permits, max(c.max_unacked_messages - c.unacked_messages, 0))
+            max_for_c = min(n, permits)
+            count = self._restricted_max_entries(c, group, max_for_c, read_type, hashes)
+            if count > 0:
+                _, msgs = self._send_group(c, group[:count], hashes[:count], read_type)
+                total_sent += msgs
+            for i in range(count, n):
+                pos = group[i][0]
+                self.add_message_to_replay(pos.ledger_id, pos.entry_id, hashes[i])
+                if self.events.enabled:
+                    self._hash_blocked(c, hashes[i], pos.ledger_id, pos.entry_id, self._last_cut_reason)
+        if total_sent == 0 and not self.recently_joined:
+            self.stuck_on_replays = True
+            return True  # read again: a normal read looks ahead past the stuck keys
+        return total_sent > 0
+
+    def _restricted_max_entries(self, c: "Consumer", group: list, max_messages: int, read_type: int,
+                                hashes: list[int]) -> int:
+        """`getRestrictedMaxEntriesForConsumer` (classic)."""
+        self._last_cut_reason = ev.REASON_NO_PERMITS
+        if max_messages == 0:
+            return 0
+        if read_type == NORMAL and any(self.redelivery_messages.contains_sticky_key_hash(h) for h in hashes):
+            self._last_cut_reason = ev.REASON_REPLAY
+            return 0
+        rj = self.recently_joined
+        if rj is None:
+            return max_messages
+        self._remove_consumers_from_recently_joined()
+        max_read = rj.get(c)
+        if max_read is None:
+            return max_messages
+        if read_type == REPLAY:
+            first = next(iter(rj.values()))
+            if first < max_read:
+                max_read = first
+        self._last_cut_reason = ev.REASON_RECENTLY_JOINED
+        for i in range(max_messages):
+            if group[i][0] >= max_read:
+                return i
+        return max_messages
+
+    def _send_pip379(self, read_type: int, entries: list) -> bool:
+        """`filterAndGroupEntriesForDispatching` + sending; True to read again (progress or look-ahead)."""
+        select = self.selector.select
+        look_ahead_allowed = self._replay_below_limit()
+        permits_for: dict[int, list] = {}
+        groups: dict[int, tuple[Any, list, list]] = {}
+        blocked_by_hash: dict[int, Any] = {}
+        seen_consumers: set[int] = set()
+        already_blocked: set[int] = set()
+        replay_set = self.redelivery_messages
+        draining = self.draining
+        for pos, data in entries:
+            h = self.sticky_key_hash(pos, data)
+            consumer = None
+            dispatch = False
+            reason = ev.REASON_NO_CONSUMER
+            if h not in already_blocked:
+                consumer = select(h)
+                if consumer is not None:
+                    seen_consumers.add(consumer.id)
+                    slot = permits_for.get(consumer.id)
+                    if slot is None:
+                        slot = permits_for[consumer.id] = [self.ks_available_permits(consumer)]
+                    reason = ev.REASON_NO_PERMITS
+                    if slot[0] > 0:
+                        if read_type == NORMAL and replay_set.contains_sticky_key_hash(h):
+                            reason = ev.REASON_REPLAY
+                        elif draining is not None and draining.should_block_sticky_key_hash(consumer, h):
+                            reason = ev.REASON_DRAINING
+                        else:
+                            slot[0] -= 1
+                            dispatch = True
+                        if not dispatch and look_ahead_allowed and read_type == NORMAL:
+                            blocked_by_hash[consumer.id] = consumer
+            else:
+                reason = "hash_already_blocked_in_this_read"
+            if dispatch:
+                g = groups.get(consumer.id)
+                if g is None:
+                    g = groups[consumer.id] = (consumer, [], [])
+                g[1].append((pos, data))
+                g[2].append(h)
+            else:
+                already_blocked.add(h)
+                self.add_message_to_replay(pos.ledger_id, pos.entry_id, h)
+                if self.events.enabled:
+                    self._hash_blocked(consumer, h, pos.ledger_id, pos.entry_id, reason)
+        trigger_look_ahead = False
+        if look_ahead_allowed and not groups:
+            if read_type == NORMAL:
+                for cid, c in blocked_by_hash.items():
+                    if permits_for[cid][0] > 0:
+                        trigger_look_ahead = True
+                        break
+            if not trigger_look_ahead:
+                for c in self.consumer_list.consumers:
+                    if c.id not in seen_consumers and self.ks_available_permits(c) > 0:
+                        trigger_look_ahead = True
+                        break
+        total_entries = 0
+        for c, group, hashes in groups.values():
+            sent_entries, _ = self._send_group(c, group, hashes, read_type)
+            total_entries += sent_entries
+        if trigger_look_ahead:
+            self.skip_next_replay = True
+            return True
+        return total_entries > 0
+
+    # --- stats ---------------------------------------------------------------------------------
+    def stats(self) -> dict[str, Any]:
+        out = super().stats()
+        out["allowOutOfOrderDelivery"] = self.allow_out_of_order_delivery
+        out["keySharedMode"] = self.key_shared_mode
+        if self.classic:
+            out["consumersAfterMarkDeletePosition"] = {
+                c.name: str(p) for c, p in (self.recently_joined or {}).items()}
+        else:
+            out["consumersAfterMarkDeletePosition"] = {}
+        return out
+
+    def consumer_stats(self, consumer: "Consumer") -> dict[str, Any]:
+        """Key_Shared fields of one consumer's stats: hash ranges and (4.x) draining hashes."""
+        ranges = self.selector.consumer_key_hash_ranges()
+        mine = []
+        for c, rs in ranges.items():
+            if c is consumer or getattr(c, "id", None) == consumer.id:
+                mine = list(rs)
+                break
+        out: dict[str, Any] = {}
+        if self.classic:
+            out["keyHashRanges"] = [f"[{s}, {e}]" for s, e in mine]
+        else:
+            out["keyHashRangeArrays"] = [[s, e] for s, e in mine]
+            if self.draining is not None:
+                out.update(self.draining.consumer_stats(consumer))
+            else:
+                out.update({"drainingHashesCount": 0, "drainingHashesClearedTotal": 0,
+                            "drainingHashesUnackedMessages": 0, "drainingHashes": []})
+        return out
+
+    def close(self) -> None:
+        super().close()
+        if self._reschedule_timer is not None:
+            self._reschedule_timer.cancel()
+            self._reschedule_timer = None

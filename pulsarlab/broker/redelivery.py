@@ -1,0 +1,177 @@
+"""The replay set of a multi-consumer dispatcher and the broker's redelivery counter.
+
+Models `MessageRedeliveryController` (a sorted set of (ledger, entry) positions, plus, when ordering
+matters, position -> sticky hash and hash -> reference count maps) and `InMemoryRedeliveryTracker`
+(reference §5.2, §3.1, §3.3, §8.3). Simplifies: positions are plain ``(ledger, entry)`` tuples and the set
+is a `SortedList` (Pulsar: `ConcurrentBitmapSortedLongPairSet`); the iteration order is the same.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Iterable
+
+from sortedcontainers import SortedList
+
+Pos = tuple[int, int]
+
+
+class MessageRedeliveryController:
+    """``redeliveryMessages``: what a Shared / Key_Shared dispatcher must send again, in position order.
+
+    ``allow_out_of_order_delivery=True`` keeps no hash maps, so the set never blocks a hash (§3.3).
+    """
+
+    __slots__ = ("_positions", "_hashes", "_hash_counts", "_track_hashes")
+
+    def __init__(self, allow_out_of_order_delivery: bool = True) -> None:
+        self._positions: SortedList = SortedList()
+        self._track_hashes = not allow_out_of_order_delivery
+        self._hashes: dict[Pos, int] = {}
+        self._hash_counts: dict[int, int] = {}
+
+    def __len__(self) -> int:
+        return len(self._positions)
+
+    def is_empty(self) -> bool:
+        return not self._positions
+
+    def __contains__(self, pos: Pos) -> bool:
+        return pos in self._positions
+
+    def add(self, ledger: int, entry: int, sticky_hash: int = 0) -> bool:
+        """Add a position (with its sticky hash when hashes are tracked); False if it was already there."""
+        pos = (ledger, entry)
+        if self._track_hashes:
+            if pos in self._hashes:
+                return False
+            self._hashes[pos] = sticky_hash
+            self._hash_counts[sticky_hash] = self._hash_counts.get(sticky_hash, 0) + 1
+        elif pos in self._positions:
+            return False
+        self._positions.add(pos)
+        return True
+
+    def remove(self, ledger: int, entry: int) -> bool:
+        pos = (ledger, entry)
+        if self._track_hashes:
+            h = self._hashes.pop(pos, None)
+            if h is None:
+                return False
+            self._dec(h)
+        elif pos not in self._positions:
+            return False
+        self._positions.remove(pos)
+        return True
+
+    def _dec(self, h: int) -> None:
+        n = self._hash_counts[h] - 1
+        if n:
+            self._hash_counts[h] = n
+        else:
+            del self._hash_counts[h]
+
+    def remove_all_up_to(self, ledger: int, entry: int) -> None:
+        """Drop every position at or before (ledger, entry) (``removeAllUpTo``)."""
+        positions = self._positions
+        while positions and positions[0] <= (ledger, entry):
+            pos = positions.pop(0)
+            if self._track_hashes:
+                self._dec(self._hashes.pop(pos))
+
+    def contains_sticky_key_hash(self, sticky_hash: int) -> bool:
+        """``containsStickyKeyHash``: False when hashes are not tracked (out-of-order delivery allowed)."""
+        return sticky_hash in self._hash_counts
+
+    def hash_of(self, ledger: int, entry: int) -> int | None:
+        return self._hashes.get((ledger, entry))
+
+    def first(self) -> Pos | None:
+        return self._positions[0] if self._positions else None
+
+    def messages_to_replay_now(self, max_messages: int, accept: Callable[[Pos], bool] | None = None) -> list[Pos]:
+        """``getMessagesToReplayNow``: up to ``max_messages`` positions, oldest first, that ``accept`` lets through."""
+        out: list[Pos] = []
+        if max_messages <= 0:
+            return out
+        for pos in self._positions:
+            if accept is None or accept(pos):
+                out.append(pos)
+                if len(out) >= max_messages:
+                    break
+        return out
+
+    def clear(self) -> None:
+        self._positions.clear()
+        self._hashes.clear()
+        self._hash_counts.clear()
+
+    def positions(self) -> list[Pos]:
+        return list(self._positions)
+
+
+class InMemoryRedeliveryTracker:
+    """``InMemoryRedeliveryTracker``: how many times each position was explicitly redelivered (§8.3)."""
+
+    __slots__ = ("_counts",)
+
+    def __init__(self) -> None:
+        self._counts: dict[Pos, int] = {}
+
+    def increment_and_get(self, ledger: int, entry: int) -> int:
+        n = self._counts.get((ledger, entry), 0) + 1
+        self._counts[(ledger, entry)] = n
+        return n
+
+    def add_if_absent(self, ledger: int, entry: int) -> None:
+        self._counts.setdefault((ledger, entry), 0)
+
+    def get(self, ledger: int, entry: int) -> int:
+        return self._counts.get((ledger, entry), 0)
+
+    def remove(self, ledger: int, entry: int) -> None:
+        self._counts.pop((ledger, entry), None)
+
+    def remove_batch(self, positions: Iterable[Pos]) -> None:
+        for pos in positions:
+            self._counts.pop(pos, None)
+
+    def remove_up_to(self, ledger: int, entry: int) -> None:
+        if self._counts:
+            for pos in [p for p in self._counts if p <= (ledger, entry)]:
+                del self._counts[pos]
+
+    def clear(self) -> None:
+        self._counts.clear()
+
+    def __len__(self) -> int:
+        return len(self._counts)
+
+
+class RedeliveryTrackerDisabled:
+    """``RedeliveryTrackerDisabled``: Exclusive and Failover never count redeliveries (§13.7)."""
+
+    __slots__ = ()
+
+    def increment_and_get(self, ledger: int, entry: int) -> int:
+        return 0
+
+    def add_if_absent(self, ledger: int, entry: int) -> None:
+        pass
+
+    def get(self, ledger: int, entry: int) -> int:
+        return 0
+
+    def remove(self, ledger: int, entry: int) -> None:
+        pass
+
+    def remove_batch(self, positions: Iterable[Pos]) -> None:
+        pass
+
+    def remove_up_to(self, ledger: int, entry: int) -> None:
+        pass
+
+    def clear(self) -> None:
+        pass
+
+    def __len__(self) -> int:
+        return 0

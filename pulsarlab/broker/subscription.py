@@ -1,0 +1,298 @@
+"""A durable subscription: its cursor, its dispatcher (by type) and the acks it applies.
+
+Models `PersistentSubscription` (reference §2.0, §4, §7): ``addConsumer`` keeps the dispatcher while consumers
+are connected and checks the newcomer against it (`checkForConsumerCompatibilityErrorWithDispatcher` on 4.x
+with its three texts; 3.0 checks the type only, "Subscription is of different type"); with no consumer
+connected a consumer of another type (or another Key_Shared policy) gets a new dispatcher.
+``messageAcked`` / ``acknowledgeMessage``: individual acks update the owner's pending acks and unacked
+counts, then `ManagedCursor.async_delete`; cumulative acks `mark_delete` (ignored on Shared and Key_Shared,
+as the broker logs "Received cumulative ack on shared subscription, ignoring").
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .. import model_events as ev
+from ..client.ack_grouping import AckCommand, AckType, ack_set_mask
+from ..errors import PulsarError, SubscriptionBusyException
+from .consumer import popcount
+from .dispatcher_key_shared import KeySharedDispatcher
+from .dispatcher_shared import SharedDispatcher
+from .dispatcher_single import SingleActiveConsumerDispatcher
+from .position import Position
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .consumer import Consumer
+    from .topic import PersistentTopic
+
+
+class PersistentSubscription:
+    """One subscription of a topic."""
+
+    def __init__(self, topic: "PersistentTopic", name: str, cursor: Any, sub_id: int) -> None:
+        self.topic = topic
+        self.name = name
+        self.cursor = cursor
+        self.id = sub_id
+        self.dispatcher: Any = None
+        self.dispatcher_name = f"{topic.name} / {name}"
+        self.batch_index_level = bool(topic.service.config["acknowledgmentAtBatchIndexLevelEnabled"])
+        self.last_consumed_flow_timestamp = 0
+        self.msg_out_counter_closed = 0
+
+    def __str__(self) -> str:
+        return f"PersistentSubscription{{topic={self.topic.name}, name={self.name}}}"
+
+    # --- consumers -----------------------------------------------------------------------------
+    def consumers(self) -> list["Consumer"]:
+        return self.dispatcher.consumers() if self.dispatcher is not None else []
+
+    def add_consumer(self, consumer: "Consumer") -> None:
+        sub_type = consumer.sub_type.wire
+        d = self.dispatcher
+        if d is None or not d.is_consumer_connected():
+            ks_mode = consumer.key_shared_mode
+            ooo = consumer.allow_out_of_order_delivery
+            if (d is None or d.type_name != sub_type
+                    or (sub_type == "Key_Shared" and not d.has_same_key_shared_policy(ks_mode, ooo))):
+                if d is not None:
+                    d.close()
+                if sub_type == "Exclusive" or sub_type == "Failover":
+                    d = SingleActiveConsumerDispatcher(self, sub_type)
+                elif sub_type == "Shared":
+                    d = SharedDispatcher(self)
+                else:
+                    d = KeySharedDispatcher(self, ks_mode, ooo)
+                self.dispatcher = d
+        else:
+            error = self._compatibility_error(d, consumer)
+            if error is not None:
+                raise error
+        d.add_consumer(consumer)
+
+    def _compatibility_error(self, d: Any, consumer: "Consumer") -> SubscriptionBusyException | None:
+        sub_type = consumer.sub_type.wire
+        if not self.topic.service.profile.detailed_subscription_compat_errors:
+            if sub_type != d.type_name:
+                return SubscriptionBusyException("Subscription is of different type")
+            return None
+        if sub_type != d.type_name:
+            return SubscriptionBusyException(
+                f"Subscription is of different type. Active subscription type of '{d.type_name}' is different "
+                f"than the connecting consumer's type '{sub_type}'.")
+        if sub_type == "Key_Shared":
+            if consumer.key_shared_mode != d.key_shared_mode:
+                return SubscriptionBusyException(
+                    f"Subscription is of different type. Active subscription key_shared mode of "
+                    f"'{d.key_shared_mode}' is different than the connecting consumer's key_shared mode "
+                    f"'{consumer.key_shared_mode}'.")
+            if consumer.allow_out_of_order_delivery != d.allow_out_of_order_delivery:
+                if d.allow_out_of_order_delivery:
+                    text = ("Subscription is of different type. Active subscription allows out of order delivery "
+                            "while the connecting consumer does not allow it.")
+                else:
+                    text = ("Subscription is of different type. Active subscription does not allow out of order "
+                            "delivery while the connecting consumer allows it.")
+                return SubscriptionBusyException(text)
+        return None
+
+    def remove_consumer(self, consumer: "Consumer") -> None:
+        if self.dispatcher is not None:
+            self.dispatcher.remove_consumer(consumer)
+
+    def consumer_flow(self, consumer: "Consumer", n: int) -> None:
+        self.last_consumed_flow_timestamp = self.topic.service.scheduler.now()
+        self.dispatcher.consumer_flow(consumer, n)
+
+    def add_unacked_messages(self, n: int) -> None:
+        self.dispatcher.add_unacked_messages(n)
+
+    # --- cursor helpers ------------------------------------------------------------------------
+    def rewind_cursor(self) -> None:
+        cursor = self.cursor
+        cursor.rewind()
+        if self.dispatcher is not None:
+            self.dispatcher.on_cursor_rewound()
+        self.set_waiting(False)
+        events = self.topic.service.events
+        if events.enabled:
+            rp = cursor.read_position
+            events.append_row(ev.CURSOR_REWOUND, self.topic.service.scheduler.now(), self.id, rp.ledger_id,
+                              rp.entry_id)
+
+    def set_waiting(self, waiting: bool) -> None:
+        self.cursor.waiting_read_op = waiting
+
+    def batch_ack_sets(self, entries: list) -> list[int | None] | None:
+        """The cursor's batch-index ack masks of the entries (``EntryBatchIndexesAcks``), or None when off."""
+        if not self.batch_index_level:
+            return None
+        cursor = self.cursor
+        out: list[int | None] = []
+        any_set = False
+        for pos, _ in entries:
+            words = cursor.batch_deleted_indexes(pos)
+            if words is None:
+                out.append(None)
+            else:
+                out.append(ack_set_mask(words))
+                any_set = True
+        return out if any_set else None
+
+    # --- acks ----------------------------------------------------------------------------------
+    def message_acked(self, consumer: "Consumer", cmd: AckCommand) -> None:
+        """`Consumer.messageAcked` + `acknowledgeMessage`; reads it triggers run once the ack is applied."""
+        d = self.dispatcher
+        if d is None:
+            return
+        d.begin_ack()
+        try:
+            self._message_acked(consumer, cmd)
+        finally:
+            d.end_ack()
+
+    def _message_acked(self, consumer: "Consumer", cmd: AckCommand) -> None:
+        svc = self.topic.service
+        consumer.last_acked_timestamp = svc.scheduler.now()
+        cursor = self.cursor
+        md_before = cursor.mark_delete_position
+        if cmd.ack_type is AckType.CUMULATIVE:
+            if len(cmd.message_ids) != 1:
+                return  # "Received multi-message ack"
+            if consumer.individual_ack_mode:
+                return  # "Received cumulative ack on shared subscription, ignoring"
+            ledger, entry, ack_set = cmd.message_ids[0]
+            try:
+                cursor.mark_delete(Position(ledger, entry), list(ack_set) if ack_set is not None else None)
+            except PulsarError:
+                pass  # Pulsar logs a failed mark-delete ("Invalid mark deleted position", going backwards)
+            self._after_ack(md_before, ledger, entry, True, ack_set is not None)
+            return
+        positions = []
+        individual = consumer.individual_ack_mode
+        for ledger, entry, ack_set in cmd.message_ids:
+            if ack_set is not None:
+                acked = 0
+                if individual and self.batch_index_level:
+                    owner = self._owner(consumer, ledger, entry)
+                    if owner is not None:
+                        value = owner.pending_acks.get(ledger, entry)
+                        given = ack_set_mask(ack_set)
+                        cur = cursor.batch_deleted_indexes(Position(ledger, entry))
+                        if cur is not None:
+                            cur_mask = ack_set_mask(cur)
+                            acked = popcount(cur_mask) - popcount(cur_mask & given)
+                        else:
+                            acked = value[0] - popcount(given)
+                        owner.add_unacked(-acked)
+                positions.append((Position(ledger, entry), list(ack_set)))
+            else:
+                if individual:
+                    acked_count = self._acked_count_no_ack_set(consumer, ledger, entry)
+                    removed = consumer.remove_pending_ack(ledger, entry)
+                    if removed is not None:
+                        removed[0].add_unacked(-acked_count)
+                positions.append((Position(ledger, entry), None))
+        try:
+            cursor.async_delete(positions)
+        except PulsarError:
+            pass  # Pulsar logs the failed delete; the positions before the bad one stay deleted
+        d = self.dispatcher
+        if d is not None:
+            d.redelivery_tracker.remove_batch([(p.ledger_id, p.entry_id) for p, s in positions if s is None])
+        last = positions[-1][0] if positions else None
+        self._after_ack(md_before, last.ledger_id if last else -1, last.entry_id if last else -1, False,
+                        any(s is not None for _, s in positions))
+
+    def _owner(self, consumer: "Consumer", ledger: int, entry: int) -> "Consumer | None":
+        if consumer.pending_acks is not None and (ledger, entry) in consumer.pending_acks:
+            return consumer
+        for c in self.consumers():
+            if c.pending_acks is not None and (ledger, entry) in c.pending_acks:
+                return c
+        return None
+
+    def _acked_count_no_ack_set(self, consumer: "Consumer", ledger: int, entry: int) -> int:
+        """`getBatchSize` / `getAckedCountForMsgIdNoAckSets`: the messages an entry-level ack settles."""
+        owner = self._owner(consumer, ledger, entry)
+        if owner is None:
+            return 1
+        batch_size = owner.pending_acks.get(ledger, entry)[0]
+        if self.batch_index_level:
+            cur = self.cursor.batch_deleted_indexes(Position(ledger, entry))
+            if cur is not None:
+                return popcount(ack_set_mask(cur))
+        return batch_size
+
+    def _after_ack(self, md_before: Position, ledger: int, entry: int, cumulative: bool, partial: bool) -> None:
+        svc = self.topic.service
+        md = self.cursor.mark_delete_position
+        if svc.events.enabled:
+            svc.events.append_row(ev.ACK_APPLIED, svc.scheduler.now(), self.id, ledger, entry, int(cumulative),
+                                  int(partial), md.entry_id)
+        moved = md != md_before
+        if self.dispatcher is not None:
+            if moved:
+                self.dispatcher.redelivery_tracker.remove_up_to(md.ledger_id, md.entry_id)
+            self.dispatcher.after_ack(moved)
+
+    # --- stats ---------------------------------------------------------------------------------
+    def stats(self) -> dict[str, Any]:
+        """`SubscriptionStatsImpl` fields the model keeps (rates are 0)."""
+        cursor = self.cursor
+        d = self.dispatcher
+        consumers = self.consumers()
+        backlog = cursor.number_of_entries_in_backlog()
+        out: dict[str, Any] = {
+            "msgRateOut": 0.0,
+            "msgThroughputOut": 0.0,
+            "bytesOutCounter": sum(c.bytes_out_counter for c in consumers),
+            "msgOutCounter": sum(c.msg_out_counter for c in consumers),
+            "msgRateRedeliver": 0.0,
+            "messageAckRate": 0.0,
+            "chunkedMessageRate": 0,
+            "msgBacklog": backlog,
+            "backlogSize": 0,
+            "earliestMsgPublishTimeInBacklog": 0,
+            "msgBacklogNoDelayed": backlog,
+            "blockedSubscriptionOnUnackedMsgs": False,
+            "msgDelayed": 0,
+            "msgInReplay": 0,
+            "unackedMessages": 0,
+            "type": d.type_name if d is not None else None,
+            "lastExpireTimestamp": 0,
+            "lastConsumedFlowTimestamp": self.last_consumed_flow_timestamp,
+            "lastConsumedTimestamp": max((c.last_consumed_timestamp for c in consumers), default=0),
+            "lastAckedTimestamp": max((c.last_acked_timestamp for c in consumers), default=0),
+            "consumers": [],
+            "isDurable": True,
+            "isReplicated": False,
+            "allowOutOfOrderDelivery": False,
+            "consumersAfterMarkDeletePosition": {},
+            "nonContiguousDeletedMessagesRanges": cursor.individually_deleted_messages.size(),
+            "nonContiguousDeletedMessagesRangesSerializedSize": 0,
+            "delayedMessageIndexSizeInBytes": 0,
+            "subscriptionProperties": {},
+        }
+        if d is not None:
+            out.update(d.stats())
+            out["msgBacklogNoDelayed"] = backlog - out["msgDelayed"]
+        if out.get("activeConsumerName") is None:
+            out.pop("activeConsumerName", None)
+        draining_totals = [0, 0, 0]
+        for c in consumers:
+            cs = c.stats()
+            if isinstance(d, KeySharedDispatcher):
+                extra = d.consumer_stats(c)
+                cs.update(extra)
+                if "drainingHashesCount" in extra:
+                    draining_totals[0] += extra["drainingHashesCount"]
+                    draining_totals[1] += extra["drainingHashesClearedTotal"]
+                    draining_totals[2] += extra["drainingHashesUnackedMessages"]
+            out["consumers"].append(cs)
+        if isinstance(d, KeySharedDispatcher) and not d.classic:
+            out["drainingHashesCount"] = draining_totals[0]
+            out["drainingHashesClearedTotal"] = draining_totals[1]
+            out["drainingHashesUnackedMessages"] = draining_totals[2]
+        return out

@@ -1,0 +1,170 @@
+"""A persistent topic (or one partition of a partitioned topic): its managed ledger, producers, subscriptions.
+
+Models `PersistentTopic` (reference §11): ``publishMessage`` appends an entry to the managed ledger and wakes
+the dispatchers whose cursor waits at the end of the topic; ``subscribe`` opens (or reuses) the subscription's
+durable cursor at the initial position. Simplifies: no deduplication, no schema, no retention or
+backlog quotas, no compaction, no replication.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+from .. import model_events as ev
+from .ledger import ManagedLedger
+from .position import Position
+from .subscription import PersistentSubscription
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..messages import EntryData
+    from .service import BrokerService
+
+_PARTITION = re.compile(r"-partition-(\d+)$")
+
+
+def partition_index_of(name: str) -> int:
+    """`TopicName.getPartitionIndex`: N for ``...-partition-N``, else -1."""
+    m = _PARTITION.search(name)
+    return int(m.group(1)) if m else -1
+
+
+class ProducerHandle:
+    """The broker's record of one producer on one topic (`Producer`)."""
+
+    __slots__ = ("producer_id", "name", "topic", "msg_in_counter", "bytes_in_counter", "connected_since")
+
+    def __init__(self, producer_id: int, name: str, topic: "PersistentTopic", now: int) -> None:
+        self.producer_id = producer_id
+        self.name = name
+        self.topic = topic
+        self.msg_in_counter = 0
+        self.bytes_in_counter = 0
+        self.connected_since = now
+
+
+class PersistentTopic:
+    """One topic the broker serves."""
+
+    def __init__(self, service: "BrokerService", name: str, topic_id: int) -> None:
+        self.service = service
+        self.name = name
+        self.id = topic_id
+        self.partition_index = partition_index_of(name)
+        self.ledger = ManagedLedger(name, service.scheduler, service.config, service.ledger_ids,
+                                    service.events if service.events.enabled else None)
+        self.subscriptions: dict[str, PersistentSubscription] = {}
+        self.producers: dict[int, ProducerHandle] = {}
+        self.msg_in_counter = 0
+        self.bytes_in_counter = 0
+        self._entry_ev = ev.ENTRY_PERSISTED
+
+    def add_producer(self, producer_id: int, name: str) -> ProducerHandle:
+        handle = ProducerHandle(producer_id, name, self, self.service.scheduler.now())
+        self.producers[producer_id] = handle
+        return handle
+
+    def publish(self, handle: ProducerHandle, entry: "EntryData") -> Position:
+        """`publishMessage`: persist the entry, then complete waiting reads."""
+        pos = self.ledger.add_entry(entry)
+        meta = entry.metadata
+        n = meta.num_messages_in_batch
+        n = 1 if n is None else n
+        size = entry.size
+        self.msg_in_counter += n
+        self.bytes_in_counter += size
+        handle.msg_in_counter += n
+        handle.bytes_in_counter += size
+        events = self.service.events
+        if events.enabled:
+            events.append_row(self._entry_ev, self.service.scheduler.now(), self.id, pos.ledger_id, pos.entry_id, n,
+                              handle.producer_id, meta.sequence_id)
+        for sub in list(self.subscriptions.values()):
+            d = sub.dispatcher
+            if d is not None:
+                d.on_new_entries()
+        return pos
+
+    def get_or_create_subscription(self, name: str, initial_position: str) -> PersistentSubscription:
+        sub = self.subscriptions.get(name)
+        if sub is None:
+            cursor = self.ledger.open_cursor(name, initial_position)
+            sub = PersistentSubscription(self, name, cursor, self.service.new_subscription_id())
+            self.subscriptions[name] = sub
+        return sub
+
+    def delete_subscription(self, name: str) -> None:
+        sub = self.subscriptions.pop(name)
+        if sub.dispatcher is not None:
+            sub.dispatcher.close()
+        self.ledger.delete_cursor(name)
+
+    # --- stats ---------------------------------------------------------------------------------
+    def stats(self) -> dict[str, Any]:
+        """`pulsar-admin topics stats` (`TopicStatsImpl`) in its JSON shape; rates are 0 (no wall clock)."""
+        from .consumer import _iso
+
+        subs = {name: sub.stats() for name, sub in self.subscriptions.items()}
+        ledger = self.ledger
+        return {
+            "msgRateIn": 0.0,
+            "msgThroughputIn": 0.0,
+            "msgRateOut": 0.0,
+            "msgThroughputOut": 0.0,
+            "bytesInCounter": self.bytes_in_counter,
+            "msgInCounter": self.msg_in_counter,
+            "bytesOutCounter": sum(s["bytesOutCounter"] for s in subs.values()),
+            "msgOutCounter": sum(s["msgOutCounter"] for s in subs.values()),
+            "averageMsgSize": (self.bytes_in_counter / self.msg_in_counter) if self.msg_in_counter else 0.0,
+            "msgChunkPublished": False,
+            "storageSize": ledger.total_size,
+            "backlogSize": 0,
+            "publishRateLimitedTimes": 0,
+            "earliestMsgPublishTimeInBacklogs": 0,
+            "offloadedStorageSize": 0,
+            "lastOffloadLedgerId": 0,
+            "lastOffloadSuccessTimeStamp": 0,
+            "lastOffloadFailureTimeStamp": 0,
+            "waitingPublishers": 0,
+            "replicationBacklog": 0,
+            "publishers": [
+                {
+                    "accessMode": "Shared",
+                    "msgRateIn": 0.0,
+                    "msgThroughputIn": 0.0,
+                    "averageMsgSize": 0.0,
+                    "chunkedMessageRate": 0.0,
+                    "producerId": h.producer_id,
+                    "supportsPartialProducer": False,
+                    "producerName": h.name,
+                    "address": "/127.0.0.1:6650",
+                    "connectedSince": _iso(h.connected_since),
+                    "clientVersion": "pulsarlab",
+                    "metadata": {},
+                }
+                for h in self.producers.values()
+            ],
+            "subscriptions": subs,
+            "replication": {},
+            "deduplicationStatus": "Disabled",
+            "nonContiguousDeletedMessagesRanges": sum(s["nonContiguousDeletedMessagesRanges"] for s in subs.values()),
+            "nonContiguousDeletedMessagesRangesSerializedSize": 0,
+            "delayedMessageIndexSizeInBytes": 0,
+            "compaction": {"lastCompactionRemovedEventCount": 0, "lastCompactionSucceedTimestamp": 0,
+                           "lastCompactionFailedTimestamp": 0, "lastCompactionDurationTimeInMills": 0},
+            "ownerBroker": "localhost:8080",
+        }
+
+    def stats_internal(self) -> dict[str, Any]:
+        """`pulsar-admin topics stats-internal` (`PersistentTopicInternalStats`)."""
+        out = self.ledger.stats_internal()
+        cursors = {}
+        for name, sub in self.subscriptions.items():
+            d = sub.dispatcher
+            pending = bool(sub.cursor.waiting_read_op)
+            cursors[name] = sub.cursor.stats_internal(subscription_have_pending_read=pending,
+                                                      subscription_have_pending_replay_read=False)
+        for name, cursor_stats in out.get("cursors", {}).items():
+            cursors.setdefault(name, cursor_stats)
+        out["cursors"] = cursors
+        return out

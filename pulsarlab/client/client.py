@@ -1,0 +1,71 @@
+"""The client: ``pulsar.Client`` in the lab (producers and consumers talk to the lab's one broker).
+
+Models the Python ``pulsar.Client`` surface (``create_producer``, ``subscribe``, ``get_topic_partitions``,
+``close``). ``client_library`` picks whose batching rules the producers follow (default the C++ client the
+Python package wraps; `ClientLibrary.JAVA` for the Java client the reference reads).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .batching import ClientLibrary
+from .consumer import Consumer
+from .producer import AlreadyClosedException, Producer
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..lab import Lab
+
+
+class Client:
+    """``pulsar.Client`` bound to a lab."""
+
+    def __init__(self, lab: "Lab", *, client_library: ClientLibrary = ClientLibrary.CPP) -> None:
+        if not isinstance(client_library, ClientLibrary):
+            raise TypeError(f"client_library must be a ClientLibrary, not {client_library!r}")
+        self._lab = lab
+        self._client_library = client_library
+        self._producers: list[Producer] = []
+        self._consumers: list[Consumer] = []
+        self._closed = False
+
+    def create_producer(self, topic: str, **kwargs: Any) -> Producer:
+        """``Client.create_producer(topic, producer_name=None, initial_sequence_id=None, batching_enabled=False,
+        batching_max_messages=1000, batching_max_allowed_size_in_bytes=131072, batching_max_publish_delay_ms=10,
+        batching_type=BatchingType.Default, message_routing_mode=RoundRobinDistribution, message_router=None,
+        properties=None)``."""
+        self._check()
+        producer = Producer(self, topic, **kwargs)
+        self._producers.append(producer)
+        return producer
+
+    def subscribe(self, topic: str, subscription_name: str, **kwargs: Any) -> Consumer:
+        """``Client.subscribe(topic, subscription_name, consumer_type=ConsumerType.Exclusive, receiver_queue_size=1000,
+        max_total_receiver_queue_size_across_partitions=50000, consumer_name=None,
+        initial_position=InitialPosition.Latest, priority_level=0, key_shared_policy=None,
+        batch_index_ack_enabled=None)``; lab extras: ``ack_group_time_ms=100``, ``max_ack_group_size=1000``.
+        ``batch_index_ack_enabled=None`` takes the profile's client default (true from 4.1)."""
+        self._check()
+        consumer = Consumer(self, topic, subscription_name, **kwargs)
+        self._consumers.append(consumer)
+        return consumer
+
+    def get_topic_partitions(self, topic: str) -> list[str]:
+        """The partition topic names, or ``[topic]`` for a non-partitioned topic."""
+        name = self._lab.service.normalize(topic)
+        n = self._lab.service.ensure_topic(name)
+        return [f"{name}-partition-{i}" for i in range(n)] if n else [name]
+
+    def close(self) -> None:
+        """Close every producer (flushing) and consumer (flushing acks)."""
+        if self._closed:
+            return
+        for p in self._producers:
+            p.close()
+        for c in self._consumers:
+            c.close()
+        self._closed = True
+
+    def _check(self) -> None:
+        if self._closed:
+            raise AlreadyClosedException("Client already closed")

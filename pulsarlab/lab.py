@@ -1,0 +1,105 @@
+"""The lab: one broker, its clients, one virtual clock and one event log.
+
+Models no single Pulsar class; it is the learner's entry point (issue 3, design.md "The model"):
+
+    lab = pl.Lab(version="4.0", seed=1, broker_config={"managedLedgerMaxEntriesPerLedger": 3})
+    client = lab.client()
+    ...
+    lab.advance(100); lab.run_until_idle(); lab.now()
+    lab.admin.topics.stats("orders"); lab.events.to_pandas()
+
+``version`` picks the profile (`profiles.get_profile`); ``broker_config`` overrides broker.conf settings by their
+Pulsar names (unknown names are rejected). ``seed`` fixes every random choice (routing start cursors,
+generated consumer names), so the same scenario and seed give the same event log (``lab.events.digest()``).
+``record_events=False`` keeps the log empty for bulk runs.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import mmh3
+
+from .admin import Admin
+from .broker.service import BrokerService
+from .client.batching import ClientLibrary
+from .client.client import Client
+from .clock import Scheduler
+from .errors import Timeout
+from .events import EventLog
+from .profiles import Profile, get_profile
+
+
+class Lab:
+    """A deterministic Pulsar broker and its clients on a virtual clock."""
+
+    def __init__(
+        self,
+        version: str | Profile | None = None,
+        seed: int = 0,
+        broker_config: dict[str, Any] | None = None,
+        record_events: bool = True,
+        start_ms: int = 0,
+    ) -> None:
+        if not isinstance(seed, int) or isinstance(seed, bool):
+            raise TypeError(f"seed must be an int, not {type(seed).__name__}")
+        self.profile = get_profile(version)
+        self.config = self.profile.broker_config(broker_config)
+        self.seed = seed
+        self.scheduler = Scheduler(start_ms)
+        self.events = EventLog(enabled=record_events)
+        self.service = BrokerService(self)
+        self.admin = Admin(self)
+
+    @property
+    def version(self) -> str:
+        return self.profile.name
+
+    def client(self, *, client_library: ClientLibrary = ClientLibrary.CPP) -> Client:
+        """A ``pulsar.Client`` connected to this lab's broker."""
+        return Client(self, client_library=client_library)
+
+    # --- time ------------------------------------------------------------------------------------
+    def now(self) -> int:
+        """Virtual time in milliseconds."""
+        return self.scheduler.now()
+
+    def advance(self, ms: int) -> int:
+        """Move virtual time ``ms`` forward, firing every timer due on the way; returns how many fired."""
+        return self.scheduler.advance(ms)
+
+    def run_until(self, t: int) -> int:
+        return self.scheduler.run_until(t)
+
+    def run_until_idle(self, limit_ms: int | None = None) -> int:
+        """Fire timers until none is left (ack flushes, batch timers, failover delays, ...)."""
+        return self.scheduler.run_until_idle(limit_ms)
+
+    def wait_for(self, predicate: Callable[[], bool], deadline: int | None, *, what: str = "it",
+                 raise_on_idle: bool = True) -> bool:
+        """Run timers in order until ``predicate()`` holds, the clock would pass ``deadline``, or nothing is left.
+
+        This is how blocking calls (``producer.send`` with batching, ``consumer.receive(timeout)``) spend
+        virtual time. Returns whether the predicate holds; with ``raise_on_idle`` and no deadline an idle
+        scheduler raises `Timeout` (the real call would block forever).
+        """
+        sched = self.scheduler
+        while not predicate():
+            nxt = sched.next_deadline()
+            if nxt is None or (deadline is not None and nxt > deadline):
+                if deadline is not None and deadline > sched.now():
+                    sched.run_until(deadline)
+                if not predicate() and deadline is None and raise_on_idle:
+                    raise Timeout(f"Pulsar error: TimeOut (waiting for {what}, nothing left that could make it happen)")
+                return predicate()
+            sched.run_until(nxt)
+        return True
+
+    def derive_seed(self, *parts: Any) -> int:
+        """A deterministic sub-seed for one component (the same on every machine)."""
+        text = "/".join(str(p) for p in (self.seed, *parts))
+        return mmh3.hash(text, 0, signed=False)
+
+    def __repr__(self) -> str:
+        return (f"<Lab version={self.profile.name} t={self.now()}ms topics={len(self.service.topics)} "
+                f"events={len(self.events)}>")
