@@ -1,42 +1,60 @@
 # pulsarlab: `make lab` sets up and opens the lab; `make test` sets up and runs every test.
-PYTHON ?= python3
-VENV   := .venv
-BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.installed
-GOLDEN ?= $(firstword $(wildcard ../shared/golden) tests/golden)
+PYTHON  ?= python3
+VENV    := .venv
+BIN     := $(VENV)/bin
+STAMP   := $(VENV)/.installed
+EXTRAS  := lab,spark,test
+GOLDEN  := $(or $(wildcard ../shared/golden/*.jsonl),$(wildcard tests/golden/*.jsonl tests/golden/*.jsonl.gz))
+PYTEST_ARGS ?=
 
 export SPARK_LOCAL_IP := 127.0.0.1
 export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 export PYSPARK_DRIVER_PYTHON := $(abspath $(BIN)/python)
 
+NEED_311 = import sys; v = sys.version_info; sys.exit(0 if v >= (3, 11) else \
+  f"pulsarlab needs Python 3.11 or newer; {sys.executable} is {v.major}.{v.minor}.{v.micro}. Run: make PYTHON=python3.11 ...")
+
 .PHONY: install lab test chromium conformance bench clean
+.DELETE_ON_ERROR:
 
 $(BIN)/python:
+	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "error: $(PYTHON) not found; pulsarlab needs Python 3.11 or newer" >&2; exit 1; }
+	@$(PYTHON) -c '$(NEED_311)'
 	$(PYTHON) -m venv $(VENV)
 
 $(STAMP): pyproject.toml | $(BIN)/python
+	@$(BIN)/python -c '$(NEED_311)'
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[lab,spark,test]"
+	$(BIN)/python -m pip install --quiet -e ".[$(EXTRAS)]"
 	touch $@
 
 install: $(STAMP)
 
 lab: install
-	$(BIN)/jupyter lab --ip 127.0.0.1 --ServerApp.root_dir=labs
+	$(BIN)/python -m jupyter lab --ip 127.0.0.1 --ServerApp.root_dir=labs $(if $(filter 0,$(shell id -u)),--allow-root)
 
 chromium:
-	@command -v chromium >/dev/null 2>&1 || { \
+	@if command -v chromium >/dev/null 2>&1; then \
+	  echo "chromium: $$(command -v chromium)"; \
+	else \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium; }
+	  echo "chromium: installing Debian's chromium with apt-get"; \
+	  $$SUDO apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium && \
+	  command -v chromium >/dev/null 2>&1 || { echo "error: chromium is still missing after apt-get install" >&2; exit 1; }; \
+	fi
 
 test: install chromium
-	$(BIN)/python -m pytest
+	@mkdir -p .test-artifacts
+	$(BIN)/python -m pytest --junitxml=.test-artifacts/junit.xml $(PYTEST_ARGS)
 
 conformance: install
-	$(BIN)/pulsarlab conformance $(GOLDEN)/*.jsonl
+	@test -n "$(GOLDEN)" || { echo "error: no golden files in ../shared/golden/ or tests/golden/" >&2; exit 1; }
+	$(BIN)/pulsarlab conformance $(GOLDEN)
 
 bench: install
-	$(BIN)/python bench/selectors.py
+	@test -n "$(wildcard bench/*.py)" || { echo "error: no benchmarks in bench/" >&2; exit 1; }
+	@set -e; for b in $(wildcard bench/*.py); do echo "== $$b"; $(BIN)/python "$$b"; done
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .hypothesis .test-artifacts spark-warehouse metastore_db derby.log build dist
