@@ -136,6 +136,11 @@ BROKER_DEFAULTS: dict[str, Any] = {
     "isDelayedDeliveryDeliverAtTimeStrict": False,
     "delayedDeliveryFixedDelayDetectionLookahead": 50000,
     "delayedDeliveryMaxDelayInMillis": 0,
+    "delayedDeliveryTrackerFactoryClassName": "org.apache.pulsar.broker.delayed.InMemoryDelayedDeliveryTrackerFactory",
+    "delayedDeliveryMinIndexCountPerBucket": 50000,
+    "delayedDeliveryMaxTimeStepPerBucketSnapshotSegmentSeconds": 300,
+    "delayedDeliveryMaxIndexesPerBucketSnapshotSegment": 5000,
+    "delayedDeliveryMaxNumBuckets": -1,
     "subscriptionRedeliveryTrackerEnabled": True,
 }
 

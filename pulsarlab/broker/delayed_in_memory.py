@@ -26,12 +26,14 @@ from sortedcontainers import SortedDict, SortedSet
 
 from ..clock import Scheduler, Timer
 from ..profiles import DelayedTrackerForm, Profile, get_profile
+from . import delayed_memory
 from .long_hash_map import LongOpenHashMap, LongOpenHashSet
 
 Position = tuple[int, int]  # (ledgerId, entryId)
 
 DEFAULT_TICK_TIME_MILLIS = 1000  # delayedDeliveryTickTimeMillis
 DEFAULT_FIXED_DELAY_DETECTION_LOOKAHEAD = 50_000  # delayedDeliveryFixedDelayDetectionLookahead
+_TIME_BUCKET_NODE_BYTES = 40  # memory_bytes: a sorted map's node for one time bucket (key, value, links)
 
 
 @dataclass(frozen=True)
@@ -232,6 +234,10 @@ class PriorityQueueDelayedDeliveryTracker(InMemoryDelayedDeliveryTracker):
         """The held (deliverAt, ledger, entry) triples in delivery order, for views."""
         return sorted(self._queue)
 
+    def memory_bytes(self) -> int:
+        """Estimated JVM bytes: the ``TripleLongPriorityQueue``'s ``bytesCapacity`` (`delayed_memory`)."""
+        return delayed_memory.bytes_capacity(len(self._queue))
+
     def _store(self, ledger_id: int, entry_id: int, deliver_at: int) -> None:
         heapq.heappush(self._queue, (deliver_at, ledger_id, entry_id))
 
@@ -276,6 +282,16 @@ class TimeBitmapDelayedDeliveryTracker(InMemoryDelayedDeliveryTracker):
             (ts, [(ledger, list(entries)) for ledger, entries in ledgers.items()])
             for ts, ledgers in self._buckets.items()
         ]
+
+    def memory_bytes(self) -> int:
+        """Estimated JVM bytes (`delayed_memory`): a sorted-map node per time bucket, its fastutil ledger
+        map, a ``RoaringBitmap`` per ledger."""
+        total = 0
+        groups = []
+        for ledgers in self._buckets.values():
+            total += _TIME_BUCKET_NODE_BYTES + delayed_memory.fastutil_map_bytes(ledgers.capacity)
+            groups.extend(delayed_memory.sorted_array(entries) for entries in ledgers.values())
+        return total + int(delayed_memory.roaring_bytes_many(groups).sum()) if groups else total
 
     def _store(self, ledger_id: int, entry_id: int, deliver_at: int) -> None:
         ts = self.trim(deliver_at)
