@@ -120,15 +120,20 @@ def test_snapshot_agrees_with_admin_stats(type_name: str, version: str, partitio
                         else None) == active
 
 
-def test_single_delete_in_the_snapshot_and_the_cursor_view() -> None:
-    """testSingleDelete (reference §7.2): acks of p4, p1, p3, p3, p2, p5 with 3 entries per ledger."""
+def six_received_in_ledgers_of_three() -> tuple[pl.Lab, Any, list[Any]]:
+    """Six messages on "t" (3 entries per ledger) received by an individually acking consumer of "s"."""
     lab = pl.Lab(version="4.0", broker_config={"managedLedgerMaxEntriesPerLedger": 3})
     client = lab.client()
     consumer = client.subscribe("t", "s", ack_group_time_ms=0)
     producer = client.create_producer("t")
     for i in range(6):
         producer.send(f"m{i}".encode())
-    msgs = [consumer.receive(0) for _ in range(6)]
+    return lab, consumer, [consumer.receive(0) for _ in range(6)]
+
+
+def test_single_delete_in_the_snapshot_and_the_cursor_view() -> None:
+    """testSingleDelete (reference §7.2): acks of p4, p1, p3, p3, p2, p5 with 3 entries per ledger."""
+    lab, consumer, msgs = six_received_in_ledgers_of_three()
     seen = []
     for i in (3, 0, 2, 2, 1, 4):
         consumer.acknowledge(msgs[i])
@@ -145,13 +150,7 @@ def test_single_delete_in_the_snapshot_and_the_cursor_view() -> None:
 
 
 def test_cursor_view_colours_holes_and_individually_deleted_entries() -> None:
-    lab = pl.Lab(version="4.0", broker_config={"managedLedgerMaxEntriesPerLedger": 3})
-    client = lab.client()
-    consumer = client.subscribe("t", "s", ack_group_time_ms=0)
-    producer = client.create_producer("t")
-    for i in range(6):
-        producer.send(f"m{i}".encode())
-    msgs = [consumer.receive(0) for _ in range(6)]
+    lab, consumer, msgs = six_received_in_ledgers_of_three()
     for i in (0, 2, 4):
         consumer.acknowledge(msgs[i])
     snap = snapshot(lab)

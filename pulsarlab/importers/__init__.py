@@ -37,11 +37,7 @@ Imported = TopicStats | PersistentTopicInternalStats | PartitionedTopicInternalS
 
 def read(data: Any, *, source: str | None = None) -> Imported:
     """stats or stats-internal, told apart by their fields (``cursors``/``ledgers`` vs ``subscriptions``)."""
-    if isinstance(data, str):
-        src = JsonSource(source or "<text>", data)
-        data = lenient_json.loads(data, source=src.name)
-    else:
-        src = JsonSource(source or "<dict>")
+    data, src = lenient_json.read(data, source=source)
     return _dispatch(data, src)
 
 

@@ -239,6 +239,15 @@ def decode_bytes(data: bytes, *, source: str) -> str:
         ) from None
 
 
+def read(data: Any, *, source: str | None = None) -> tuple[Any, JsonSource]:
+    """JSON text (parsed with `loads`) or an already parsed value (e.g. ``lab.admin.topics.stats(t)``);
+    returns the value and its `JsonSource`, named ``source`` or ``<text>`` / ``<dict>``."""
+    if isinstance(data, str):
+        src = JsonSource(source or "<text>", data)
+        return loads(data, source=src.name), src
+    return data, JsonSource(source or "<dict>")
+
+
 def load(path: str | Path) -> tuple[Any, JsonSource]:
     """Read and parse a file; returns the value and its `JsonSource` (for located errors further on)."""
     path = Path(path)

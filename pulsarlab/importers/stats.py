@@ -362,11 +362,7 @@ _STATS_MARKERS = ("subscriptions", "publishers", "msgRateIn", "msgInCounter", "s
 
 def read_stats(data: Any, *, source: str | None = None) -> TopicStats:
     """stats JSON (text, or the parsed dict, e.g. ``lab.admin.topics.stats(t)``) -> `TopicStats`."""
-    if isinstance(data, str):
-        src = JsonSource(source or "<text>", data)
-        data = lenient_json.loads(data, source=src.name)
-    else:
-        src = JsonSource(source or "<dict>")
+    data, src = lenient_json.read(data, source=source)
     return from_json(data, src)
 
 

@@ -186,11 +186,7 @@ def read_stats_internal(
     data: Any, *, source: str | None = None
 ) -> PersistentTopicInternalStats | PartitionedTopicInternalStats:
     """stats-internal JSON (text, or the parsed dict, e.g. ``lab.admin.topics.stats_internal(t)``) -> typed stats."""
-    if isinstance(data, str):
-        src = JsonSource(source or "<text>", data)
-        data = lenient_json.loads(data, source=src.name)
-    else:
-        src = JsonSource(source or "<dict>")
+    data, src = lenient_json.read(data, source=source)
     return from_json(data, src)
 
 

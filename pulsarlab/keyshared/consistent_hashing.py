@@ -18,7 +18,6 @@ there is no locking; the 4.x "zero points" error is kept as a message rather tha
 
 from __future__ import annotations
 
-import operator
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Sequence
 
@@ -29,6 +28,7 @@ from ..errors import IllegalArgumentException, NullPointerException
 from ..hashing import INT_MAX, murmur3_32, murmur3_32_bulk, reduce_hash, reduce_hash_bulk
 from ..profiles import ConsistentHashingVariant, Profile, get_profile
 from .base import NO_CONSUMER, Consumer, ImpactedConsumers, StickyKeyConsumerSelector
+from .snapshot import as_int, impacted_consumers
 
 Variant = ConsistentHashingVariant
 _JAVA_INT_MIN = -0x80000000
@@ -195,7 +195,7 @@ class ConsistentHashingSelector(StickyKeyConsumerSelector):
     ) -> None:
         super().__init__(get_profile(profile))
         self.variant: Variant = self.profile.consistent_hashing
-        self.points = _as_int(points, "points")
+        self.points = as_int(points, "points")
         if self.points < 1:
             raise ValueError(
                 f"points (subscriptionKeySharedConsistentHashingReplicaPoints) must be at least 1, not {self.points}"
@@ -209,7 +209,7 @@ class ConsistentHashingSelector(StickyKeyConsumerSelector):
             raise ValueError(f"the {self.variant.value} selector does not report impacted consumers (4.x only)")
         if is_v4:
             top = self.profile.consistent_hashing_key_range_max if range_max is None else range_max
-            top = _as_int(top, "range_max")
+            top = as_int(top, "range_max")
             if top < 1:
                 raise IllegalArgumentException("Range end must >= range start.")
             if top > INT_MAX:
@@ -277,8 +277,6 @@ class ConsistentHashingSelector(StickyKeyConsumerSelector):
     def _impacted(self) -> ImpactedConsumers | None:
         if not self.return_impacted:
             return None
-        from .snapshot import impacted_consumers
-
         after = self._v4_assignments()
         result = impacted_consumers(self._assignments_snapshot, after)
         self._assignments_snapshot = after
@@ -586,7 +584,7 @@ class ConsistentHashingSelector(StickyKeyConsumerSelector):
                 name_index = self._added_index.get(consumer.id)
             if name_index is None:
                 name_index = self._tracker.next_free_index(consumer.name)
-        index = 0 if name_index is None else _as_int(name_index, "name_index")
+        index = 0 if name_index is None else as_int(name_index, "name_index")
         out = []
         for i in range(self.points):
             key = point_key(self.variant, consumer.name, index, i)
@@ -626,28 +624,19 @@ def _same_ids(a: tuple[Consumer, ...], b: tuple[Consumer, ...]) -> bool:
     return len(a) == len(b) and all(x.id == y.id for x, y in zip(a, b))
 
 
-def _as_int(value: Any, what: str) -> int:
-    if isinstance(value, bool):
-        raise TypeError(f"{what} must be an int, not bool ({value!r})")
-    try:
-        return operator.index(value)
-    except TypeError:
-        raise TypeError(f"{what} must be an int, not {type(value).__name__} ({value!r})") from None
-
-
 def _check_consumer(consumer: Any) -> Consumer:
     for attr in ("id", "name", "priority"):
         if not hasattr(consumer, attr):
             raise TypeError(f"a consumer needs id, name and priority attributes; {consumer!r} has no {attr!r}")
     if not isinstance(consumer.name, str):
         raise TypeError(f"a consumer name must be a str, not {type(consumer.name).__name__} ({consumer.name!r})")
-    _as_int(consumer.id, "consumer id")
-    _as_int(consumer.priority, "consumer priority")
+    as_int(consumer.id, "consumer id")
+    as_int(consumer.priority, "consumer priority")
     return consumer
 
 
 def _check_hash(key_hash: Any) -> int:
-    h = _as_int(key_hash, "a sticky-key hash")
+    h = as_int(key_hash, "a sticky-key hash")
     if not 0 <= h <= INT_MAX:
         raise ValueError(f"a sticky-key hash is a non-negative Java int in [0, {INT_MAX}], not {h}")
     return h

@@ -9,126 +9,48 @@ keys and routing batch entries are queries recorded as events for the views. Per
 reconstructed by applying the ring diff point by point in ascending point order, which is not the
 order Pulsar inserts them (it makes no difference to the final state). Rejected consumers keep the id
 they were given, as a Pulsar client's consumer-id counter does.
+
+The event declarations live in `scenario_events`, the frames in `scenario_timeline`; this module keeps
+the driver, the snapshot helpers the views use and the rule texts that depend on the selector generation.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterator, Sequence
+from typing import Any, Sequence
 
 from ..clock import Scheduler, Timer
 from ..errors import PulsarError
-from ..events import Event, EventLog, event_type
+from ..events import EventLog
 from ..hashing import sticky_key
 from ..profiles import ConsistentHashingVariant, Profile, StickyHashMode, get_profile
 from . import make_selector
 from .base import Consumer, StickyKeyConsumerSelector
+from .scenario_events import (
+    ASSIGN_REJECTED,
+    CONSUMER_ADDED,
+    CONSUMER_REMOVED,
+    ENTRY_ROUTED,
+    HASH_RANGES_MOVED,
+    KEY_SELECTED,
+    NOBODY,
+    RANGE_ASSIGNED,
+    RANGE_MERGED,
+    RANGE_SPLIT,
+    RING_POINT_ADDED,
+    RING_POINT_COLLISION,
+    RING_POINT_COLLISION_CLEARED,
+    RING_POINT_REMOVED,
+    RING_POINT_TAKEN_OVER,
+    SELECTOR_EMPTY,
+    STICKY_RANGES_ADDED,
+    STICKY_RANGES_REMOVED,
+)
+from .scenario_timeline import Frame, Timeline
 from .snapshot import diff_ranges
 
 Snapshot = dict[str, Any]
 Assignment = tuple[int, int, "int | None"]  # (start, end, consumer id or None for "nobody")
-
-# ---------------------------------------------------------------------------------------------
-# Event types. Where the rule depends on the selector generation the text is computed into ``why``.
-
-CONSUMER_ADDED = event_type(
-    "consumer_added",
-    "consumer:int name:str priority:int selector:str why:str",
-    "{name} joined as consumer id {consumer} ({why})",
-)
-CONSUMER_REMOVED = event_type(
-    "consumer_removed",
-    "consumer:int name:str selector:str why:str",
-    "{name} (consumer id {consumer}) left ({why})",
-)
-ASSIGN_REJECTED = event_type(
-    "assign_rejected",
-    "consumer:int name:str ranges:json exception:str error:str why:str",
-    "{name} was rejected: {exception}: {error} ({why})",
-)
-SELECTOR_EMPTY = event_type(
-    "selector_empty",
-    "name:str",
-    "{name} was the last consumer: every key hash now selects nobody and its messages wait",
-    rule="an empty selector returns null; the dispatcher keeps the entries for replay",
-)
-RANGE_ASSIGNED = event_type(
-    "range_assigned",
-    "consumer:int name:str range:json",
-    "{name} is the only consumer: it owns the whole range {range}",
-    rule="auto-split: the first consumer gets upper bound rangeSize, one past the largest slot",
-)
-RANGE_SPLIT = event_type(
-    "range_split",
-    "consumer:int name:str donor:int donor_name:str taken:json donor_range:json",
-    "{name} joined: took the lower half {taken} of {donor_name}'s range {donor_range}",
-    rule="auto-split: the newcomer takes the lower half of the largest range; ties go to the lowest range",
-)
-RANGE_MERGED = event_type(
-    "range_merged",
-    "name:str into:int into_name:str freed:json result:json why:str",
-    "{name} left: its range {freed} went to {into_name}, who now owns {result} ({why})",
-)
-_CLOCKWISE = "consistent hashing: a key goes to the first ring point at or after its hash, wrapping past the top"
-RING_POINT_ADDED = event_type(
-    "ring_point_added",
-    "consumer:int name:str point:int moved_from:int change:str",
-    "{name} placed ring point {point}: {change}",
-    rule=_CLOCKWISE,
-)
-RING_POINT_COLLISION = event_type(
-    "ring_point_collision",
-    "consumer:int name:str point:int holder:int holder_name:str why:str",
-    "{name}'s ring point {point} collides with {holder_name}'s ({why})",
-)
-RING_POINT_REMOVED = event_type(
-    "ring_point_removed",
-    "consumer:int name:str point:int moved_to:int change:str",
-    "{name} left: ring point {point} removed, {change}",
-    rule=_CLOCKWISE,
-)
-RING_POINT_TAKEN_OVER = event_type(
-    "ring_point_taken_over",
-    "consumer:int name:str point:int new:int new_name:str why:str",
-    "{name} left: {new_name} takes over ring point {point} ({why})",
-)
-RING_POINT_COLLISION_CLEARED = event_type(
-    "ring_point_collision_cleared",
-    "consumer:int name:str point:int holder:int holder_name:str",
-    "{name} left: it is dropped from the colliding list of ring point {point}, which stays with {holder_name}",
-    rule="a colliding consumer that never held the point leaves no trace on the ring",
-)
-STICKY_RANGES_ADDED = event_type(
-    "sticky_ranges_added",
-    "consumer:int name:str ranges:json text:str unowned:int",
-    "{name} joined owning exactly {text}; {unowned} hashes now select no consumer",
-    rule="STICKY: a consumer owns the ranges it asks for; the broker never checks coverage, "
-    "so hashes nobody owns select null and their messages wait",
-)
-STICKY_RANGES_REMOVED = event_type(
-    "sticky_ranges_removed",
-    "consumer:int name:str ranges:json text:str unowned:int",
-    "{name} left: {text} now select no consumer; {unowned} hashes select no consumer",
-    rule="STICKY: removing a consumer deletes its ranges and nobody takes them over",
-)
-HASH_RANGES_MOVED = event_type(
-    "hash_ranges_moved",
-    "from_id:int from_name:str to_id:int to_name:str ranges:json summary:str",
-    "hash ranges moved from {from_name} to {to_name}: {summary}",
-    rule="the impacted-consumers diff of the assignments before and after, as 4.x diffRanges computes it",
-)
-KEY_SELECTED = event_type(
-    "key_selected",
-    "key:str hash:int consumer:int name:str point:int why:str",
-    "key {key} -> sticky hash {hash} -> {name} ({why})",
-)
-ENTRY_ROUTED = event_type(
-    "entry_routed",
-    "keys:json sticky_key:str hash:int consumer:int name:str why:str",
-    "entry {keys} -> sticky key {sticky_key} -> hash {hash} -> {name} ({why})",
-)
-
-NOBODY = "nobody"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -229,6 +151,11 @@ def ring_point_for(snapshot: Snapshot, key_hash: int) -> int | None:
     return ring[0][0] if ring else None
 
 
+def _name_or_id(names: dict[int, str], consumer_id: int) -> str:
+    """A consumer's name, or its id as text when ``names`` does not list it."""
+    return names.get(consumer_id, str(consumer_id))
+
+
 def unowned_hashes(snapshot: Snapshot) -> int:
     """How many hashes of the key-hash range select no consumer."""
     lo, hi = snapshot["key_hash_range"]
@@ -245,7 +172,7 @@ def _key_text(key: str | bytes) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
-# Results and frames
+# Results of the queries
 
 
 @dataclass(frozen=True)
@@ -269,65 +196,6 @@ class RoutedEntry:
     hash: int
     consumer_id: int | None
     consumer_name: str | None
-
-
-@dataclass(frozen=True)
-class Frame:
-    """Frame i of a timeline: event i, the selector snapshot right after it, and its explanation."""
-
-    index: int
-    event: Event
-    snapshot: Snapshot
-    explanation: str
-
-    @property
-    def time(self) -> int:
-        return self.event.time
-
-    @property
-    def kind(self) -> str:
-        return self.event.kind
-
-
-class Timeline(Sequence[Frame]):
-    """The scenario's frames, one per event, for stepping back and forth (grows as the scenario runs)."""
-
-    def __init__(self, scenario: "KeySharedScenario") -> None:
-        self._scenario = scenario
-
-    def __len__(self) -> int:
-        return len(self._scenario._frame_snapshots)
-
-    def __getitem__(self, i):  # type: ignore[override]
-        if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(len(self)))]
-        n = len(self)
-        if i < 0:
-            i += n
-        if not 0 <= i < n:
-            raise IndexError(f"frame {i} is outside the timeline (0..{n - 1})")
-        event = self._scenario.log[i]
-        return Frame(i, event, self._scenario._frame_snapshots[i], event.explain())
-
-    def __iter__(self) -> Iterator[Frame]:
-        for i in range(len(self)):
-            yield self[i]
-
-    def kinds(self) -> list[str]:
-        """Event kinds present, in order of first appearance."""
-        seen: dict[str, None] = {}
-        for i in range(len(self)):
-            seen.setdefault(self._scenario.log[i].kind, None)
-        return list(seen)
-
-    def find(self, kind: str, start: int = 0, direction: int = 1) -> int | None:
-        """Index of the next frame of ``kind`` from ``start`` (inclusive) in ``direction`` (+1 / -1)."""
-        i = start
-        while 0 <= i < len(self):
-            if self._scenario.log[i].kind == kind:
-                return i
-            i += 1 if direction >= 0 else -1
-        return None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -623,7 +491,7 @@ class KeySharedScenario:
             consumer=consumer.id,
             name=consumer.name,
             donor=donor,
-            donor_name=names.get(donor, str(donor)),
+            donor_name=_name_or_id(names, donor),
             taken=[start, uppers[i]],
             donor_range=[start, donor_upper],
         )
@@ -686,8 +554,8 @@ class KeySharedScenario:
                     name=consumer.name,
                     point=point,
                     holder=was[0],
-                    holder_name=names.get(was[0], str(was[0])),
-                    why=self._collision_why(consumer.name, names.get(was[0], str(was[0])), now, names),
+                    holder_name=_name_or_id(names, was[0]),
+                    why=self._collision_why(consumer.name, _name_or_id(names, was[0]), now, names),
                 )
             elif was[0] != now[0]:
                 self._emit(
@@ -697,7 +565,7 @@ class KeySharedScenario:
                     name=consumer.name,
                     point=point,
                     new=now[0],
-                    new_name=names.get(now[0], str(now[0])),
+                    new_name=_name_or_id(names, now[0]),
                     why=self._takeover_why(),
                 )
             else:
@@ -708,7 +576,7 @@ class KeySharedScenario:
                     name=consumer.name,
                     point=point,
                     holder=now[0],
-                    holder_name=names.get(now[0], str(now[0])),
+                    holder_name=_name_or_id(names, now[0]),
                 )
 
     def _ring_frame(self, before: Snapshot, after: Snapshot, ring: dict) -> Snapshot:
@@ -730,7 +598,7 @@ class KeySharedScenario:
             moved_from = None
         else:
             moved_from = min(prev) if len(prev) == 1 else None
-            olds = " and ".join(names.get(p, str(p)) for p in sorted(prev)) or NOBODY
+            olds = " and ".join(_name_or_id(names, p) for p in sorted(prev)) or NOBODY
             change = f"hashes {text} move from {olds} to {consumer.name}"
         self._emit(
             RING_POINT_ADDED,
@@ -750,7 +618,7 @@ class KeySharedScenario:
             moved_to, change = None, f"hashes {text} now select nobody"
         else:
             moved_to = dict((p, s) for p, s, _o in frame["ring"])[to]
-            change = f"hashes {text} go on clockwise to point {to} of {names.get(moved_to, str(moved_to))}"
+            change = f"hashes {text} go on clockwise to point {to} of {_name_or_id(names, moved_to)}"
         self._emit(
             RING_POINT_REMOVED,
             frame,
@@ -797,7 +665,7 @@ class KeySharedScenario:
 
     def _collision_why(self, newcomer: str, holder: str, now: tuple, names: dict[int, str]) -> str:
         variant = self.profile.consistent_hashing
-        selected = names.get(now[0], str(now[0]))
+        selected = _name_or_id(names, now[0])
         if variant is ConsistentHashingVariant.V4:
             return (
                 f"4.x putIfAbsent: {holder} keeps the point and {newcomer} is appended to its colliding "

@@ -29,7 +29,7 @@ from plotly.subplots import make_subplots
 
 from pulsarlab.lab_snapshot import LabSnapshot, Sample, short_topic
 
-from .lab_common import check_lab_snapshot, empty_figure, events_of, pick
+from .lab_common import check_lab_snapshot, empty_figure, events_of, pick, plural
 from .style import consumer_color
 
 PANELS = (
@@ -127,7 +127,7 @@ def dispatch_timeline_view(
     if flows:
         step.append(f"FLOW +{sum(f['permits'] for f in flows)}")
     if dispatched:
-        step.append(f"{len(dispatched)} entr{'y' if len(dispatched) == 1 else 'ies'} dispatched")
+        step.append(f"{plural(len(dispatched), 'entry', 'entries')} dispatched")
     sub_line = f"t = {snap.time} ms, event {now}" + (f" · this step: {', '.join(step)}" if step else "")
     fig.update_layout(
         title=dict(text=f"{head}<br><sup>{sub_line}</sup>"),

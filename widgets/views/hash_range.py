@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 
 from pulsarlab.keyshared.scenario import consumer_names, fmt_range, snapshot_assignments
 
-from .style import check_snapshot, consumer_color, consumer_label, event_fields, event_kind, kind_label
+from .style import check_snapshot, consumer_color, consumer_label, event_fields, event_kind, kind_label, plural
 
 OWNER_ROW = "assignments"
 MOVED_ROW = "moved this step"
@@ -92,7 +92,7 @@ def hash_range_view(snapshot: dict[str, Any], events: Sequence[Any] = (), title:
         data=traces,
         layout=go.Layout(
             title=dict(
-                text=title or f"Hash ranges — {kind_label(snapshot)}: {n} consumer{'s' if n != 1 else ''}",
+                text=title or f"Hash ranges — {kind_label(snapshot)}: {plural(n, 'consumer')}",
             ),
             barmode="overlay",
             xaxis=dict(title=f"sticky key hash [{lo}, {hi}]", range=[lo, top + 1], showgrid=False),

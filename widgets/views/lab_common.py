@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 
 from pulsarlab.lab_snapshot import LabSnapshot, SubscriptionSnap, TopicSnap
 
-from .style import event_fields, event_kind
+from .style import event_fields, event_kind, plural
 
 
 def check_lab_snapshot(snapshot: Any, view: str) -> LabSnapshot:
@@ -65,11 +65,6 @@ def empty_figure(title: str, text: str, height: int = 260) -> go.Figure:
                                      xaxis=dict(visible=False), yaxis=dict(visible=False)))
     fig.add_annotation(text=text, x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False, font=dict(size=14))
     return fig
-
-
-def plural(n: int, word: str, words: str | None = None) -> str:
-    """``1 entry``, ``2 entries`` (``words`` for irregular plurals)."""
-    return f"{n} {word if n == 1 else (words or word + 's')}"
 
 
 def join_names(ids: Iterable[int], names: dict[int, str]) -> str:

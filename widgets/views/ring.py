@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 
 from pulsarlab.keyshared.scenario import consumer_names, fmt_range, snapshot_assignments
 
-from .style import HIGHLIGHT_COLOR, check_snapshot, consumer_color, consumer_label, event_fields, event_kind
+from .style import HIGHLIGHT_COLOR, check_snapshot, consumer_color, consumer_label, event_fields, event_kind, plural
 
 ARC_R = 1.0
 POINT_R = 1.1
@@ -133,7 +133,7 @@ def ring_view(snapshot: dict[str, Any], events: Sequence[Any] = (), title: str |
         layout=go.Layout(
             title=dict(
                 text=title
-                or f"Consistent-hash ring — Pulsar {snapshot.get('version', '?')}: {n} consumer{'s' if n != 1 else ''}, "
+                or f"Consistent-hash ring — Pulsar {snapshot.get('version', '?')}: {plural(n, 'consumer')}, "
                 f"{n_points} points, hashes [{lo:,}, {hi:,}]"
             ),
             polar=dict(

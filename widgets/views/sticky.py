@@ -14,7 +14,16 @@ import plotly.graph_objects as go
 
 from pulsarlab.keyshared.scenario import consumer_names, fmt_range, snapshot_assignments, unowned_hashes
 
-from .style import NOBODY_COLOR, REJECTED_COLOR, check_snapshot, consumer_color, consumer_label, event_fields, event_kind
+from .style import (
+    NOBODY_COLOR,
+    REJECTED_COLOR,
+    check_snapshot,
+    consumer_color,
+    consumer_label,
+    event_fields,
+    event_kind,
+    plural,
+)
 
 OWNED_ROW = "owned"
 
@@ -96,7 +105,7 @@ def sticky_view(snapshot: dict[str, Any], events: Sequence[Any] = (), title: str
         layout=go.Layout(
             title=dict(
                 text=title
-                or f"Sticky hash ranges — {snapshot.get('version', '')} STICKY: {n} consumer{'s' if n != 1 else ''}, "
+                or f"Sticky hash ranges — {snapshot.get('version', '')} STICKY: {plural(n, 'consumer')}, "
                 f"{waiting:,} of {hi - lo + 1:,} hashes owned by nobody"
             ),
             barmode="overlay",

@@ -30,6 +30,11 @@ def consumer_label(consumer_id: int | None, names: dict[int, str]) -> str:
     return f"{names.get(consumer_id, '?')} (id {consumer_id})"
 
 
+def plural(n: int, word: str, words: str | None = None) -> str:
+    """``1 entry``, ``2 entries`` (``words`` for irregular plurals)."""
+    return f"{n} {word if n == 1 else (words or word + 's')}"
+
+
 def kind_label(snapshot: dict[str, Any]) -> str:
     """``consistent_hashing, Pulsar 4.0`` for a snapshot from the scenario driver."""
     kind = snapshot.get("kind", "?")
