@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import operator
 from array import array
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
 MAX_FIELDS = 6
 _NONE = -(2**63)  # stored for a missing int / str / json field
+_ROW = 2 + MAX_FIELDS  # ints per pending row: time, type code, the field columns
+_FLUSH_EVENTS = 4096  # pending events moved into the columns at once
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,16 @@ class EventType:
 
 _TYPES: dict[str, EventType] = {}
 _BY_CODE: list[EventType] = []
+_FIELD_NAMES: list[frozenset[str]] = []  # by code
+# by code, then by the number of values given: what a row of that many values is padded with (None for a
+# missing declared field, 0 for the unused columns)
+_PADS: list[tuple[tuple[int, ...], ...]] = []
+
+
+def _pads(n_fields: int) -> tuple[tuple[int, ...], ...]:
+    return tuple(
+        tuple(_NONE if i < n_fields else 0 for i in range(given, MAX_FIELDS)) for given in range(MAX_FIELDS + 1)
+    )
 
 
 def event_type(name: str, fields: str = "", template: str = "", rule: str = "") -> EventType:
@@ -63,6 +76,8 @@ def event_type(name: str, fields: str = "", template: str = "", rule: str = "") 
     et = EventType(len(_BY_CODE), name, tuple(parsed), template or name, rule)
     _TYPES[name] = et
     _BY_CODE.append(et)
+    _FIELD_NAMES.append(frozenset(f for f, _ in et.fields))
+    _PADS.append(_pads(len(et.fields)))
     return et
 
 
@@ -106,6 +121,13 @@ class EventLog:
         self._strings: list[str] = []
         self._string_ids: dict[str, int] = {}
         self._listeners: list[Callable[[Event], None]] = []
+        # Rows appended but not yet moved into the columns, flat: ``_ROW`` ints per event (time, type code,
+        # the six field columns). Extending a list of ints is much cheaper than nine array appends and keeps
+        # nothing the garbage collector tracks; `_flush` moves the rows in bulk (every _FLUSH_EVENTS events and
+        # before any read), so the stored form, the sizes and the digest are what per-event appends give.
+        self._pending: list[int] = []
+        self._count = 0  # events appended: stored + pending
+        self._flush_at = _FLUSH_EVENTS - 1  # the sequence number whose append flushes the pending rows
 
     # -- writing ------------------------------------------------------------------------------
     def append(self, kind: str | EventType, time: int, **values: Any) -> int:
@@ -113,47 +135,98 @@ class EventLog:
         et = kind if isinstance(kind, EventType) else get_event_type(kind)
         if not self.enabled:
             return -1
-        unknown = set(values) - {f for f, _ in et.fields}
-        if unknown:
+        if values and not _FIELD_NAMES[et.code].issuperset(values):
+            unknown = set(values) - _FIELD_NAMES[et.code]
             raise ValueError(f"event {et.name} has no field(s) {sorted(unknown)}")
-        self._time.append(time)
-        self._kind.append(et.code)
-        cols = self._cols
-        for i, (fname, ftype) in enumerate(et.fields):
-            cols[i].append(self._encode(values.get(fname), ftype))
-        for i in range(len(et.fields), MAX_FIELDS):
-            cols[i].append(0)
-        seq = len(self._time) - 1
-        if self._listeners:
-            ev = self[seq]
-            for listener in list(self._listeners):
-                listener(ev)
+        encode = self._encode
+        row = [encode(values.get(fname), ftype) for fname, ftype in et.fields]
+        pending = self._pending
+        pending.append(time if type(time) is int else operator.index(time))
+        pending.append(et.code)
+        pending += row
+        pending += _PADS[et.code][len(row)]
+        seq = self._count
+        self._count = seq + 1
+        if seq >= self._flush_at or self._listeners:
+            return self._flush_and_notify()
         return seq
 
     def append_row(self, et: EventType, time: int, *values: int) -> int:
         """Fast path for hot events: ``values`` are the already-encoded ints of ``et``'s fields, in order.
 
         No validation: ints and bools pass as ints, str/json fields as ids from ``intern()``; missing trailing
-        fields are stored as None. Returns the sequence number (-1 when the log is disabled).
+        fields are stored as None. Returns the sequence number (-1 when the log is disabled). The row is
+        buffered: a value that is not an int fails (TypeError naming the event, the row dropped) when the
+        buffer moves into the columns, at a later append or read, not here.
         """
         if not self.enabled:
             return -1
-        self._time.append(time)
-        self._kind.append(et.code)
-        cols = self._cols
-        for col, value in zip(cols, values):
-            col.append(value)
-        n = len(values)
-        if n < MAX_FIELDS:
-            nf = len(et.fields)
-            for i in range(n, MAX_FIELDS):
-                cols[i].append(_NONE if i < nf else 0)
+        code = et.code
+        try:
+            pad = _PADS[code][len(values)]
+        except IndexError:  # more values than columns: the extra ones are not stored
+            values, pad = values[:MAX_FIELDS], ()
+        pending = self._pending
+        pending.append(time)
+        pending.append(code)
+        pending += values
+        pending += pad
+        seq = self._count
+        self._count = seq + 1
+        if seq >= self._flush_at or self._listeners:
+            return self._flush_and_notify()
+        return seq
+
+    def _flush_and_notify(self) -> int:
+        self._flush()
         seq = len(self._time) - 1
         if self._listeners:
             ev = self[seq]
             for listener in list(self._listeners):
                 listener(ev)
         return seq
+
+    def _flush(self) -> None:
+        """Move the pending rows into the columns."""
+        rows = self._pending
+        if not rows:
+            return
+        self._flush_at = self._count + _FLUSH_EVENTS - 1
+        try:
+            times = array("q", rows[0::_ROW])
+            kinds = array("H", rows[1::_ROW])
+            cols = [array("q", rows[i::_ROW]) for i in range(2, _ROW)]
+        except (TypeError, OverflowError, ValueError):
+            self._flush_slowly()
+            return
+        rows.clear()
+        self._time.extend(times)
+        self._kind.extend(kinds)
+        for col, values in zip(self._cols, cols):
+            col.extend(values)
+
+    def _flush_slowly(self) -> None:
+        """Row by row: keep the good rows, drop malformed ones and raise for the first (a caller's bug)."""
+        rows = self._pending[:]
+        self._pending.clear()
+        error: Exception | None = None
+        for i in range(0, len(rows), _ROW):
+            row = rows[i:i + _ROW]
+            try:
+                t, k, cols = array("q", row[:1]), array("H", row[1:2]), [array("q", [v]) for v in row[2:]]
+            except (TypeError, OverflowError, ValueError) as e:
+                if error is None:
+                    et = _BY_CODE[row[1]]
+                    error = TypeError(f"event {et.name} at t={row[0]!r}: bad field values {row[2:]!r} ({e})")
+                continue
+            self._time.extend(t)
+            self._kind.extend(k)
+            for col, value in zip(self._cols, cols):
+                col.extend(value)
+        self._count = len(self._time)
+        self._flush_at = self._count + _FLUSH_EVENTS - 1
+        if error is not None:
+            raise error
 
     def intern(self, text: str) -> int:
         """The id a str field stores for ``text`` (for ``append_row``)."""
@@ -183,9 +256,11 @@ class EventLog:
 
     # -- reading ------------------------------------------------------------------------------
     def __len__(self) -> int:
-        return len(self._time)
+        return self._count
 
     def __getitem__(self, seq: int) -> Event:
+        if self._pending:
+            self._flush()
         if seq < 0:
             seq += len(self)
         if not 0 <= seq < len(self):
@@ -217,6 +292,7 @@ class EventLog:
 
     def of_kind(self, *kinds: str) -> list[Event]:
         codes = {get_event_type(k).code for k in kinds}
+        self._flush()
         return [self[i] for i, c in enumerate(self._kind) if c in codes]
 
     def explain(self, seq: int) -> str:
@@ -226,10 +302,12 @@ class EventLog:
     @property
     def nbytes(self) -> int:
         """Bytes held by the columns (strings excluded: they are interned once)."""
+        self._flush()
         return sum(a.itemsize * len(a) for a in (self._time, self._kind, *self._cols))
 
     def digest(self) -> str:
         """SHA-256 over the log's content: equal for the same scenario and seed on every machine."""
+        self._flush()
         h = hashlib.sha256()
         for col in (self._time, self._kind, *self._cols):
             h.update(col.tobytes())

@@ -129,6 +129,7 @@ class ManagedCursor:
         self.name = name
         self._ledger = ledger
         self._event_name = f"{ledger.name}/{name}"
+        self._event_name_sid: tuple[Any, int] | None = None  # (event log, id of _event_name in it)
         config = ledger.config
         self.batch_index_level = bool(config.get("acknowledgmentAtBatchIndexLevelEnabled", False))
         self._separator = "," if config.get("managedLedgerUnackedRangesOpenCacheSetEnabled", True) else ", "
@@ -365,8 +366,8 @@ class ManagedCursor:
                     if bits:
                         batch[(l, e)] = bits
                         if log is not None:
-                            log.append(BATCH_INDEX_DELETED, ml.scheduler.now(), cursor=self._event_name,
-                                       ledger=l, entry=e, unacked=bits.bit_count())
+                            log.append_row(BATCH_INDEX_DELETED, ml.scheduler.now(), self._event_sid(log), l, e,
+                                           bits.bit_count())
                         continue
                     batch.pop((l, e), None)
                 else:
@@ -404,13 +405,23 @@ class ManagedCursor:
         if log is not None:
             now = ml.scheduler.now()
             new = self.mark_delete_position
-            for l, e in acked:  # type: ignore[union-attr]
-                if l > new.ledger_id or (l == new.ledger_id and e > new.entry_id):
-                    log.append(INDIVIDUALLY_DELETED, now, cursor=self._event_name, ledger=l, entry=e)
+            if acked:
+                sid = self._event_sid(log)
+                new_l, new_e = new.ledger_id, new.entry_id
+                append_row = log.append_row
+                for l, e in acked:  # type: ignore[union-attr]
+                    if l > new_l or (l == new_l and e > new_e):
+                        append_row(INDIVIDUALLY_DELETED, now, sid, l, e)
             if new is not md:
-                log.append(MARK_DELETE_MOVED, now, cursor=self._event_name, from_ledger=md.ledger_id,
-                           from_entry=md.entry_id, to_ledger=new.ledger_id, to_entry=new.entry_id,
-                           why=WHY_INDIVIDUAL)
+                log.append_row(MARK_DELETE_MOVED, now, self._event_sid(log), md.ledger_id, md.entry_id, new.ledger_id,
+                               new.entry_id, log.intern(WHY_INDIVIDUAL))
+
+    def _event_sid(self, log: Any) -> int:
+        """The log's id of this cursor's event name, interned at first use (as `EventLog.append` would)."""
+        cached = self._event_name_sid
+        if cached is None or cached[0] is not log:
+            cached = self._event_name_sid = (log, log.intern(self._event_name))
+        return cached[1]
 
     def _commit_fast_advance(self, l: int, e: int) -> None:
         """The fast path's mark-delete move: the same end state `setAcknowledgedPosition` reaches with an empty set."""
@@ -505,8 +516,8 @@ class ManagedCursor:
         if (read.ledger_id, read.entry_id) <= (l, e):
             self.read_position = ml.position_of(*ml._next_valid(l, e))
         if log is not None and new is not old:
-            log.append(MARK_DELETE_MOVED, ml.scheduler.now(), cursor=self._event_name, from_ledger=old_l,
-                       from_entry=old_e, to_ledger=l, to_entry=e, why=why)
+            log.append_row(MARK_DELETE_MOVED, ml.scheduler.now(), self._event_sid(log), old_l, old_e, l, e,
+                           log.intern(why))
 
     # ------------------------------------------------------------------ properties
 

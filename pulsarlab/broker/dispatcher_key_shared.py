@@ -87,6 +87,7 @@ class KeySharedDispatcher(SharedDispatcher):
         self._reschedule_timer = None
         self._key_range = self.selector.key_hash_range()
         self._hash_cache: dict[tuple[int, int], int] = {}
+        self._look_ahead_cache: tuple[int, int] = (-1, 0)  # (consumers, _effective_look_ahead_limit())
 
     def _uses_classic(self) -> bool:
         return not self.profile.is_4x or bool(self.config["subscriptionKeySharedUseClassicPersistentImplementation"])
@@ -252,10 +253,13 @@ class KeySharedDispatcher(SharedDispatcher):
 
     # --- reading -------------------------------------------------------------------------------
     def _effective_look_ahead_limit(self) -> int:
+        n = len(self.consumer_list)
+        cached = self._look_ahead_cache
+        if cached[0] == n:
+            return cached[1]
         conf = self.config
         per_consumer = conf["keySharedLookAheadMsgInReplayThresholdPerConsumer"]
         per_sub = conf["keySharedLookAheadMsgInReplayThresholdPerSubscription"]
-        n = len(self.consumer_list)
         if per_consumer <= 0:
             limit = per_sub
         else:
@@ -270,6 +274,7 @@ class KeySharedDispatcher(SharedDispatcher):
             if by_consumers <= 0:
                 by_consumers = INT_MAX
             limit = min(max_sub, by_consumers)
+        self._look_ahead_cache = (n, limit)  # a function of the consumer count (the settings are read once)
         return limit
 
     def _replay_below_limit(self) -> bool:

@@ -33,7 +33,7 @@ from ..clock import Scheduler
 from ..errors import PulsarError
 from ..events import EventLog, event_type
 from ..messages import EntryData
-from .position import Position
+from .position import Position, make_position
 
 if TYPE_CHECKING:  # pragma: no cover
     from .cursor import ManagedCursor
@@ -170,6 +170,7 @@ class ManagedLedger:
         self.scheduler = scheduler
         self.config = config
         self.events = events
+        self._name_sid: int | None = None  # the event log's id of ``name``
         self._ledger_ids = ledger_ids
         self.max_entries_per_ledger = _config_int(config, "managedLedgerMaxEntriesPerLedger", 50000, 1)
         self._max_ledger_bytes = _config_int(config, "managedLedgerMaxSizePerLedgerMbytes", 2048, 1) * _MB
@@ -195,14 +196,17 @@ class ManagedLedger:
 
     # ------------------------------------------------------------------ writing
 
-    def add_entry(self, data: EntryData) -> Position:
-        """`addEntry`: append one entry to the current ledger; roll the ledger over when it is full."""
+    def add_entry(self, data: EntryData, size: int | None = None) -> Position:
+        """`addEntry`: append one entry to the current ledger; roll the ledger over when it is full.
+
+        ``size`` is ``data.size`` when the caller already computed it."""
         lid = self._current_id
         entries = self._current_entries
-        pos = Position(lid, len(entries))
+        pos = make_position(lid, len(entries))
         entries.append(data)
         self._current_positions.append(pos)
-        size = data.size
+        if size is None:
+            size = data.size
         info = self._current_info
         info.entries += 1
         info.size += size
@@ -214,10 +218,12 @@ class ManagedLedger:
         self.last_confirmed_entry = pos
         log = self.events
         if log is not None and log.enabled:
-            log.append(
-                ENTRY_WRITTEN, self.scheduler.now(), topic=self.name, ledger=lid, entry=pos.entry_id,
-                messages=data.metadata.message_count, size=size,
-            )
+            name_sid = self._name_sid
+            if name_sid is None:  # interned at first use, as `append` would
+                name_sid = self._name_sid = log.intern(self.name)
+            n = data.metadata.num_messages_in_batch
+            log.append_row(ENTRY_WRITTEN, self.scheduler.now(), name_sid, lid, pos.entry_id, 1 if n is None else n,
+                           size)
         why = self._current_ledger_full()
         if why is not None:
             self._roll(why)

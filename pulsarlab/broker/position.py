@@ -42,6 +42,20 @@ class Position:
         return cls(ledger_id, entry_id)
 
 
+_new = object.__new__
+_set_ledger_id = Position.ledger_id.__set__  # type: ignore[attr-defined]
+_set_entry_id = Position.entry_id.__set__  # type: ignore[attr-defined]
+
+
+def make_position(ledger_id: int, entry_id: int) -> Position:
+    """``Position(ledger_id, entry_id)`` without the frozen dataclass's ``__init__`` (about twice as fast):
+    for the model's per-entry paths. The result is equal, hashes and orders the same."""
+    pos = _new(Position)
+    _set_ledger_id(pos, ledger_id)
+    _set_entry_id(pos, entry_id)
+    return pos
+
+
 # PositionFactory.EARLIEST and PositionFactory.LATEST
 EARLIEST = Position(-1, -1)
 LATEST = Position(_LONG_MAX, _LONG_MAX)

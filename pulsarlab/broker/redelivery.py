@@ -91,7 +91,7 @@ class MessageRedeliveryController:
     def messages_to_replay_now(self, max_messages: int, accept: Callable[[Pos], bool] | None = None) -> list[Pos]:
         """``getMessagesToReplayNow``: up to ``max_messages`` positions, oldest first, that ``accept`` lets through."""
         out: list[Pos] = []
-        if max_messages <= 0:
+        if max_messages <= 0 or not self._positions:
             return out
         for pos in self._positions:
             if accept is None or accept(pos):

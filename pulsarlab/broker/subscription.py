@@ -20,7 +20,7 @@ from .consumer import popcount
 from .dispatcher_key_shared import KeySharedDispatcher
 from .dispatcher_shared import SharedDispatcher
 from .dispatcher_single import SingleActiveConsumerDispatcher
-from .position import Position
+from .position import Position, make_position
 
 if TYPE_CHECKING:  # pragma: no cover
     from .consumer import Consumer
@@ -186,14 +186,14 @@ class PersistentSubscription:
                         else:
                             acked = value[0] - popcount(given)
                         owner.add_unacked(-acked)
-                positions.append((Position(ledger, entry), list(ack_set)))
+                positions.append((make_position(ledger, entry), list(ack_set)))
             else:
                 if individual:
                     acked_count = self._acked_count_no_ack_set(consumer, ledger, entry)
                     removed = consumer.remove_pending_ack(ledger, entry)
                     if removed is not None:
                         removed[0].add_unacked(-acked_count)
-                positions.append((Position(ledger, entry), None))
+                positions.append((make_position(ledger, entry), None))
         try:
             cursor.async_delete(positions)
         except PulsarError:

@@ -66,11 +66,11 @@ class PersistentTopic:
 
     def publish(self, handle: ProducerHandle, entry: "EntryData") -> Position:
         """`publishMessage`: persist the entry, then complete waiting reads."""
-        pos = self.ledger.add_entry(entry)
+        size = entry.size
+        pos = self.ledger.add_entry(entry, size)
         meta = entry.metadata
         n = meta.num_messages_in_batch
         n = 1 if n is None else n
-        size = entry.size
         self.msg_in_counter += n
         self.bytes_in_counter += size
         handle.msg_in_counter += n

@@ -65,6 +65,10 @@ class AckType(enum.Enum):
     CUMULATIVE = "Cumulative"
 
 
+_INDIVIDUAL = AckType.INDIVIDUAL
+_CUMULATIVE = AckType.CUMULATIVE
+
+
 @dataclass(frozen=True)
 class AckCommand:
     """What one `CommandAck` carries to the broker.
@@ -195,6 +199,8 @@ class AcknowledgmentsGroupingTracker:
         if self._append_row is not None:
             intern = events.intern  # type: ignore[union-attr]
             self._sid = {text: intern(text) for text in _QUEUED_STRINGS}
+            self._individual_sid = self._sid[AckType.INDIVIDUAL.value]
+            self._cumulative_sid = self._sid[AckType.CUMULATIVE.value]
             self._consumer_sid = intern(consumer_name)
         self._grouping = group_time_ms > 0
         self._epoch = scheduler.now()  # the fixed-delay task's phase: it runs at epoch + k * group time
@@ -227,12 +233,12 @@ class AcknowledgmentsGroupingTracker:
         ``chunk_ids``, for a chunked message, are all its chunks' ids: an individual ack sends each.
         """
         ledger, entry, partition, batch_index = msg_id.ledger, msg_id.entry, msg_id.partition, msg_id.batch_index
-        if ack_type is not AckType.INDIVIDUAL and ack_type is not AckType.CUMULATIVE:
+        if ack_type is not _INDIVIDUAL and ack_type is not _CUMULATIVE:
             ack_type = _ack_type(ack_type)
         immediate = not self._grouping or bool(properties)
         key = (ledger, entry, partition)
         if batch_index < 0 or batch_size <= 0:  # not a batch message (MessageIdAdvUtils.isBatch)
-            if ack_type is AckType.INDIVIDUAL:
+            if ack_type is _INDIVIDUAL:
                 if chunk_ids is not None and len(chunk_ids) > 1:
                     self._chunks[key] = tuple(chunk_ids)
                 self._individual(key, batch_index, immediate, properties)
@@ -247,7 +253,7 @@ class AcknowledgmentsGroupingTracker:
         state = self._ack_sets.get(key)
         if state is None:
             state = self._ack_sets[key] = [(1 << batch_size) - 1, batch_size]
-        if ack_type is AckType.INDIVIDUAL:
+        if ack_type is _INDIVIDUAL:
             state[0] &= ~(1 << batch_index)
             if not state[0]:
                 del self._ack_sets[key]
@@ -255,7 +261,7 @@ class AcknowledgmentsGroupingTracker:
             elif self.batch_index_ack_enabled:
                 self._individual_batch_index(key, batch_index, state, immediate, properties)
             else:
-                self._log_queued(AckType.INDIVIDUAL, key, batch_index, BIT_CLEARED)
+                self._log_queued(_INDIVIDUAL, key, batch_index, BIT_CLEARED)
         else:
             state[0] &= ~((2 << batch_index) - 1)
             if not state[0]:
@@ -288,6 +294,14 @@ class AcknowledgmentsGroupingTracker:
             state = self._batch_pending.get(key)
             return state is not None and not (state[0] >> batch_index) & 1
         return False
+
+    def may_hold_duplicates(self, ledger: int, entry: int, partition: int) -> bool:
+        """False when `is_duplicate` is False for every message of entry ``ledger:entry`` (batch or not):
+        the last cumulative ack is before it and no individual or batch-index ack of it is pending."""
+        if self._cum_key >= (ledger, entry, 0):
+            return True
+        key = (ledger, entry, partition)
+        return key in self._pending or key in self._batch_pending
 
     def flush(self) -> None:
         """Send every pending ack now, if connected (the timer calls this every group time)."""
@@ -496,10 +510,11 @@ class AcknowledgmentsGroupingTracker:
         events = self._events
         if events is None or not events.enabled or not self._log_each_ack:
             return
-        if self._append_row is not None:
-            sid = self._sid
-            self._append_row(ACK_QUEUED, self._scheduler.now(), self._consumer_sid, sid[ack_type.value],
-                             key[0], key[1], batch_index, sid[outcome])
+        append_row = self._append_row
+        if append_row is not None:
+            append_row(ACK_QUEUED, self._scheduler.now(), self._consumer_sid,
+                       self._individual_sid if ack_type is _INDIVIDUAL else self._cumulative_sid,
+                       key[0], key[1], batch_index, self._sid[outcome])
         else:
             events.append(
                 ACK_QUEUED,
@@ -515,6 +530,15 @@ class AcknowledgmentsGroupingTracker:
     def _log_flushed(self, reason: str, individual: int, batch: int, cumulative: MessageId | None) -> None:
         events = self._events
         if events is not None and events.enabled:
+            append_row = self._append_row
+            if append_row is not None:
+                if cumulative is None:
+                    append_row(ACKS_FLUSHED, self._scheduler.now(), self._consumer_sid, events.intern(reason),
+                               individual, batch)  # the cumulative fields stay None
+                else:
+                    append_row(ACKS_FLUSHED, self._scheduler.now(), self._consumer_sid, events.intern(reason),
+                               individual, batch, cumulative.ledger, cumulative.entry)
+                return
             events.append(
                 ACKS_FLUSHED,
                 self._scheduler.now(),

@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import base64
 import enum
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from ..errors import IllegalArgumentException
 from ..messages import EntryData, MessageMetadata, SingleMessageMetadata
@@ -96,6 +96,12 @@ class OutgoingMessage:
 
 Flushed = list[tuple[EntryData, list[OutgoingMessage]]]
 
+SMM = SingleMessageMetadata
+_SMM_FIELDS = ("payload_size", "properties", "partition_key", "partition_key_b64_encoded", "ordering_key",
+               "event_time", "sequence_id")
+if tuple(f.name for f in fields(SingleMessageMetadata))[:len(_SMM_FIELDS)] != _SMM_FIELDS:
+    raise ImportError("SingleMessageMetadata's fields changed order; update client.batching._batch_entry")
+
 
 def non_batched_entry(
     producer_name: str,
@@ -137,18 +143,11 @@ def _batch_entry(
         num_messages_in_batch=len(msgs),
         highest_sequence_id=highest_sequence_id,
     )
+    # SingleMessageMetadata(payload_size, properties, partition_key, partition_key_b64_encoded, ordering_key,
+    # event_time, sequence_id): positional, one per message (checked against the class below)
     singles = [
-        (
-            SingleMessageMetadata(
-                payload_size=len(m.payload),
-                properties=m.properties,
-                partition_key=m.partition_key,
-                ordering_key=m.ordering_key,
-                event_time=m.event_time,
-                sequence_id=m.sequence_id,
-            ),
-            m.payload,
-        )
+        (SMM(len(m.payload), m.properties, m.partition_key, False, m.ordering_key, m.event_time, m.sequence_id),
+         m.payload)
         for m in msgs
     ]
     return EntryData(metadata, singles)
@@ -260,6 +259,11 @@ class BatchMessageContainer(_Container):
         self._messages.append(msg)
         return self.is_full()
 
+    def add_and_check_first(self, msg: OutgoingMessage) -> tuple[bool, bool]:
+        """``(is_first_message_to_add(msg), add(msg))`` in one call (the producer's per-message path)."""
+        first = not self._messages
+        return first, self.add(msg)
+
     def flush(self, publish_time: int) -> Flushed:
         """The entry to send (none when empty) with the messages it holds, and empty the container."""
         msgs = self._messages
@@ -307,14 +311,18 @@ class KeyBasedBatchMessageContainer(_Container):
 
     def add(self, msg: OutgoingMessage) -> bool:
         """Add ``msg`` to its key's sub-batch; True when the container as a whole is now full."""
+        return self.add_and_check_first(msg)[1]
+
+    def add_and_check_first(self, msg: OutgoingMessage) -> tuple[bool, bool]:
+        """``(is_first_message_to_add(msg), add(msg))`` in one call, the key computed once."""
         self._count(msg)
         key = self.batch_key(msg)
         group = self._batches.get(key)
         if group is None:
             self._batches[key] = [msg]
-        else:
-            group.append(msg)
-        return self.is_full()
+            return True, self.is_full()
+        group.append(msg)
+        return False, self.is_full()
 
     def flush(self, publish_time: int) -> Flushed:
         """One entry per sub-batch, sorted by the sub-batch's sequence id, and empty the container."""

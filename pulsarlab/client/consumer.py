@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from .. import model_events as ev
 from ..errors import InvalidConfigurationException, InvalidMessageException, Timeout
-from ..ids import MessageId
+from ..ids import MessageId, trusted_message_id
 from .ack_grouping import AckType, AcknowledgmentsGroupingTracker
 from .policies import ConsumerKeySharedPolicy, ConsumerType, InitialPosition
 from .producer import AlreadyClosedException
@@ -35,6 +35,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from .client import Client
 
 CUMULATIVE_NOT_ALLOWED = "Cannot use cumulative acks on a non-exclusive/non-failover subscription"
+_RECEIVED = ev.RECEIVED
+_ACKNOWLEDGED = ev.ACKNOWLEDGED
+_INDIVIDUAL = AckType.INDIVIDUAL
 
 
 class Message:
@@ -129,7 +132,7 @@ class _ConsumerImpl:
         n = meta.num_messages_in_batch
         events = parent._events
         if n is None:
-            mid = MessageId(ledger, entry, self.partition, -1)
+            mid = trusted_message_id(ledger, entry, self.partition, -1)
             if self.tracker.is_duplicate(mid):
                 if events is not None:
                     events.append_row(ev.DUPLICATE_DROPPED, parent._scheduler.now(), parent._id, ledger, entry, -1)
@@ -144,21 +147,26 @@ class _ConsumerImpl:
                 f"Unsupported Batch message with 0 size receiver queue for [{parent._subscription}]-"
                 f"[{parent._name}] ")
             return
-        self.tracker.new_ack_set(MessageId(ledger, entry, self.partition, -1), n)
+        partition = self.partition
+        tracker = self.tracker
+        tracker.new_ack_set(trusted_message_id(ledger, entry, partition, -1), n)
         self.batch_sizes[(ledger, entry)] = n
         skipped = 0
         queue = parent._queue
+        topic = self.topic
+        # isDuplicate per message only when the tracker holds something that may cover this entry
+        check_duplicates = tracker.may_hold_duplicates(ledger, entry, partition)
         for i, (single, payload) in enumerate(data.messages):
             if ack_set is not None and not (ack_set >> i) & 1:
                 skipped += 1
                 continue
-            mid = MessageId(ledger, entry, self.partition, i)
-            if self.tracker.is_duplicate(mid):
+            mid = trusted_message_id(ledger, entry, partition, i)
+            if check_duplicates and tracker.is_duplicate(mid):
                 skipped += 1
                 if events is not None:
                     events.append_row(ev.DUPLICATE_DROPPED, parent._scheduler.now(), parent._id, ledger, entry, i)
                 continue
-            queue.append(Message(payload, meta, single, mid, self.topic, redelivery_count, n))
+            queue.append(Message(payload, meta, single, mid, topic, redelivery_count, n))
         if skipped:
             self.increase_available_permits(skipped)
 
@@ -313,7 +321,8 @@ class Consumer:
         runs up to t ms until a message arrives. ``None``: virtual time runs until one arrives; if nothing
         more can happen the call raises ``Timeout`` instead of blocking forever.
         """
-        self._check_open()
+        if self._closed:
+            raise AlreadyClosedException("Consumer already closed")
         if timeout_millis is not None and (not isinstance(timeout_millis, int) or timeout_millis < 0):
             raise ValueError(f"timeout_millis must be an int >= 0 or None, got {timeout_millis!r}")
         queue = self._queue
@@ -337,9 +346,10 @@ class Consumer:
         msg = queue.popleft()
         mid = msg._id
         impl = self._impls[mid.partition]
-        if self._events is not None:
-            self._events.append_row(ev.RECEIVED, self._scheduler.now(), self._id, mid.ledger, mid.entry,
-                                    mid.batch_index, len(queue))
+        events = self._events
+        if events is not None:
+            events.append_row(_RECEIVED, self._scheduler.now(), self._id, mid.ledger, mid.entry, mid.batch_index,
+                              len(queue))
         if self._receiver_queue_size > 0:
             impl.increase_available_permits(1)
         return msg
@@ -367,13 +377,20 @@ class Consumer:
 
     def acknowledge(self, message: Message | MessageId) -> None:
         """Acknowledge one message (grouped; sent at the next flush)."""
-        self._check_open()
-        mid, batch_size = self._resolve(message)
-        impl = self._impl_for(mid)
-        if self._events is not None:
-            self._events.append_row(ev.ACKNOWLEDGED, self._scheduler.now(), self._id, mid.ledger, mid.entry,
-                                    mid.batch_index, 0)
-        impl.tracker.add_acknowledgment(mid, batch_size, AckType.INDIVIDUAL)
+        if self._closed:
+            raise AlreadyClosedException("Consumer already closed")
+        if type(message) is Message:
+            mid, batch_size = message._id, message._batch_size
+        else:
+            mid, batch_size = self._resolve(message)
+        impl = self._impls.get(mid.partition)
+        if impl is None:
+            impl = self._impl_for(mid)
+        events = self._events
+        if events is not None:
+            events.append_row(_ACKNOWLEDGED, self._scheduler.now(), self._id, mid.ledger, mid.entry, mid.batch_index,
+                              0)
+        impl.tracker.add_acknowledgment(mid, batch_size, _INDIVIDUAL)
 
     def acknowledge_cumulative(self, message: Message | MessageId) -> None:
         """Acknowledge every message up to this one (Exclusive and Failover only)."""

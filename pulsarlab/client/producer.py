@@ -20,11 +20,12 @@ later issue and is not accepted here.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, Any, Callable
 
 from .. import model_events as ev
 from ..errors import PulsarClientException
-from ..ids import MessageId
+from ..ids import MessageId, trusted_message_id
 from .batching import (
     DEFAULT_BATCHING_MAX_BYTES,
     DEFAULT_BATCHING_MAX_MESSAGES,
@@ -38,6 +39,13 @@ from .routing import HashingScheme, MessageRouter, PartitionsRoutingMode
 
 if TYPE_CHECKING:  # pragma: no cover
     from .client import Client
+
+
+# send_async builds OutgoingMessage positionally (about twice as fast as by keyword): keep this order in step.
+_OUTGOING_FIELDS = ("payload", "sequence_id", "properties", "partition_key", "ordering_key", "event_time",
+                    "deliver_at", "callback", "publish_time")
+if tuple(f.name for f in dataclasses.fields(OutgoingMessage))[:len(_OUTGOING_FIELDS)] != _OUTGOING_FIELDS:
+    raise ImportError("OutgoingMessage's fields changed order; update Producer.send_async")
 
 
 class AlreadyClosedException(PulsarClientException):
@@ -71,8 +79,7 @@ class _PartitionProducer:
             return
         if not container.has_space_for(msg):
             self.flush()
-        first = container.is_first_message_to_add(msg)
-        full = container.add(msg)
+        first, full = container.add_and_check_first(msg)
         if full:
             self.flush()
         elif first and self.timer is None:
@@ -92,16 +99,17 @@ class _PartitionProducer:
 
     def _persist(self, flushed: list) -> None:
         svc = self.owner._service
+        partition = self.partition
         for entry, msgs in flushed:
             pos = svc.publish(self.handle, entry)
+            ledger, entry_id = pos.ledger_id, pos.entry_id
             batched = entry.metadata.num_messages_in_batch is not None
             for i, m in enumerate(msgs):
-                mid = MessageId(pos.ledger_id, pos.entry_id, self.partition, i if batched else -1)
                 if m.sequence_id > self.last_sequence_id_published:
                     self.last_sequence_id_published = m.sequence_id
                 cb = m.callback
                 if cb is not None:
-                    cb("Ok", mid)
+                    cb("Ok", trusted_message_id(ledger, entry_id, partition, i if batched else -1))
 
 
 class Producer:
@@ -234,27 +242,24 @@ class Producer:
             raise TypeError(f"partition_key must be a str, not {type(partition_key).__name__}")
         if isinstance(ordering_key, str):
             ordering_key = ordering_key.encode("utf-8")
-        now = self._now()
+        now = self._scheduler.now()
+        # OutgoingMessage(payload, sequence_id, properties, partition_key, ordering_key, event_time, deliver_at,
+        # callback, publish_time)
         msg = OutgoingMessage(
-            payload=bytes(content),
-            sequence_id=0,
-            properties=dict(properties) if properties else {},
-            partition_key=partition_key,
-            ordering_key=ordering_key,
-            event_time=int(event_timestamp) if event_timestamp is not None else 0,
-            callback=callback,
-            publish_time=now,
+            content if type(content) is bytes else bytes(content), 0, dict(properties) if properties else {},
+            partition_key, ordering_key, int(event_timestamp) if event_timestamp is not None else 0, None,
+            callback, now,
         )
         part = self._partitions[self._router.choose_partition(msg, now)] if self._router is not None \
             else self._partitions[0]
         if sequence_id is None:
-            msg.sequence_id = part.next_sequence_id
-            part.next_sequence_id += 1
+            msg.sequence_id = seq = part.next_sequence_id
+            part.next_sequence_id = seq + 1
         else:
-            msg.sequence_id = int(sequence_id)
+            msg.sequence_id = seq = int(sequence_id)
         events = self._events
         if events.enabled:
-            events.append_row(self._published_ev, now, self._id, msg.sequence_id, part.partition, len(msg.payload))
+            events.append_row(self._published_ev, now, self._id, seq, part.partition, len(msg.payload))
         part.send(msg)
 
     def flush(self) -> None:
