@@ -197,14 +197,8 @@ def key_distribution(
         cached_plan(k, n, v, points)
     source, key_chunks = _key_source(spark, n_keys, keys_df, key_column, partitions)
 
-    from pyspark.sql import functions as F
-
-    partial = source.mapInPandas(_count_partition(configs, points, key_chunks), COUNTS_SCHEMA)
-    sums = (
-        partial.groupBy("selector", "version", "consumers", "item")
-        .agg(F.sum("count").alias("count"))
-        .toPandas()
-    )
+    partial = source.mapInPandas(_count_partition(configs, points, key_chunks), COUNTS_SCHEMA).toPandas()
+    sums = partial.groupby(["selector", "version", "consumers", "item"], as_index=False)["count"].sum()
     return _metrics_frame(configs, sums)
 
 
