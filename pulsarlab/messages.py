@@ -4,7 +4,9 @@ Models the protobuf messages `MessageMetadata` and `SingleMessageMetadata` of Pu
 (PulsarApi.proto; reference §1.2, §3.4, §9, §10) as the broker stores them in a ledger entry. Only the
 fields the lab models are present; proto2 defaults are the dataclass defaults. An entry is either one
 message (``num_messages_in_batch`` is None) or a batch of ``SingleMessageMetadata`` + payload pairs,
-routed as a whole by the entry metadata's keys (which are the first message's).
+routed as a whole by the entry metadata's keys (which are the first message's). A ledger keeps every
+entry for the lab's lifetime, so `EntryData` stores a batch's per-message metadata as plain tuples (see its
+docstring) rather than one object per message.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from .hashing import sticky_key
 from .profiles import Profile
 
 
-@dataclass
+@dataclass(slots=True)
 class MessageMetadata:
     """Entry-level metadata (`MessageMetadata`): one per ledger entry, batch or not."""
 
@@ -62,7 +64,7 @@ class MessageMetadata:
         )
 
 
-@dataclass
+@dataclass(slots=True)
 class SingleMessageMetadata:
     """Per-message metadata inside a batch entry (`SingleMessageMetadata`)."""
 
@@ -75,29 +77,91 @@ class SingleMessageMetadata:
     sequence_id: int | None = None
     null_value: bool = False
 
+    def as_row(self) -> tuple:
+        """The stored form (see `EntryData`): the fields in order, empty ``properties`` as None."""
+        return (self.payload_size, self.properties or None, self.partition_key, self.partition_key_b64_encoded,
+                self.ordering_key, self.event_time, self.sequence_id, self.null_value)
 
-@dataclass
+    @classmethod
+    def from_row(cls, row: tuple) -> "SingleMessageMetadata":
+        """The inverse of `as_row` (equal to the metadata the row was made from)."""
+        props = row[1]
+        return cls(row[0], props if props is not None else {}, row[2], row[3], row[4], row[5], row[6], row[7])
+
+
+# indexes of the fields in a stored row (SingleMessageMetadata.as_row)
+ROW_PROPERTIES = 1
+ROW_PARTITION_KEY = 2
+ROW_ORDERING_KEY = 4
+ROW_EVENT_TIME = 5
+_NON_BATCH_ROWS = (None,)
+_new_entry = object.__new__
+
+
 class EntryData:
     """The content of one ledger entry: its metadata and its message payloads.
 
-    A non-batch entry has one ``(None, payload)`` pair; a batch has one ``(SingleMessageMetadata,
-    payload)`` pair per message, in batch-index order.
+    ``EntryData(metadata, messages)``: a non-batch entry has one ``(None, payload)`` pair; a batch has one
+    ``(SingleMessageMetadata, payload)`` pair per message, in batch-index order. ``messages`` gives that list
+    back (a new list of new, equal objects on each call).
+
+    Stored compactly, because a ledger keeps every entry for the lab's lifetime: ``payloads`` (a tuple of
+    bytes), ``rows`` (per message None or the `SingleMessageMetadata.as_row` tuple, whose values are ints,
+    strings, bytes, None or a non-empty properties dict) and ``size`` (payload bytes, computed once). Tuples of
+    such values are ones CPython's cyclic garbage collector stops tracking once a collection has seen them
+    (the rows at the first, the tuple holding them at the next), so stored batches do not make every later full
+    collection longer by two objects per message, as a `SingleMessageMetadata` and a pair per message did. Equality and repr are
+    the dataclass's over ``(metadata, messages)``.
     """
 
-    metadata: MessageMetadata
-    messages: list[tuple[SingleMessageMetadata | None, bytes]]
+    __slots__ = ("metadata", "payloads", "rows", "size")
+    __hash__ = None  # type: ignore[assignment]  (mutable metadata, as the dataclass was)
 
-    def __post_init__(self) -> None:
-        if self.metadata.is_batch:
-            if len(self.messages) != self.metadata.num_messages_in_batch:
+    def __init__(self, metadata: MessageMetadata, messages: list[tuple[SingleMessageMetadata | None, bytes]]) -> None:
+        if metadata.is_batch:
+            if len(messages) != metadata.num_messages_in_batch:
                 raise ValueError(
-                    f"batch entry declares {self.metadata.num_messages_in_batch} messages but holds "
-                    f"{len(self.messages)}"
+                    f"batch entry declares {metadata.num_messages_in_batch} messages but holds "
+                    f"{len(messages)}"
                 )
-        elif len(self.messages) != 1 or self.messages[0][0] is not None:
+        elif len(messages) != 1 or messages[0][0] is not None:
             raise ValueError("a non-batch entry holds exactly one (None, payload) message")
+        self.metadata = metadata
+        self.payloads = payloads = tuple(p for _, p in messages)
+        self.rows = tuple([None if s is None else s.as_row() for s, _ in messages])
+        self.size = sum(len(p) for p in payloads)
+
+    @classmethod
+    def of_rows(cls, metadata: MessageMetadata, payloads: tuple[bytes, ...], rows: tuple) -> "EntryData":
+        """A batch entry from its stored form, for the model's producers (trusted: one row per payload,
+        ``len(payloads) == metadata.num_messages_in_batch``, rows as `SingleMessageMetadata.as_row` makes)."""
+        entry = _new_entry(cls)
+        entry.metadata = metadata
+        entry.payloads = payloads
+        entry.rows = rows
+        entry.size = sum(len(p) for p in payloads)
+        return entry
+
+    @classmethod
+    def single(cls, metadata: MessageMetadata, payload: bytes) -> "EntryData":
+        """``EntryData(metadata, [(None, payload)])`` for a non-batch ``metadata`` (trusted)."""
+        entry = _new_entry(cls)
+        entry.metadata = metadata
+        entry.payloads = (payload,)
+        entry.rows = _NON_BATCH_ROWS
+        entry.size = len(payload)
+        return entry
 
     @property
-    def size(self) -> int:
-        """Payload bytes in the entry (what stats count as entry size in the model)."""
-        return sum(len(p) for _, p in self.messages)
+    def messages(self) -> list[tuple[SingleMessageMetadata | None, bytes]]:
+        """``(SingleMessageMetadata | None, payload)`` per message, in batch-index order."""
+        from_row = SingleMessageMetadata.from_row
+        return [(None if r is None else from_row(r), p) for r, p in zip(self.rows, self.payloads)]
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.metadata, self.payloads, self.rows) == (other.metadata, other.payloads, other.rows)
+
+    def __repr__(self) -> str:
+        return f"EntryData(metadata={self.metadata!r}, messages={self.messages!r})"

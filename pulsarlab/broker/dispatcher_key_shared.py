@@ -78,6 +78,8 @@ class KeySharedDispatcher(SharedDispatcher):
             DrainingHashesTracker(subscription.dispatcher_name, self._sticky_key_hash_unblocked, self._draining_event)
             if self.draining_required else None
         )
+        # the draining tracker's hash -> entry map (read per sent entry by _handle_adding_pending_ack)
+        self._draining_hashes = self.draining.draining_hashes if self.draining is not None else {}
         # classic: consumer -> read position when it joined (sorted by position), None with out-of-order
         self.recently_joined: dict["Consumer", Position] | None = (
             {} if self.classic and not allow_out_of_order_delivery else None
@@ -86,7 +88,9 @@ class KeySharedDispatcher(SharedDispatcher):
         self.skip_next_replay = False  # 4.x skipNextReplayToTriggerLookAhead
         self._reschedule_timer = None
         self._key_range = self.selector.key_hash_range()
-        self._hash_cache: dict[tuple[int, int], int] = {}
+        self._hash_cache: dict[tuple[int, int], int] = {}  # (ledger, entry) -> sticky hash
+        # (ordering key, partition key, base64 flag) -> sticky hash, for keyed entries (bounded)
+        self._key_hash_cache: dict[tuple, int] = {}
         self._look_ahead_cache: tuple[int, int] = (-1, 0)  # (consumers, _effective_look_ahead_limit())
 
     def _uses_classic(self) -> bool:
@@ -100,7 +104,20 @@ class KeySharedDispatcher(SharedDispatcher):
         key = (pos.ledger_id, pos.entry_id)
         h = self._hash_cache.get(key)
         if h is None:
-            h = self.selector.make_sticky_key_hash(data.metadata.sticky_key(self.profile))
+            meta = data.metadata
+            ordering_key, partition_key = meta.ordering_key, meta.partition_key
+            if type(ordering_key) is bytes or (ordering_key is None and type(partition_key) is str):
+                # the sticky key (and so its hash) is a pure function of these fields
+                fields = (ordering_key, partition_key, meta.partition_key_b64_encoded)
+                by_fields = self._key_hash_cache
+                h = by_fields.get(fields)
+                if h is None:
+                    h = self.selector.make_sticky_key_hash(meta.sticky_key(self.profile))
+                    if len(by_fields) >= 4096:
+                        by_fields.clear()
+                    by_fields[fields] = h
+            else:
+                h = self.selector.make_sticky_key_hash(meta.sticky_key(self.profile))
             if len(self._hash_cache) > 100_000:
                 self._hash_cache.clear()
             self._hash_cache[key] = h
@@ -196,7 +213,7 @@ class KeySharedDispatcher(SharedDispatcher):
 
     def _handle_adding_pending_ack(self, consumer: "Consumer", ledger: int, entry: int, sticky_hash: int) -> bool:
         """`handleAddingPendingAck`: refuse (and replay) an entry whose hash another consumer is draining."""
-        entry_ = self.draining.get_entry(sticky_hash)
+        entry_ = self._draining_hashes.get(sticky_hash)
         if entry_ is not None and entry_.consumer is not consumer:
             self.add_message_to_replay(ledger, entry, sticky_hash)
             self._hash_blocked(consumer, sticky_hash, ledger, entry, ev.REASON_DRAINING)
@@ -278,19 +295,27 @@ class KeySharedDispatcher(SharedDispatcher):
         return limit
 
     def _replay_below_limit(self) -> bool:
-        return len(self.redelivery_messages) < self._effective_look_ahead_limit()
+        cached = self._look_ahead_cache
+        limit = cached[1] if cached[0] == len(self.consumer_list) else self._effective_look_ahead_limit()
+        return len(self.redelivery_messages) < limit
 
     def ks_available_permits(self, c: "Consumer") -> int:
         """4.x `getAvailablePermits(consumer)`: permits capped by the unacked-limit estimate, in entries."""
         if not c.cnx_active:
             return 0
-        permits = max(c.available_permits, 0)
-        if permits > 0 and c.max_unacked_messages > 0:
-            extra = max(c.max_unacked_messages - c.unacked_messages, 0)
-            if extra == 0:
+        permits = c.available_permits
+        if permits <= 0:
+            return 0
+        max_unacked = c.max_unacked_messages
+        if max_unacked > 0:
+            extra = max_unacked - c.unacked_messages
+            if extra <= 0:
                 return 0
-            avg = max(c.avg_messages_per_entry_int, 1)
-            return min(permits, (extra + avg - 1) // avg)
+            avg = int(c.avg_messages_per_entry + 0.5)  # getAvgMessagesPerEntry
+            if avg < 1:
+                avg = 1
+            by_unacked = (extra + avg - 1) // avg
+            return by_unacked if by_unacked < permits else permits
         return permits
 
     def is_normal_read_allowed(self) -> bool:
@@ -298,17 +323,17 @@ class KeySharedDispatcher(SharedDispatcher):
             return True
         if not self._replay_below_limit():
             return False
+        permits_of = self.ks_available_permits
         for c in self.consumer_list.consumers:
-            if c.blocked:
-                continue
-            if self.ks_available_permits(c) > 0:
+            if not c.blocked and permits_of(c) > 0:
                 return True
         return False
 
     def max_entries_read_limit(self) -> int:
         if self.classic:
             return self.read_batch_size
-        return max(self._effective_look_ahead_limit() - len(self.redelivery_messages), 1)
+        limit = self._effective_look_ahead_limit() - len(self.redelivery_messages)
+        return limit if limit > 1 else 1
 
     def messages_to_replay_now(self, max_messages: int) -> list[tuple[int, int]]:
         if self.classic:
@@ -453,8 +478,11 @@ class KeySharedDispatcher(SharedDispatcher):
         already_blocked: set[int] = set()
         replay_set = self.redelivery_messages
         draining = self.draining
+        sticky_key_hash = self.sticky_key_hash
+        permits_of = self.ks_available_permits
+        log_blocked = self.events.enabled
         for pos, data in entries:
-            h = self.sticky_key_hash(pos, data)
+            h = sticky_key_hash(pos, data)
             consumer = None
             dispatch = False
             reason = ev.REASON_NO_CONSUMER
@@ -464,7 +492,7 @@ class KeySharedDispatcher(SharedDispatcher):
                     seen_consumers.add(consumer.id)
                     slot = permits_for.get(consumer.id)
                     if slot is None:
-                        slot = permits_for[consumer.id] = [self.ks_available_permits(consumer)]
+                        slot = permits_for[consumer.id] = [permits_of(consumer)]
                     reason = ev.REASON_NO_PERMITS
                     if slot[0] > 0:
                         if read_type == NORMAL and replay_set.contains_sticky_key_hash(h):
@@ -487,7 +515,7 @@ class KeySharedDispatcher(SharedDispatcher):
             else:
                 already_blocked.add(h)
                 self.add_message_to_replay(pos.ledger_id, pos.entry_id, h)
-                if self.events.enabled:
+                if log_blocked:
                     self._hash_blocked(consumer, h, pos.ledger_id, pos.entry_id, reason)
         trigger_look_ahead = False
         if look_ahead_allowed and not groups:

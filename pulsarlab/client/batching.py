@@ -96,10 +96,9 @@ class OutgoingMessage:
 
 Flushed = list[tuple[EntryData, list[OutgoingMessage]]]
 
-SMM = SingleMessageMetadata
 _SMM_FIELDS = ("payload_size", "properties", "partition_key", "partition_key_b64_encoded", "ordering_key",
-               "event_time", "sequence_id")
-if tuple(f.name for f in fields(SingleMessageMetadata))[:len(_SMM_FIELDS)] != _SMM_FIELDS:
+               "event_time", "sequence_id", "null_value")
+if tuple(f.name for f in fields(SingleMessageMetadata)) != _SMM_FIELDS:
     raise ImportError("SingleMessageMetadata's fields changed order; update client.batching._batch_entry")
 
 
@@ -123,7 +122,7 @@ def non_batched_entry(
         deliver_at_time=msg.deliver_at,
         uncompressed_size=len(payload) if client is ClientLibrary.JAVA else 0,
     )
-    return EntryData(metadata, [(None, payload)])
+    return EntryData.single(metadata, payload)
 
 
 def _batch_entry(
@@ -143,14 +142,15 @@ def _batch_entry(
         num_messages_in_batch=len(msgs),
         highest_sequence_id=highest_sequence_id,
     )
-    # SingleMessageMetadata(payload_size, properties, partition_key, partition_key_b64_encoded, ordering_key,
-    # event_time, sequence_id): positional, one per message (checked against the class below)
-    singles = [
-        (SMM(len(m.payload), m.properties, m.partition_key, False, m.ordering_key, m.event_time, m.sequence_id),
-         m.payload)
+    # one stored row per message, SingleMessageMetadata.as_row() of SingleMessageMetadata(payload_size,
+    # properties, partition_key, partition_key_b64_encoded, ordering_key, event_time, sequence_id) (field order
+    # checked against the class above)
+    rows = tuple([
+        (len(m.payload), m.properties or None, m.partition_key, False, m.ordering_key, m.event_time, m.sequence_id,
+         False)
         for m in msgs
-    ]
-    return EntryData(metadata, singles)
+    ])
+    return EntryData.of_rows(metadata, tuple(m.payload for m in msgs), rows)
 
 
 def _flush_group(

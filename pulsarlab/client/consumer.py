@@ -27,6 +27,10 @@ from typing import TYPE_CHECKING, Any, Iterable
 from .. import model_events as ev
 from ..errors import InvalidConfigurationException, InvalidMessageException, Timeout
 from ..ids import MessageId, trusted_message_id
+from ..messages import ROW_EVENT_TIME as _ROW_EVENT_TIME
+from ..messages import ROW_ORDERING_KEY as _ROW_ORDERING_KEY
+from ..messages import ROW_PARTITION_KEY as _ROW_PARTITION_KEY
+from ..messages import ROW_PROPERTIES as _ROW_PROPERTIES
 from .ack_grouping import AckType, AcknowledgmentsGroupingTracker
 from .policies import ConsumerKeySharedPolicy, ConsumerType, InitialPosition
 from .producer import AlreadyClosedException
@@ -41,7 +45,11 @@ _INDIVIDUAL = AckType.INDIVIDUAL
 
 
 class Message:
-    """``pulsar.Message``: a received message and its id."""
+    """``pulsar.Message``: a received message and its id.
+
+    ``_single`` is the message's stored `SingleMessageMetadata` row (`EntryData.rows`) in a batch, else None
+    (the entry's `MessageMetadata` describes the message).
+    """
 
     __slots__ = ("_data", "_meta", "_single", "_id", "_topic", "_redelivery_count", "_batch_size")
 
@@ -62,24 +70,27 @@ class Message:
         return self._data
 
     def properties(self) -> dict[str, str]:
-        src = self._single if self._single is not None else self._meta
-        return dict(src.properties)
+        row = self._single
+        if row is None:
+            return dict(self._meta.properties)
+        props = row[_ROW_PROPERTIES]
+        return dict(props) if props is not None else {}
 
     def partition_key(self) -> str:
-        src = self._single if self._single is not None else self._meta
-        return src.partition_key or ""
+        row = self._single
+        return (self._meta.partition_key if row is None else row[_ROW_PARTITION_KEY]) or ""
 
     def ordering_key(self) -> str:
-        src = self._single if self._single is not None else self._meta
-        key = src.ordering_key
+        row = self._single
+        key = self._meta.ordering_key if row is None else row[_ROW_ORDERING_KEY]
         return key.decode("utf-8", "replace") if isinstance(key, (bytes, bytearray)) else (key or "")
 
     def publish_timestamp(self) -> int:
         return self._meta.publish_time
 
     def event_timestamp(self) -> int:
-        src = self._single if self._single is not None else self._meta
-        return src.event_time
+        row = self._single
+        return self._meta.event_time if row is None else row[_ROW_EVENT_TIME]
 
     def message_id(self) -> MessageId:
         return self._id
@@ -139,7 +150,7 @@ class _ConsumerImpl:
                 self.increase_available_permits(1)
                 return
             parent._queue.append(
-                Message(data.messages[0][1], meta, None, mid, self.topic, redelivery_count, 0))
+                Message(data.payloads[0], meta, None, mid, self.topic, redelivery_count, 0))
             return
         if parent._receiver_queue_size == 0:
             # ZeroQueueConsumerImpl: the consumer closes and the pending receive fails (see receive())
@@ -156,7 +167,15 @@ class _ConsumerImpl:
         topic = self.topic
         # isDuplicate per message only when the tracker holds something that may cover this entry
         check_duplicates = tracker.may_hold_duplicates(ledger, entry, partition)
-        for i, (single, payload) in enumerate(data.messages):
+        if ack_set is None and not check_duplicates:  # the common case: every message is queued
+            append = queue.append
+            i = 0
+            for single, payload in zip(data.rows, data.payloads):
+                append(Message(payload, meta, single, trusted_message_id(ledger, entry, partition, i), topic,
+                               redelivery_count, n))
+                i += 1
+            return
+        for i, (single, payload) in enumerate(zip(data.rows, data.payloads)):
             if ack_set is not None and not (ack_set >> i) & 1:
                 skipped += 1
                 continue
@@ -350,8 +369,11 @@ class Consumer:
         if events is not None:
             events.append_row(_RECEIVED, self._scheduler.now(), self._id, mid.ledger, mid.entry, mid.batch_index,
                               len(queue))
-        if self._receiver_queue_size > 0:
-            impl.increase_available_permits(1)
+        if self._receiver_queue_size > 0:  # increase_available_permits(1), inlined
+            permits = impl.available_permits = impl.available_permits + 1
+            if permits >= impl.queue_size // 2 and impl.queue_size > 0:
+                impl.available_permits = 0
+                impl.send_flow(permits)
         return msg
 
     def _raise_pending_error(self) -> None:

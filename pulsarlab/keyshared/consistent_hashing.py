@@ -220,6 +220,9 @@ class ConsistentHashingSelector(StickyKeyConsumerSelector):
         self.return_impacted = bool(self.profile.is_4x if return_impacted is None else return_impacted) and is_v4
 
         self._ring: SortedDict = SortedDict()
+        # select() answers by hash since the ring last changed (cleared by add_consumer / remove_consumer, the
+        # only paths that change the ring); a pure speed-up of the per-entry dispatch path
+        self._selected: dict[int, Consumer] = {}
         self._attached: dict[int, Consumer] = {}
         self._tracker = ConsumerNameIndexTracker()
         self._added_index: dict[int, int] = {}  # name index each attached consumer was added with
@@ -234,6 +237,7 @@ class ConsistentHashingSelector(StickyKeyConsumerSelector):
         return list(self._attached.values())
 
     def add_consumer(self, consumer: Consumer) -> ImpactedConsumers | None:
+        self._selected.clear()
         consumer = _check_consumer(consumer)
         if consumer.id in self._attached:
             raise ValueError(f"consumer id {consumer.id} is already attached ({self._attached[consumer.id]})")
@@ -254,6 +258,7 @@ class ConsistentHashingSelector(StickyKeyConsumerSelector):
         NullPointerException (state unchanged) when a point of its name is missing; others do nothing.
         (v3_counters also throws, part-way and leaving the consumer attached, in the near-impossible case
         of two of one consumer's own points sharing a ring position, as Pulsar's code would.)"""
+        self._selected.clear()
         consumer = _check_consumer(consumer)
         attached = self._attached.get(consumer.id)
         target = attached if attached is not None else consumer
@@ -436,14 +441,24 @@ class ConsistentHashingSelector(StickyKeyConsumerSelector):
         return value.selected
 
     def select(self, key_hash: int) -> Consumer | None:
+        if type(key_hash) is int:  # a hash already selected since the last ring change: the same answer
+            cached = self._selected.get(key_hash, _NOT_CACHED)
+            if cached is not _NOT_CACHED:
+                return cached
         h = _check_hash(key_hash)
         if not self._ring:
             return None
         at = self._ring.bisect_left(h)
         _, value = self._ring.peekitem(at if at < len(self._ring) else 0)
         if self.variant is Variant.LEGACY:
-            return value[h % len(value)]
-        return self._owner(value)
+            selected = value[h % len(value)]
+        else:
+            selected = self._owner(value)
+        selected_cache = self._selected
+        if len(selected_cache) >= _SELECTED_CACHE_MAX:
+            selected_cache.clear()
+        selected_cache[h] = selected
+        return selected
 
     def _arrays(self) -> _BulkArrays:
         if self._bulk is None:
@@ -633,6 +648,10 @@ def _check_consumer(consumer: Any) -> Consumer:
     as_int(consumer.id, "consumer id")
     as_int(consumer.priority, "consumer priority")
     return consumer
+
+
+_NOT_CACHED = object()
+_SELECTED_CACHE_MAX = 65536
 
 
 def _check_hash(key_hash: Any) -> int:
