@@ -174,6 +174,7 @@ class _BulkArrays:
     offsets: np.ndarray  # LEGACY: start of each point's list in ``flat``
     sizes: np.ndarray  # LEGACY: list length per point
     flat: np.ndarray  # LEGACY: every list's ids, concatenated in ring order
+    table: np.ndarray | None = None  # V4 with a small key-hash range: the selected id for every hash 0..range_max
 
 
 class ConsistentHashingSelector(StickyKeyConsumerSelector):
@@ -472,7 +473,13 @@ class ConsistentHashingSelector(StickyKeyConsumerSelector):
                 self._bulk = _BulkArrays(points, empty, offsets, sizes, flat)
             else:
                 owners = np.fromiter((self._owner(v).id for v in self._ring.values()), dtype=np.int64, count=n)
-                self._bulk = _BulkArrays(points, owners, empty, empty, empty)
+                table = None
+                if self.variant is Variant.V4 and self.range_max <= _TABLE_MAX:
+                    # one ceiling lookup per possible hash, once per membership change; select_bulk then indexes
+                    at = np.searchsorted(points, np.arange(self.range_max + 1, dtype=np.int64), side="left")
+                    at[at == n] = 0
+                    table = owners[at]
+                self._bulk = _BulkArrays(points, owners, empty, empty, empty, table)
         return self._bulk
 
     def select_bulk(self, key_hashes: np.ndarray) -> np.ndarray:
@@ -480,6 +487,8 @@ class ConsistentHashingSelector(StickyKeyConsumerSelector):
         if not self._ring:
             return np.full(hashes.shape, NO_CONSUMER, dtype=np.int64)
         arrays = self._arrays()
+        if arrays.table is not None and hashes.size and int(hashes.max()) < len(arrays.table):
+            return arrays.table[hashes]
         at = np.searchsorted(arrays.points, hashes, side="left")
         at[at == len(arrays.points)] = 0
         if self.variant is Variant.LEGACY:
@@ -659,6 +668,9 @@ def _check_hash(key_hash: Any) -> int:
     if not 0 <= h <= INT_MAX:
         raise ValueError(f"a sticky-key hash is a non-negative Java int in [0, {INT_MAX}], not {h}")
     return h
+
+
+_TABLE_MAX = 1 << 20  # largest 4.x key-hash range given a per-hash lookup table (8 MiB)
 
 
 def _check_hashes(key_hashes: Any) -> np.ndarray:
