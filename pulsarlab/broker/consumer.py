@@ -213,11 +213,20 @@ class Consumer:
         value = owner.pending_acks.remove(ledger, entry)
         if value is None:
             return None
+        self._after_pending_ack_removed(owner)
+        return owner, value[0]
+
+    def remove_own_pending_ack(self, ledger: int, entry: int) -> None:
+        """`remove_pending_ack` when this consumer is known to hold the pending ack of (ledger, entry)."""
+        self.pending_acks.remove(ledger, entry)
+        self._after_pending_ack_removed(self)
+
+    def _after_pending_ack_removed(self, owner: "Consumer") -> None:
+        """Unblock ``owner`` at half the limit (or always, when this consumer does not block on unacked)."""
         if (owner.blocked and owner.unacked_messages <= self.max_unacked_messages // 2
                 and owner.should_block_on_unacked) or not self.should_block_on_unacked:
             owner._set_blocked(False)
             owner.flow_consumer_blocked_permits()
-        return owner, value[0]
 
     def add_unacked(self, n: int) -> None:
         """``addAndGetUnAckedMsgs`` for this consumer and the subscription."""

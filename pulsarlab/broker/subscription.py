@@ -171,6 +171,8 @@ class PersistentSubscription:
             return
         positions = []
         individual = consumer.individual_ack_mode
+        own_pending = consumer.pending_acks
+        batch_index_level = self.batch_index_level
         for ledger, entry, ack_set in cmd.message_ids:
             if ack_set is not None:
                 acked = 0
@@ -189,10 +191,20 @@ class PersistentSubscription:
                 positions.append((make_position(ledger, entry), list(ack_set)))
             else:
                 if individual:
-                    acked_count = self._acked_count_no_ack_set(consumer, ledger, entry)
-                    removed = consumer.remove_pending_ack(ledger, entry)
-                    if removed is not None:
-                        removed[0].add_unacked(-acked_count)
+                    value = own_pending.get(ledger, entry) if own_pending is not None else None
+                    if value is not None:  # the common case: the acking consumer holds it (one lookup)
+                        acked_count = value[0]
+                        if batch_index_level:
+                            cur = cursor.batch_deleted_indexes(Position(ledger, entry))
+                            if cur is not None:
+                                acked_count = popcount(ack_set_mask(cur))
+                        consumer.remove_own_pending_ack(ledger, entry)
+                        consumer.add_unacked(-acked_count)
+                    else:
+                        acked_count = self._acked_count_no_ack_set(consumer, ledger, entry)
+                        removed = consumer.remove_pending_ack(ledger, entry)
+                        if removed is not None:
+                            removed[0].add_unacked(-acked_count)
                 positions.append((make_position(ledger, entry), None))
         try:
             cursor.async_delete(positions)

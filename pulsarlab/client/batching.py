@@ -260,9 +260,18 @@ class BatchMessageContainer(_Container):
         return self.is_full()
 
     def add_and_check_first(self, msg: OutgoingMessage) -> tuple[bool, bool]:
-        """``(is_first_message_to_add(msg), add(msg))`` in one call (the producer's per-message path)."""
-        first = not self._messages
-        return first, self.add(msg)
+        """``(is_first_message_to_add(msg), add(msg))`` in one call (the producer's per-message path; `_count`
+        and `is_full` inlined)."""
+        messages = self._messages
+        first = not messages
+        payload = msg.payload
+        if msg.deliver_at is not None or not isinstance(payload, (bytes, bytearray)):
+            self._count(msg)  # raises the error it names
+        n = self.num_messages = self.num_messages + 1
+        size = self.current_bytes = self.current_bytes + len(payload)
+        messages.append(msg)
+        limit = self._count_limit
+        return first, (limit is not None and n >= limit) or size >= self._byte_limit
 
     def flush(self, publish_time: int) -> Flushed:
         """The entry to send (none when empty) with the messages it holds, and empty the container."""
@@ -314,15 +323,23 @@ class KeyBasedBatchMessageContainer(_Container):
         return self.add_and_check_first(msg)[1]
 
     def add_and_check_first(self, msg: OutgoingMessage) -> tuple[bool, bool]:
-        """``(is_first_message_to_add(msg), add(msg))`` in one call, the key computed once."""
-        self._count(msg)
+        """``(is_first_message_to_add(msg), add(msg))`` in one call, the key computed once (the producer's
+        per-message path; `_count` and `is_full` inlined)."""
+        payload = msg.payload
+        if msg.deliver_at is not None or not isinstance(payload, (bytes, bytearray)):
+            self._count(msg)  # raises the error it names
+        n = self.num_messages = self.num_messages + 1
+        size = self.current_bytes = self.current_bytes + len(payload)
         key = self.batch_key(msg)
-        group = self._batches.get(key)
-        if group is None:
-            self._batches[key] = [msg]
-            return True, self.is_full()
-        group.append(msg)
-        return False, self.is_full()
+        batches = self._batches
+        group = batches.get(key)
+        first = group is None
+        if first:
+            batches[key] = [msg]
+        else:
+            group.append(msg)
+        limit = self._count_limit
+        return first, (limit is not None and n >= limit) or size >= self._byte_limit
 
     def flush(self, publish_time: int) -> Flushed:
         """One entry per sub-batch, sorted by the sub-batch's sequence id, and empty the container."""

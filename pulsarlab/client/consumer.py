@@ -42,6 +42,12 @@ CUMULATIVE_NOT_ALLOWED = "Cannot use cumulative acks on a non-exclusive/non-fail
 _RECEIVED = ev.RECEIVED
 _ACKNOWLEDGED = ev.ACKNOWLEDGED
 _INDIVIDUAL = AckType.INDIVIDUAL
+# what trusted_message_id does, for message_received's per-message loop
+_new_id = object.__new__
+_set_ledger = MessageId.ledger.__set__  # type: ignore[attr-defined]
+_set_entry = MessageId.entry.__set__  # type: ignore[attr-defined]
+_set_partition = MessageId.partition.__set__  # type: ignore[attr-defined]
+_set_batch_index = MessageId.batch_index.__set__  # type: ignore[attr-defined]
 
 
 class Message:
@@ -171,8 +177,12 @@ class _ConsumerImpl:
             append = queue.append
             i = 0
             for single, payload in zip(data.rows, data.payloads):
-                append(Message(payload, meta, single, trusted_message_id(ledger, entry, partition, i), topic,
-                               redelivery_count, n))
+                mid = _new_id(MessageId)  # trusted_message_id(ledger, entry, partition, i), inlined
+                _set_ledger(mid, ledger)
+                _set_entry(mid, entry)
+                _set_partition(mid, partition)
+                _set_batch_index(mid, i)
+                append(Message(payload, meta, single, mid, topic, redelivery_count, n))
                 i += 1
             return
         for i, (single, payload) in enumerate(zip(data.rows, data.payloads)):
