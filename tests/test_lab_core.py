@@ -347,3 +347,16 @@ def test_record_events_false_keeps_the_log_empty() -> None:
 
 def test_event_types_are_declared() -> None:
     assert ev.DISPATCHED.name == "dispatched"
+
+
+def test_stats_timestamps_use_pulsars_date_formatter():
+    # Pulsar stamps connectedSince and the ledger/cursor timestamps with one DateFormatter (ISO_OFFSET_DATE_TIME:
+    # the fraction without trailing zeros), so all of them print alike.
+    from pulsarlab.broker.ledger import format_timestamp
+
+    lab = pl.Lab(version="4.0", seed=3, start_ms=1_080)
+    consumer = lab.client().subscribe("ts", "sub", consumer_name="c1")
+    stats = lab.admin.topics.stats("ts")
+    (entry,) = stats["subscriptions"]["sub"]["consumers"]
+    assert entry["connectedSince"] == format_timestamp(1_080) == "1970-01-01T00:00:01.08Z"
+    consumer.close()

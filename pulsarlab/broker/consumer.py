@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import model_events as ev
 from .draining import PendingAcksMap
+from .ledger import format_timestamp
 
 if TYPE_CHECKING:  # pragma: no cover
     from .subscription import PersistentSubscription
@@ -258,7 +259,7 @@ class Consumer:
             "avgMessagesPerEntry": self.avg_messages_per_entry_int,
             "blockedConsumerOnUnackedMsgs": self.blocked,
             "address": "/127.0.0.1:6650",
-            "connectedSince": _iso(self.connected_since),
+            "connectedSince": format_timestamp(self.connected_since),
             "clientVersion": "pulsarlab",
             "lastAckedTimestamp": self.last_acked_timestamp,
             "lastConsumedTimestamp": self.last_consumed_timestamp,
@@ -269,10 +270,3 @@ class Consumer:
             out["readPositionWhenJoining"] = self.read_position_when_joining
         return out
 
-
-def _iso(ms: int) -> str:
-    """Virtual milliseconds as the ISO-8601 instant Pulsar prints (the lab's epoch is 1970-01-01)."""
-    import datetime
-
-    t = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc) + datetime.timedelta(milliseconds=ms)
-    return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond // 1000:03d}Z"

@@ -12,7 +12,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from .. import model_events as ev
-from .ledger import ManagedLedger
+from .ledger import ManagedLedger, format_timestamp
 from .position import Position
 from .subscription import PersistentSubscription
 
@@ -102,8 +102,6 @@ class PersistentTopic:
     # --- stats ---------------------------------------------------------------------------------
     def stats(self) -> dict[str, Any]:
         """`pulsar-admin topics stats` (`TopicStatsImpl`) in its JSON shape; rates are 0 (no wall clock)."""
-        from .consumer import _iso
-
         subs = {name: sub.stats() for name, sub in self.subscriptions.items()}
         ledger = self.ledger
         return {
@@ -138,7 +136,7 @@ class PersistentTopic:
                     "supportsPartialProducer": False,
                     "producerName": h.name,
                     "address": "/127.0.0.1:6650",
-                    "connectedSince": _iso(h.connected_since),
+                    "connectedSince": format_timestamp(h.connected_since),
                     "clientVersion": "pulsarlab",
                     "metadata": {},
                 }
