@@ -25,8 +25,9 @@ def test_committed_golden_file_conforms(name):
 
 SHARED_FILES = sorted(p.name for p in SHARED.glob("*.jsonl")) if SHARED.is_dir() else []
 
+if SHARED_FILES:  # ../shared/golden sits beside the project in CI; a bare clone checks the committed copy only
 
-@pytest.mark.parametrize("name", SHARED_FILES)
-def test_shared_golden_file_conforms(name):
-    result = run_file(SHARED / name)
-    assert result.ok, f"{result.summary()}\n{result.first_mismatch}"
+    @pytest.mark.parametrize("name", SHARED_FILES)
+    def test_shared_golden_file_conforms(name):
+        result = run_file(SHARED / name)
+        assert result.ok, f"{result.summary()}\n{result.first_mismatch}"
