@@ -43,7 +43,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 from ..clock import Scheduler, Timer
 from ..errors import IllegalArgumentException, IllegalStateException
-from ..events import EventLog, event_type
+from ..events import EventLog, EventType, event_type
 from ..ids import EARLIEST, MessageId
 from ..profiles import Profile, get_profile
 
@@ -534,42 +534,38 @@ class AcknowledgmentsGroupingTracker:
             )
 
     def _log_flushed(self, reason: str, individual: int, batch: int, cumulative: MessageId | None) -> None:
-        events = self._events
-        if events is not None and events.enabled:
-            append_row = self._append_row
-            if append_row is not None:
-                if cumulative is None:
-                    append_row(ACKS_FLUSHED, self._scheduler.now(), self._consumer_sid, events.intern(reason),
-                               individual, batch)  # the cumulative fields stay None
-                else:
-                    append_row(ACKS_FLUSHED, self._scheduler.now(), self._consumer_sid, events.intern(reason),
-                               individual, batch, cumulative.ledger, cumulative.entry)
-                return
-            events.append(
-                ACKS_FLUSHED,
-                self._scheduler.now(),
-                consumer=self.consumer_name,
-                reason=reason,
-                individual=individual,
-                batch_index=batch,
-                cumulative_ledger=cumulative.ledger if cumulative is not None else None,
-                cumulative_entry=cumulative.entry if cumulative is not None else None,
-            )
+        self._log_ack_summary(ACKS_FLUSHED, reason, individual, batch, cumulative)
 
     def _lost(self, reason: str, individual: int, batch: int, cumulative: MessageId | None) -> None:
         self.lost_acks += individual + batch + (cumulative is not None)
+        self._log_ack_summary(ACKS_LOST, reason, individual, batch, cumulative)
+
+    def _log_ack_summary(
+        self, kind: EventType, reason: str, individual: int, batch: int, cumulative: MessageId | None
+    ) -> None:
+        """One ``acks_flushed`` / ``acks_lost`` event (the two share their fields)."""
         events = self._events
-        if events is not None and events.enabled:
-            events.append(
-                ACKS_LOST,
-                self._scheduler.now(),
-                consumer=self.consumer_name,
-                reason=reason,
-                individual=individual,
-                batch_index=batch,
-                cumulative_ledger=cumulative.ledger if cumulative is not None else None,
-                cumulative_entry=cumulative.entry if cumulative is not None else None,
-            )
+        if events is None or not events.enabled:
+            return
+        append_row = self._append_row
+        if append_row is not None:
+            if cumulative is None:
+                append_row(kind, self._scheduler.now(), self._consumer_sid, events.intern(reason),
+                           individual, batch)  # the cumulative fields stay None
+            else:
+                append_row(kind, self._scheduler.now(), self._consumer_sid, events.intern(reason),
+                           individual, batch, cumulative.ledger, cumulative.entry)
+            return
+        events.append(
+            kind,
+            self._scheduler.now(),
+            consumer=self.consumer_name,
+            reason=reason,
+            individual=individual,
+            batch_index=batch,
+            cumulative_ledger=cumulative.ledger if cumulative is not None else None,
+            cumulative_entry=cumulative.entry if cumulative is not None else None,
+        )
 
 
 PersistentAcknowledgmentsGroupingTracker = AcknowledgmentsGroupingTracker

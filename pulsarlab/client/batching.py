@@ -215,17 +215,20 @@ class _Container:
         limit = self._count_limit
         return (limit is not None and self.num_messages >= limit) or self.current_bytes >= self._byte_limit
 
-    def _count(self, msg: OutgoingMessage) -> None:
+    def _count(self, msg: OutgoingMessage) -> bool:
+        """Count ``msg`` in after `canAddToBatch`'s checks; True when the container is now full (`isBatchFull`)."""
         payload = msg.payload
-        if not isinstance(payload, (bytes, bytearray)):
-            raise TypeError(f"payload must be bytes, not {type(payload).__name__}")
-        if msg.deliver_at is not None:
+        if msg.deliver_at is not None or not isinstance(payload, (bytes, bytearray)):
+            if not isinstance(payload, (bytes, bytearray)):
+                raise TypeError(f"payload must be bytes, not {type(payload).__name__}")
             raise ValueError(
                 f"message {msg.sequence_id} has deliver_at={msg.deliver_at}: delayed messages are never "
                 "batched (canAddToBatch); send it with non_batched_entry"
             )
-        self.num_messages += 1
-        self.current_bytes += len(payload)
+        n = self.num_messages = self.num_messages + 1
+        size = self.current_bytes = self.current_bytes + len(payload)
+        limit = self._count_limit
+        return (limit is not None and n >= limit) or size >= self._byte_limit
 
     def __repr__(self) -> str:
         return (
@@ -255,23 +258,14 @@ class BatchMessageContainer(_Container):
 
     def add(self, msg: OutgoingMessage) -> bool:
         """Add ``msg``; True when the container is now full and should be flushed."""
-        self._count(msg)
+        full = self._count(msg)
         self._messages.append(msg)
-        return self.is_full()
+        return full
 
     def add_and_check_first(self, msg: OutgoingMessage) -> tuple[bool, bool]:
-        """``(is_first_message_to_add(msg), add(msg))`` in one call (the producer's per-message path; `_count`
-        and `is_full` inlined)."""
-        messages = self._messages
-        first = not messages
-        payload = msg.payload
-        if msg.deliver_at is not None or not isinstance(payload, (bytes, bytearray)):
-            self._count(msg)  # raises the error it names
-        n = self.num_messages = self.num_messages + 1
-        size = self.current_bytes = self.current_bytes + len(payload)
-        messages.append(msg)
-        limit = self._count_limit
-        return first, (limit is not None and n >= limit) or size >= self._byte_limit
+        """``(is_first_message_to_add(msg), add(msg))`` in one call (the producer's per-message path)."""
+        first = not self._messages
+        return first, self.add(msg)
 
     def flush(self, publish_time: int) -> Flushed:
         """The entry to send (none when empty) with the messages it holds, and empty the container."""
@@ -324,12 +318,8 @@ class KeyBasedBatchMessageContainer(_Container):
 
     def add_and_check_first(self, msg: OutgoingMessage) -> tuple[bool, bool]:
         """``(is_first_message_to_add(msg), add(msg))`` in one call, the key computed once (the producer's
-        per-message path; `_count` and `is_full` inlined)."""
-        payload = msg.payload
-        if msg.deliver_at is not None or not isinstance(payload, (bytes, bytearray)):
-            self._count(msg)  # raises the error it names
-        n = self.num_messages = self.num_messages + 1
-        size = self.current_bytes = self.current_bytes + len(payload)
+        per-message path)."""
+        full = self._count(msg)
         key = self.batch_key(msg)
         batches = self._batches
         group = batches.get(key)
@@ -338,8 +328,7 @@ class KeyBasedBatchMessageContainer(_Container):
             batches[key] = [msg]
         else:
             group.append(msg)
-        limit = self._count_limit
-        return first, (limit is not None and n >= limit) or size >= self._byte_limit
+        return first, full
 
     def flush(self, publish_time: int) -> Flushed:
         """One entry per sub-batch, sorted by the sub-batch's sequence id, and empty the container."""
