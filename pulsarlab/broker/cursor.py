@@ -425,8 +425,12 @@ class ManagedCursor:
 
     def _commit_fast_advance(self, l: int, e: int) -> None:
         """The fast path's mark-delete move: the same end state `setAcknowledgedPosition` reaches with an empty set."""
+        self.mark_delete_position = self._ledger.position_of(l, e)
+        self._forget_up_to(l, e)
+
+    def _forget_up_to(self, l: int, e: int) -> None:
+        """After a mark-delete move to (l, e): drop batch ack state at or below it, and read past it."""
         ml = self._ledger
-        self.mark_delete_position = ml.position_of(l, e)
         batch = self._batch
         if batch:
             while batch and batch.peekitem(0)[0] <= (l, e):
@@ -508,13 +512,7 @@ class ManagedCursor:
             new = old
         if not idm.is_empty():
             idm.remove_at_most(l, e)
-        batch = self._batch
-        if batch:
-            while batch and batch.peekitem(0)[0] <= (l, e):
-                batch.popitem(0)
-        read = self.read_position
-        if (read.ledger_id, read.entry_id) <= (l, e):
-            self.read_position = ml.position_of(*ml._next_valid(l, e))
+        self._forget_up_to(l, e)
         if log is not None and new is not old:
             log.append_row(MARK_DELETE_MOVED, ml.scheduler.now(), self._event_sid(log), old_l, old_e, l, e,
                            log.intern(why))

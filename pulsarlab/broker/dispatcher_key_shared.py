@@ -202,15 +202,6 @@ class KeySharedDispatcher(SharedDispatcher):
         if self.recently_joined is not None:
             self.recently_joined.clear()
 
-    def _return_pending_acks(self, consumer: "Consumer") -> None:
-        tracker = self.redelivery_tracker
-
-        def back(ledger: int, entry: int, batch_size: int, sticky_hash: int) -> None:
-            self.add_message_to_replay(ledger, entry, sticky_hash)
-            tracker.add_if_absent(ledger, entry)
-
-        consumer.pending_acks.for_each_and_close(back)
-
     def _handle_adding_pending_ack(self, consumer: "Consumer", ledger: int, entry: int, sticky_hash: int) -> bool:
         """`handleAddingPendingAck`: refuse (and replay) an entry whose hash another consumer is draining."""
         entry_ = self._draining_hashes.get(sticky_hash)
