@@ -40,6 +40,38 @@ def attempt(call: Callable[[], Any]) -> tuple[Any, PulsarError | None]:
         return None, exc
 
 
+def apply_membership_step(
+    selector: StickyKeyConsumerSelector,
+    step: dict,
+    attached: dict[int, Consumer],
+    make_consumer: Callable[[dict], Consumer],
+    where: str,
+) -> PulsarError | None:
+    """Replay one recorded ``add`` / ``remove`` / ``remove_absent`` step; the error it failed with, or None.
+
+    ``attached`` maps the ids of attached instances to them (a ``remove`` passes that same instance, a
+    ``remove_absent`` a fresh one, as the recorder did).
+    """
+    spec = step["consumer"]
+    op = step["op"]
+    if op == "add":
+        consumer = make_consumer(spec)
+        _, err = attempt(lambda: selector.add_consumer(consumer))
+        if err is None:
+            attached[consumer.id] = consumer
+        return err
+    if op == "remove":
+        return attempt(lambda: selector.remove_consumer(attached.pop(spec["id"])))[1]
+    if op == "remove_absent":
+        return attempt(lambda: selector.remove_consumer(make_consumer(spec)))[1]
+    raise Mismatch(f"{where}: op", "add, remove or remove_absent", op)
+
+
+def consumer_of(spec: dict) -> Consumer:
+    """The consumer instance a recorded step describes (id, name, priority)."""
+    return Consumer(spec["id"], spec["name"], spec.get("priority", 0))
+
+
 def check_constructor_cases(line: dict, make: Callable[[int], Any]) -> None:
     for n, case in enumerate(line["cases"]):
         _, err = attempt(lambda: make(case["rangeSize"]))
@@ -95,18 +127,7 @@ def check(line: dict) -> None:
     attached: dict[int, Consumer] = {}
     for step in line["steps"]:
         where = f"step {step['i']} ({step['op']} id {step['consumer']['id']})"
-        spec = step["consumer"]
-        if step["op"] == "add":
-            consumer = Consumer(spec["id"], spec["name"], spec.get("priority", 0))
-            _, err = attempt(lambda: selector.add_consumer(consumer))
-            if err is None:
-                attached[consumer.id] = consumer
-        elif step["op"] == "remove":
-            _, err = attempt(lambda: selector.remove_consumer(attached.pop(spec["id"])))
-        elif step["op"] == "remove_absent":
-            _, err = attempt(lambda: selector.remove_consumer(Consumer(spec["id"], spec["name"])))
-        else:
-            raise Mismatch(f"{where}: op", "add, remove or remove_absent", step["op"])
+        err = apply_membership_step(selector, step, attached, consumer_of, where)
         expect(f"{where}: error", step["error"], error_object(err))
         expect(f"{where}: active", step["active"], [c.id for c in selector.consumers])
         check_selection(f"{where}: selected", selector, hashes, step["selected"])

@@ -15,6 +15,7 @@ from ..keyshared.base import NO_CONSUMER, Consumer
 from ..keyshared.consistent_hashing import ConsistentHashingSelector
 from ..profiles import get_profile
 from . import expect
+from .autosplit import apply_membership_step, consumer_of
 
 # version label prefix -> the profile whose generation recorded it
 VERSION_PROFILES = {
@@ -77,21 +78,7 @@ def check(line: dict) -> None:
     attached: dict[int, Consumer] = {}
     for step in line["steps"]:
         at = f"{where} step {step['i']} ({step['op']} {step['consumer']})"
-        spec = step["consumer"]
-        consumer = Consumer(spec["id"], spec["name"], spec.get("priority", 0))
-        error: PulsarError | None = None
-        try:
-            if step["op"] == "add":
-                selector.add_consumer(consumer)
-                attached[consumer.id] = consumer
-            elif step["op"] == "remove":
-                selector.remove_consumer(attached.pop(consumer.id))
-            elif step["op"] == "remove_absent":
-                selector.remove_consumer(consumer)
-            else:
-                raise ValueError(f"{at}: unknown op {step['op']!r}")
-        except PulsarError as exc:
-            error = exc
+        error = apply_membership_step(selector, step, attached, consumer_of, at)
         expect(f"{at}: error", step["error"], _error_as_recorded(error, step["error"]))
         expect(f"{at}: active", step["active"], [c.id for c in selector.consumers])
 

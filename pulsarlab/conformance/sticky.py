@@ -12,9 +12,9 @@ import numpy as np
 from ..keyshared.base import Consumer
 from ..keyshared.sticky_ranges import HashRangeExclusiveSelector
 from ..profiles import StickyRangesVariant
-from . import Mismatch, expect
+from . import expect
 from .autosplit import (
-    attempt,
+    apply_membership_step,
     check_constructor_cases,
     check_key_hashes,
     check_selection,
@@ -50,17 +50,7 @@ def check(line: dict) -> None:
     for step in line["steps"]:
         spec = step["consumer"]
         where = f"step {step['i']} ({step['op']} id {spec['id']})"
-        if step["op"] == "add":
-            consumer = _consumer(spec)
-            _, err = attempt(lambda: selector.add_consumer(consumer))
-            if err is None:
-                attached[consumer.id] = consumer
-        elif step["op"] == "remove":
-            _, err = attempt(lambda: selector.remove_consumer(attached.pop(spec["id"])))
-        elif step["op"] == "remove_absent":
-            _, err = attempt(lambda: selector.remove_consumer(_consumer(spec)))
-        else:
-            raise Mismatch(f"{where}: op", "add, remove or remove_absent", step["op"])
+        err = apply_membership_step(selector, step, attached, _consumer, where)
         expect(f"{where}: error", step["error"], error_object(err))
         expect(f"{where}: active", step["active"], [c.id for c in selector.consumers])
         check_selection(f"{where}: selected", selector, hashes, step["selected"])
