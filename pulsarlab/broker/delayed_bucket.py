@@ -468,13 +468,7 @@ class BucketDelayedDeliveryTracker(InMemoryDelayedDeliveryTracker):
         now = self._clock()
         if deliver_at <= (now if self.is_delayed_delivery_deliver_at_time_strict else now + self.tick_time_millis):
             return False
-        if (
-            bucket is None
-            and ledger_id > mutable.end_ledger_id
-            and mutable.size() >= self.min_index_count_per_bucket
-            and not mutable.is_empty()
-        ):
-            self._seal_mutable_bucket()
+        self._seal_if_due(ledger_id, bucket)
         if ledger_id < mutable.start_ledger_id or bucket is not None:
             heapq.heappush(self._shared, (deliver_at, ledger_id, entry_id))
             mutable.put_index_bit(ledger_id, entry_id)
@@ -538,13 +532,7 @@ class BucketDelayedDeliveryTracker(InMemoryDelayedDeliveryTracker):
                     continue
                 run_entries = run_entries[take]
                 run_times = times[s:e][take]
-                if (
-                    bucket is None
-                    and ledger_id > mutable.end_ledger_id
-                    and mutable.size() >= self.min_index_count_per_bucket
-                    and not mutable.is_empty()
-                ):
-                    self._seal_mutable_bucket()
+                self._seal_if_due(ledger_id, bucket)
                 if ledger_id < mutable.start_ledger_id or bucket is not None:
                     _push_many(self._shared, run_times, np.full(len(run_times), ledger_id), run_entries)
                     mutable.bitmap.setdefault(ledger_id, set()).update(run_entries.tolist())
@@ -712,6 +700,18 @@ class BucketDelayedDeliveryTracker(InMemoryDelayedDeliveryTracker):
         self.timeouts_created += 1
 
     # --- sealing, loading, merging, deleting -------------------------------------------------
+
+    def _seal_if_due(self, ledger_id: int, bucket: object) -> None:
+        """Seal the mutable bucket when a message of a later ledger (in no sealed bucket) arrives and it holds
+        at least ``delayedDeliveryMinIndexCountPerBucket`` indexes."""
+        mutable = self._mutable
+        if (
+            bucket is None
+            and ledger_id > mutable.end_ledger_id
+            and mutable.size() >= self.min_index_count_per_bucket
+            and not mutable.is_empty()
+        ):
+            self._seal_mutable_bucket()
 
     def _seal_mutable_bucket(self) -> None:
         mutable = self._mutable
