@@ -56,6 +56,24 @@ def expect(where: str, expected: Any, actual: Any) -> None:
         raise Mismatch(where, expected, actual)
 
 
+def version_labels(line: dict) -> list[str]:
+    """The labels of a line's comma-separated ``version`` field: the line holds for each of them."""
+    labels = [label.strip() for label in str(line.get("version", "")).split(",") if label.strip()]
+    if not labels:
+        raise ValueError("line has no version label")
+    return labels
+
+
+def compare_fields(where: str, step: dict, observed: dict[str, Any], inputs: set[str]) -> None:
+    """Every recorded field of a step that is not one of its ``inputs`` must equal the model's."""
+    for key, recorded in step.items():
+        if key in inputs:
+            continue
+        if key not in observed:
+            expect(f"{where}: field {key!r}", recorded, "<not modelled>")
+        expect(f"{where}: {key}", recorded, observed[key])
+
+
 def _norm(v: Any) -> Any:
     if isinstance(v, (list, tuple)):
         return [_norm(x) for x in v]

@@ -10,7 +10,7 @@ from ..broker.failover import ActiveConsumerPick, FailoverConsumerList, topic_ha
 from ..broker.round_robin import DispatchConsumer, SharedConsumerList
 from ..errors import PulsarError
 from ..profiles import Profile, SharedDispatcherForm, get_profile
-from . import expect
+from . import expect, version_labels
 
 
 def profile_for_label(label: str) -> Profile:
@@ -26,15 +26,8 @@ def profile_for_label(label: str) -> Profile:
     )
 
 
-def _labels(line: dict) -> list[str]:
-    labels = [label.strip() for label in str(line.get("version", "")).split(",") if label.strip()]
-    if not labels:
-        raise ValueError("line has no version labels")
-    return labels
-
-
 def check_next_consumer(line: dict) -> None:
-    for label in _labels(line):
+    for label in version_labels(line):
         _replay_next_consumer(line, profile_for_label(label), label)
 
 
@@ -82,7 +75,7 @@ def _replay_next_consumer(line: dict, profile: Profile, label: str) -> None:
 
 
 def check_failover(line: dict) -> None:
-    for label in _labels(line):
+    for label in version_labels(line):
         profile_for_label(label)  # the rules are the same on every recorded branch
         _replay_failover(line, label)
 
@@ -124,7 +117,7 @@ def _replay_failover(line: dict, label: str) -> None:
 
 
 def check_batch_size(line: dict) -> None:
-    for label in _labels(line):
+    for label in version_labels(line):
         form = profile_for_label(label).shared_dispatcher
         for n, case in enumerate(line["cases"]):
             where = f"[{label}] case {n}"

@@ -12,7 +12,7 @@ from ..client.negative_acks import ClientClock, MultiplierRedeliveryBackoff, Neg
 from ..client.unacked_tracker import UnAckedMessageTracker
 from ..clock import Scheduler
 from ..ids import MessageId
-from . import expect
+from . import compare_fields, expect, version_labels
 
 # version label (golden README-dispatch "Common conventions") -> model profile
 BRANCH_PROFILES = {"branch-3.0": "3.0", "branch-4.0": "4.0", "branch-4.1": "4.1"}
@@ -22,9 +22,7 @@ _NS_PER_MS = 1_000_000
 
 def profiles_of(line: dict) -> list[str]:
     """The model profiles a line's comma-separated ``version`` names."""
-    labels = [label.strip() for label in str(line.get("version", "")).split(",") if label.strip()]
-    if not labels:
-        raise ValueError("line has no version label")
+    labels = version_labels(line)
     unknown = [label for label in labels if label not in BRANCH_PROFILES]
     if unknown:
         raise ValueError(f"unknown version label(s) {unknown}; known: {', '.join(BRANCH_PROFILES)}")
@@ -33,12 +31,7 @@ def profiles_of(line: dict) -> list[str]:
 
 def compare_step(where: str, step: dict, observed: dict[str, Any]) -> None:
     """Every recorded output field of a step must equal the model's."""
-    for key, recorded in step.items():
-        if key in _INPUT_FIELDS:
-            continue
-        if key not in observed:
-            expect(f"{where}: field {key!r}", recorded, "<not modelled>")
-        expect(f"{where}: {key}", recorded, observed[key])
+    compare_fields(where, step, observed, _INPUT_FIELDS)
 
 
 def check_unacked(line: dict) -> None:
