@@ -14,13 +14,14 @@ Models the Python ``pulsar.Producer`` over the C++ `ProducerImpl` / `Partitioned
   ``send_async`` does not wait.
 
 Simplifies: no send timeout, pending-queue limits, compression, chunking, schemas, or deduplication; the
-broker persists an entry synchronously (no network latency); delayed delivery (``deliver_at``) belongs to a
-later issue and is not accepted here.
+broker persists an entry synchronously (no network latency). ``deliver_at`` (lab-clock ms) and ``deliver_after``
+(a ``timedelta``) set the entry's ``deliver_at_time``; such a message is never batched (C++ ``canAddToBatch``).
 """
 
 from __future__ import annotations
 
 import dataclasses
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Callable
 
 from .. import model_events as ev
@@ -46,6 +47,22 @@ _OUTGOING_FIELDS = ("payload", "sequence_id", "properties", "partition_key", "or
                     "deliver_at", "callback", "publish_time")
 if tuple(f.name for f in dataclasses.fields(OutgoingMessage))[:len(_OUTGOING_FIELDS)] != _OUTGOING_FIELDS:
     raise ImportError("OutgoingMessage's fields changed order; update Producer.send_async")
+
+
+def _deliver_at_time(now: int, deliver_at: int | None, deliver_after: timedelta | None) -> int:
+    """The message's ``deliver_at_time``: ``deliver_at`` as given, or now + ``deliver_after``, which wins when both
+    are given (the Python client sets ``deliver_after`` last on its ``MessageBuilder``)."""
+    when = None
+    if deliver_at is not None:
+        if not isinstance(deliver_at, int) or isinstance(deliver_at, bool):
+            raise TypeError(f"deliver_at must be an int timestamp in ms, not {type(deliver_at).__name__}")
+        when = deliver_at
+    if deliver_after is not None:
+        if not isinstance(deliver_after, timedelta):
+            raise TypeError(f"deliver_after must be a datetime.timedelta, not {type(deliver_after).__name__}")
+        when = now + int(deliver_after.total_seconds() * 1000)
+    assert when is not None
+    return when
 
 
 class AlreadyClosedException(PulsarClientException):
@@ -207,12 +224,14 @@ class Producer:
         ordering_key: str | bytes | None = None,
         sequence_id: int | None = None,
         event_timestamp: int | None = None,
+        deliver_at: int | None = None,
+        deliver_after: timedelta | None = None,
     ) -> MessageId:
         """Publish and wait (in virtual time) until the broker persisted it; returns its MessageId."""
         result: list[MessageId] = []
         self.send_async(content, lambda res, mid: result.append(mid), properties=properties,
                         partition_key=partition_key, ordering_key=ordering_key, sequence_id=sequence_id,
-                        event_timestamp=event_timestamp)
+                        event_timestamp=event_timestamp, deliver_at=deliver_at, deliver_after=deliver_after)
         if not result:
             self._lab.wait_for(lambda: bool(result), None, what="the producer's batch to be sent")
         return result[0]
@@ -226,6 +245,8 @@ class Producer:
         ordering_key: str | bytes | None = None,
         sequence_id: int | None = None,
         event_timestamp: int | None = None,
+        deliver_at: int | None = None,
+        deliver_after: timedelta | None = None,
     ) -> None:
         """Publish without waiting; ``callback(result, msg_id)`` runs when the entry is persisted."""
         if self._closed:
@@ -243,11 +264,12 @@ class Producer:
         if isinstance(ordering_key, str):
             ordering_key = ordering_key.encode("utf-8")
         now = self._scheduler.now()
+        when = None if deliver_at is None and deliver_after is None else _deliver_at_time(now, deliver_at, deliver_after)
         # OutgoingMessage(payload, sequence_id, properties, partition_key, ordering_key, event_time, deliver_at,
         # callback, publish_time)
         msg = OutgoingMessage(
             content if type(content) is bytes else bytes(content), 0, dict(properties) if properties else {},
-            partition_key, ordering_key, int(event_timestamp) if event_timestamp is not None else 0, None,
+            partition_key, ordering_key, int(event_timestamp) if event_timestamp is not None else 0, when,
             callback, now,
         )
         part = self._partitions[self._router.choose_partition(msg, now)] if self._router is not None \
