@@ -7,6 +7,7 @@ Models no single Pulsar class; it is the learner's entry point (issue 3, design.
     ...
     lab.advance(100); lab.run_until_idle(); lab.now()
     lab.admin.topics.stats("orders"); lab.events.to_pandas()
+    lab.restart_broker()    # graceful restart: in-memory broker state lost, stored state kept, clients reconnect
 
 ``version`` picks the profile (`profiles.get_profile`); ``broker_config`` overrides broker.conf settings by their
 Pulsar names (unknown names are rejected). ``seed`` fixes every random choice (routing start cursors,
@@ -21,6 +22,7 @@ from typing import Any, Callable
 import mmh3
 
 from .admin import Admin
+from .broker.restart import CONSUMER_RECONNECTING, PRODUCER_RECONNECTING, RECONNECT_FAILED, RestartReport
 from .broker.service import BrokerService
 from .client.batching import ClientLibrary
 from .client.client import Client
@@ -50,6 +52,7 @@ class Lab:
         self.events = EventLog(enabled=record_events)
         self.service = BrokerService(self)
         self.admin = Admin(self)
+        self._clients: list[Client] = []
 
     @property
     def version(self) -> str:
@@ -57,7 +60,42 @@ class Lab:
 
     def client(self, *, client_library: ClientLibrary = ClientLibrary.CPP) -> Client:
         """A ``pulsar.Client`` connected to this lab's broker."""
-        return Client(self, client_library=client_library)
+        client = Client(self, client_library=client_library)
+        self._clients.append(client)
+        return client
+
+    # --- broker restart --------------------------------------------------------------------------
+    def restart_broker(self) -> RestartReport:
+        """Restart the broker gracefully, at the current virtual time, and reconnect this lab's clients.
+
+        What only the broker's memory held is lost (dispatchers, replay sets, redelivery counts, broker-side
+        consumers and their pending acks, in-memory delayed trackers, a bucket tracker's mutable bucket and shared
+        queue); what is stored stays (ledgers, cursor positions, acknowledged ranges and properties, bucket
+        snapshots) and the topics reopen on a new ledger (`pulsarlab.broker.restart`). Then every open producer
+        registers again and every open consumer clears its receiver queue, subscribes again and sends FLOW; the
+        broker redelivers unacknowledged messages from the cursor. Returns what each subscription lost.
+        """
+        report = self.service.restart()
+        events = self.events
+        for client in self._clients:
+            for producer in client._producers:
+                if events.enabled and producer.is_connected():
+                    events.append(PRODUCER_RECONNECTING, self.now(), producer=producer._id)
+            client._reconnect(self._consumer_reconnecting, self._reconnect_failed)
+        return report
+
+    def _consumer_reconnecting(self, consumer: Any) -> None:
+        if self.events.enabled:
+            pending = sum(len(consumer.ack_tracker(p).pending_individual_acks) for p in consumer._impls)
+            self.events.append(CONSUMER_RECONNECTING, self.now(), consumer=consumer._id,
+                               queued=len(consumer.receiver_queue), pending_acks=pending)
+
+    def _reconnect_failed(self, consumer: Any, error: Exception) -> None:
+        for impl in consumer._impls.values():
+            impl.connected = False
+        if self.events.enabled:
+            self.events.append(RECONNECT_FAILED, self.now(), consumer=consumer._id,
+                               error=f"{getattr(error, 'java_class', type(error).__name__)}: {error}")
 
     # --- time ------------------------------------------------------------------------------------
     def now(self) -> int:

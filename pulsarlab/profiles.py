@@ -86,6 +86,7 @@ class Profile:
     negative_ack_tracker: NegativeAckTrackerForm = NegativeAckTrackerForm.DEADLINE_MAP
     delayed_tracker: DelayedTrackerForm = DelayedTrackerForm.PRIORITY_QUEUE
     batch_index_ack_enabled: bool = False  # client batchIndexAckEnabled default (true from 4.1, PIP-391)
+    max_delivery_delay_setting: bool = False  # delayedDeliveryMaxDelayInMillis exists (4.0+, PIP-315)
     # --- broker.conf defaults that differ per line (reference §2.0, §3) ---
     broker_defaults: dict[str, Any] = dataclasses.field(default_factory=dict)
 
@@ -163,6 +164,7 @@ _4X = dict(
     detailed_subscription_compat_errors=True,
     shared_dispatcher=SharedDispatcherForm.V4,
     negative_ack_tracker=NegativeAckTrackerForm.TIME_BUCKETS,
+    max_delivery_delay_setting=True,
 )
 
 PROFILES: dict[str, Profile] = {

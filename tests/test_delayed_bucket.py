@@ -346,15 +346,20 @@ def test_recovery_deletes_a_bucket_whose_snapshot_is_gone():
     assert [(e.start, e.skipped, e.messages) for e in env.events.of_kind("bucket_recovered")] == [(2, 0, 2)]
 
 
-def test_mutable_bucket_refuses_a_ledger_inside_its_range():
+def test_a_ledger_inside_the_mutable_range_goes_to_the_shared_queue():
     env = Env()
     tracker = env.tracker(1000, False, 100, 10, -1, -1)
     tracker.add_message(3, 0, 5000)
     tracker.add_message(5, 0, 5000)
-    with pytest.raises(IllegalArgumentException, match="before its end"):
-        tracker.add_message(4, 0, 5000)
+    assert tracker.add_message(4, 0, 6000)  # 4.0 refuses it (checkArgument); later releases queue it
     assert tracker.add_message(2, 0, 5000)  # before the range: straight to the shared queue
-    assert tracker.shared_queue() == [(5000, 2, 0)]
+    assert tracker.shared_queue() == [(5000, 2, 0), (6000, 4, 0)]
+    assert tracker.mutable_bucket.size() == 2 and tracker.contains_message(4, 0)
+    assert tracker.add_message(4, 0, 6000)  # held already
+    assert tracker.number_of_delayed_messages() == 4
+    bulk = env.tracker(1000, False, 100, 10, -1, -1)
+    assert bulk.add_messages([3, 5, 4], [0, 0, 0], [5000, 5000, 6000]).all()
+    assert bulk.shared_queue() == [(6000, 4, 0)] and bulk.mutable_bucket.size() == 2
 
 
 def test_delays_that_are_not_delays():

@@ -529,7 +529,16 @@ class ManagedCursor:
         for key, value in self.cursor_properties.items():
             if key.startswith(CURSOR_INTERNAL_PROPERTY_PREFIX):
                 new[key] = value
-        self.cursor_properties = new
+        self.cursor_properties.clear()  # in place: a delayed-bucket tracker holds this mapping
+        self.cursor_properties.update(new)
+
+    def put_cursor_property(self, key: str, value: str) -> None:
+        """`putCursorProperty`: set one property (the broker's own ``#pulsar.internal.`` keys included)."""
+        self.cursor_properties[key] = value
+
+    def remove_cursor_property(self, key: str) -> None:
+        """`removeCursorProperty`: drop one property if present."""
+        self.cursor_properties.pop(key, None)
 
     # ------------------------------------------------------------------ lifecycle
 

@@ -331,7 +331,11 @@ class KeySharedDispatcher(SharedDispatcher):
             if self.stuck_on_replays:
                 self.stuck_on_replays = False
                 return []
+            if self.delayed.tracker is not None:
+                self.delayed.release_due(max_messages, self.redelivery_messages)
             return self.redelivery_messages.messages_to_replay_now(max_messages)
+        if self.delayed.tracker is not None:
+            self.delayed.release_due(max_messages, self.redelivery_messages)
         if self.redelivery_messages.is_empty():
             return []
         if self.skip_next_replay:  # canReplayMessages
@@ -391,6 +395,8 @@ class KeySharedDispatcher(SharedDispatcher):
         if read_type == REPLAY:
             for pos, _ in group:
                 self.redelivery_messages.remove(pos.ledger_id, pos.entry_id)
+        if self.delayed.needed:
+            group, hashes = self.delayed.filter_with_hashes(group, hashes)
         sent_entries, msgs, acked = consumer.send_messages(group, hashes, self.redelivery_tracker,
                                                            self.subscription.batch_ack_sets(group))
         self.total_available_permits -= msgs - acked

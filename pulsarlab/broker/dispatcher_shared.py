@@ -14,10 +14,13 @@ Models `PersistentDispatcherMultipleConsumers` of branch-3.0 and branch-4.0 (and
   consumer leaving clears the replay set and the next one to join rewinds the cursor.
 * ``totalUnackedMessages`` blocks the dispatcher at ``maxUnackedMessagesPerSubscription`` and unblocks it
   below half.
+* Delayed delivery (`delayed_dispatch.DelayedDelivery`, reference §10): entries about to be sent go through
+  ``trackDelayedDelivery`` and held ones are not sent; due ones join the replay set first in
+  ``getMessagesToReplayNow``; the fixed-delay look-ahead can pause reads.
 
 Simplifies: reads complete synchronously (no pending read to cancel, no read backoff, no
-``minReplayedPosition`` race), consumers are always writable, no dispatch rate limits, no delayed
-delivery or filters, no byte-based read limit.
+``minReplayedPosition`` race), consumers are always writable, no dispatch rate limits, no filters, no
+byte-based read limit.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from .. import model_events as ev
 from ..profiles import SharedDispatcherForm
 from .batch_size import classic_batch_entries, get_max_entries_in_this_batch
+from .delayed_dispatch import DelayedDelivery
 from .position import Position
 from .redelivery import InMemoryRedeliveryTracker, MessageRedeliveryController, RedeliveryTrackerDisabled
 from .round_robin import SharedConsumerList
@@ -74,6 +78,7 @@ class SharedDispatcher:
         self._reading = False
         self._again = False
         self._batch_fn = classic_batch_entries if form is SharedDispatcherForm.V3 else get_max_entries_in_this_batch
+        self.delayed = DelayedDelivery(self)
 
     def _uses_classic(self) -> bool:
         return self.profile.is_4x and bool(self.config["subscriptionSharedUseClassicPersistentImplementation"])
@@ -89,6 +94,7 @@ class SharedDispatcher:
         if not len(self.consumer_list):
             self.subscription.rewind_cursor()
             self.redelivery_messages.clear()
+            self.delayed.on_first_consumer()
             self.waiting = False
         self.consumer_list.add(consumer)
 
@@ -161,7 +167,9 @@ class SharedDispatcher:
         return added
 
     def messages_to_replay_now(self, max_messages: int) -> list[tuple[int, int]]:
-        """`getMessagesToReplayNow` (Key_Shared overrides it)."""
+        """`getMessagesToReplayNow` (Key_Shared overrides it): due delayed messages first join the replay set."""
+        if self.delayed.tracker is not None:
+            self.delayed.release_due(max_messages, self.redelivery_messages)
         return self.redelivery_messages.messages_to_replay_now(max_messages)
 
     # --- reading -------------------------------------------------------------------------------
@@ -202,6 +210,8 @@ class SharedDispatcher:
             self._reading = False
 
     def _read_once(self) -> bool:
+        if self.delayed.tracker is not None and self.delayed.should_pause():
+            return False
         if self.closed or self.total_available_permits <= 0 or not self.is_at_least_one_consumer_available():
             return False
         to_read = min(self.total_available_permits, self.read_batch_size, self.max_entries_read_limit())
@@ -234,6 +244,10 @@ class SharedDispatcher:
         entries = cursor.read_entries(to_read)
         if not entries:
             return False
+        if self.delayed.tracker is not None:
+            entries = self.delayed.skip_held(entries)
+            if not entries:
+                return True
         if self.events.enabled:
             first = entries[0][0]
             self.events.append_row(ev.ENTRIES_READ, self.scheduler.now(), self.subscription.id, 0,
@@ -267,6 +281,7 @@ class SharedDispatcher:
         ack_sets_for = self.subscription.batch_ack_sets
         tracker = self.redelivery_tracker
         max_rr = self.max_round_robin
+        delayed = self.delayed.filter if self.delayed.needed else None
         while start < n_entries:
             first_permits = self.first_available_consumer_permits()
             if not (max(self.total_available_permits, first_permits) > 0 and first_permits > 0):
@@ -281,6 +296,8 @@ class SharedDispatcher:
             if read_type == REPLAY:
                 for pos, _ in batch:
                     replay_set.remove(pos.ledger_id, pos.entry_id)
+            if delayed is not None:
+                batch = delayed(batch)
             _, msgs, acked = c.send_messages(batch, None, tracker, ack_sets_for(batch))
             remaining -= msgs
             start = end
@@ -329,7 +346,13 @@ class SharedDispatcher:
             "msgInReplay": len(self.redelivery_messages),
             "unackedMessages": self.total_unacked_messages,
             "blockedSubscriptionOnUnackedMsgs": self.blocked_on_unacked,
+            **self.delayed.stats(),
         }
+
+    def clear_delayed_messages(self) -> None:
+        """``clearDelayedMessages`` (the subscription is being deleted)."""
+        self.delayed.clear()
 
     def close(self) -> None:
         self.closed = True
+        self.delayed.close()

@@ -21,13 +21,14 @@ class MessageRedeliveryController:
     ``allow_out_of_order_delivery=True`` keeps no hash maps, so the set never blocks a hash (§3.3).
     """
 
-    __slots__ = ("_positions", "_hashes", "_hash_counts", "_track_hashes")
+    __slots__ = ("_positions", "_hashes", "_hash_counts", "_track_hashes", "_unhashed")
 
     def __init__(self, allow_out_of_order_delivery: bool = True) -> None:
         self._positions: SortedList = SortedList()
         self._track_hashes = not allow_out_of_order_delivery
         self._hashes: dict[Pos, int] = {}
         self._hash_counts: dict[int, int] = {}
+        self._unhashed: set[Pos] = set()  # positions added without a hash while hashes are tracked
 
     def __len__(self) -> int:
         return len(self._positions)
@@ -46,6 +47,22 @@ class MessageRedeliveryController:
                 return False
             self._hashes[pos] = sticky_hash
             self._hash_counts[sticky_hash] = self._hash_counts.get(sticky_hash, 0) + 1
+            if self._unhashed and pos in self._unhashed:  # it was there without a hash: it gets this one
+                self._unhashed.discard(pos)
+                return False
+        elif pos in self._positions:
+            return False
+        self._positions.add(pos)
+        return True
+
+    def add_unhashed(self, ledger: int, entry: int) -> bool:
+        """``add(ledgerId, entryId)``: a position without a sticky hash (a due delayed message), which blocks no
+        hash; False (and no change) if the position is already there."""
+        pos = (ledger, entry)
+        if self._track_hashes:
+            if pos in self._hashes or pos in self._unhashed:
+                return False
+            self._unhashed.add(pos)
         elif pos in self._positions:
             return False
         self._positions.add(pos)
@@ -55,9 +72,12 @@ class MessageRedeliveryController:
         pos = (ledger, entry)
         if self._track_hashes:
             h = self._hashes.pop(pos, None)
-            if h is None:
+            if h is not None:
+                self._dec(h)
+            elif not self._unhashed or pos not in self._unhashed:
                 return False
-            self._dec(h)
+            else:
+                self._unhashed.discard(pos)
         elif pos not in self._positions:
             return False
         self._positions.remove(pos)
@@ -76,13 +96,18 @@ class MessageRedeliveryController:
         while positions and positions[0] <= (ledger, entry):
             pos = positions.pop(0)
             if self._track_hashes:
-                self._dec(self._hashes.pop(pos))
+                h = self._hashes.pop(pos, None)
+                if h is not None:
+                    self._dec(h)
+                else:
+                    self._unhashed.discard(pos)
 
     def contains_sticky_key_hash(self, sticky_hash: int) -> bool:
         """``containsStickyKeyHash``: False when hashes are not tracked (out-of-order delivery allowed)."""
         return sticky_hash in self._hash_counts
 
     def hash_of(self, ledger: int, entry: int) -> int | None:
+        """The position's sticky hash; None when it has none (not tracked, or a due delayed message)."""
         return self._hashes.get((ledger, entry))
 
     def first(self) -> Pos | None:
@@ -104,6 +129,7 @@ class MessageRedeliveryController:
         self._positions.clear()
         self._hashes.clear()
         self._hash_counts.clear()
+        self._unhashed.clear()
 
     def positions(self) -> list[Pos]:
         return list(self._positions)

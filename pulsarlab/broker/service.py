@@ -7,8 +7,10 @@ the consumer's ``cnx`` (the client-side object). A binary-protocol front end can
 
 Topic names are normalised as `TopicName` does: ``orders`` -> ``persistent://public/default/orders``;
 ``tenant/ns/topic`` -> ``persistent://tenant/ns/topic``. Topics are created on first use (non-partitioned,
-``allowAutoTopicCreationType=non-partitioned``). Simplifies: one broker, one namespace policy set, no
-authentication, persistent topics only.
+``allowAutoTopicCreationType=non-partitioned``). At start-up the broker loads its delayed-delivery tracker factory
+(`delayed_factory`); the bucket snapshot storage stands in for BookKeeper and, like the ledgers, outlives a
+restart (`restart`). Simplifies: one broker, one namespace policy set, no authentication, persistent topics
+only.
 """
 
 from __future__ import annotations
@@ -19,8 +21,11 @@ from .. import model_events as ev
 from ..client.ack_grouping import AckCommand
 from ..client.policies import ConsumerKeySharedPolicy, ConsumerType, InitialPosition, KeySharedMode
 from ..errors import IllegalArgumentException, PulsarError, ServerMetadataException
+from .bucket_snapshot import InMemoryBucketSnapshotStorage
 from .consumer import Consumer
+from .delayed_factory import load_delayed_delivery_tracker_factory
 from .ledger import LedgerIdAllocator
+from .restart import RestartReport, restart_broker
 from .topic import PersistentTopic, ProducerHandle, partition_index_of
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -71,12 +76,20 @@ class BrokerService:
         self.scheduler = lab.scheduler
         self.events = lab.events
         self.ledger_ids = LedgerIdAllocator()
+        self.bucket_snapshot_storage = InMemoryBucketSnapshotStorage(self.ledger_ids.next)
+        self.delayed_tracker_factory = load_delayed_delivery_tracker_factory(
+            self.config, self.profile, self.scheduler, self.bucket_snapshot_storage, self.events)
+        self.restarts = 0
         self.topics: dict[str, PersistentTopic] = {}
         self.partitioned: dict[str, int] = {}
         self._next_producer = 0
         self._next_consumer = 0
         self._next_subscription = 0
         self._next_topic = 0
+
+    def restart(self) -> RestartReport:
+        """A graceful restart: every topic unloaded and loaded again (`restart.restart_broker`)."""
+        return restart_broker(self)
 
     # --- ids -----------------------------------------------------------------------------------
     def new_producer_id(self) -> int:

@@ -1,8 +1,10 @@
 """A persistent topic (or one partition of a partitioned topic): its managed ledger, producers, subscriptions.
 
-Models `PersistentTopic` (reference §11): ``publishMessage`` appends an entry to the managed ledger and wakes
-the dispatchers whose cursor waits at the end of the topic; ``subscribe`` opens (or reuses) the subscription's
-durable cursor at the initial position. Simplifies: no deduplication, no schema, no retention or
+Models `PersistentTopic` (reference §10, §11): ``publishMessage`` refuses a message delayed more than
+``delayedDeliveryMaxDelayInMillis`` after its publish time (4.0+), appends the entry to the managed ledger and
+wakes the dispatchers whose cursor waits at the end of the topic; ``subscribe`` opens (or reuses) the
+subscription's durable cursor at the initial position. ``unload`` / ``reload`` are what a graceful broker
+restart does to a topic (`broker.restart`). Simplifies: no deduplication, no schema, no retention or
 backlog quotas, no compaction, no replication.
 """
 
@@ -12,6 +14,8 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from .. import model_events as ev
+from ..errors import NotAllowedException
+from ..events import event_type
 from .ledger import ManagedLedger, format_timestamp
 from .position import Position
 from .subscription import PersistentSubscription
@@ -21,6 +25,12 @@ if TYPE_CHECKING:  # pragma: no cover
     from .service import BrokerService
 
 _PARTITION = re.compile(r"-partition-(\d+)$")
+
+DELIVERY_DELAY_REFUSED = event_type(
+    "delivery_delay_refused", "topic:int producer:int sequence_id:int deliver_at:int max_delay:int",
+    "topic {topic} refused sequence id {sequence_id} of producer {producer}: deliverAt t = {deliver_at} ms is more "
+    "than delayedDeliveryMaxDelayInMillis = {max_delay} ms after its publish time",
+    rule="PersistentTopic.publishMessage -> NotAllowedException (4.0+, PIP-315), reference §10")
 
 
 def partition_index_of(name: str) -> int:
@@ -58,6 +68,7 @@ class PersistentTopic:
         self.msg_in_counter = 0
         self.bytes_in_counter = 0
         self._entry_ev = ev.ENTRY_PERSISTED
+        self.delayed_messages_published = False  # a stored entry has a deliverAt time (dispatchers check delays)
 
     def add_producer(self, producer_id: int, name: str) -> ProducerHandle:
         handle = ProducerHandle(producer_id, name, self, self.service.scheduler.now())
@@ -66,6 +77,8 @@ class PersistentTopic:
 
     def publish(self, handle: ProducerHandle, entry: "EntryData") -> Position:
         """`publishMessage`: persist the entry, then complete waiting reads."""
+        if entry.metadata.deliver_at_time is not None:
+            self._check_delivery_delay(handle, entry)
         size = entry.size
         pos = self.ledger.add_entry(entry, size)
         meta = entry.metadata
@@ -85,6 +98,20 @@ class PersistentTopic:
                 d.on_new_entries()
         return pos
 
+    def _check_delivery_delay(self, handle: ProducerHandle, entry: "EntryData") -> None:
+        """``isExceedMaximumDeliveryDelay``: deliverAt - publishTime above the limit fails the send."""
+        settings = self.service.delayed_tracker_factory.settings
+        meta = entry.metadata
+        limit = settings.max_delay_in_millis
+        if settings.enabled and limit > 0 and meta.deliver_at_time - meta.publish_time > limit:
+            events = self.service.events
+            if events.enabled:
+                events.append(DELIVERY_DELAY_REFUSED, self.service.scheduler.now(), topic=self.id,
+                              producer=handle.producer_id, sequence_id=meta.sequence_id,
+                              deliver_at=meta.deliver_at_time, max_delay=limit)
+            raise NotAllowedException(f"Exceeds max allowed delivery delay of {limit} milliseconds", via="future")
+        self.delayed_messages_published = True
+
     def get_or_create_subscription(self, name: str, initial_position: str) -> PersistentSubscription:
         sub = self.subscriptions.get(name)
         if sub is None:
@@ -96,8 +123,23 @@ class PersistentTopic:
     def delete_subscription(self, name: str) -> None:
         sub = self.subscriptions.pop(name)
         if sub.dispatcher is not None:
+            clear = getattr(sub.dispatcher, "clear_delayed_messages", None)
+            if clear is not None:
+                clear()
             sub.dispatcher.close()
         self.ledger.delete_cursor(name)
+
+    # --- broker restart --------------------------------------------------------------------------
+    def unload(self) -> None:
+        """A graceful unload (`PersistentTopic.close`): producers are disconnected and forgotten."""
+        self.producers.clear()
+
+    def reload(self) -> None:
+        """The topic is loaded again: the managed ledger is reopened (a new ledger; cursors recover what they
+        persisted) and the in-memory counters start from zero, as a new `PersistentTopic` object's do."""
+        self.ledger.restart()
+        self.msg_in_counter = 0
+        self.bytes_in_counter = 0
 
     # --- stats ---------------------------------------------------------------------------------
     def stats(self) -> dict[str, Any]:
@@ -147,7 +189,8 @@ class PersistentTopic:
             "deduplicationStatus": "Disabled",
             "nonContiguousDeletedMessagesRanges": sum(s["nonContiguousDeletedMessagesRanges"] for s in subs.values()),
             "nonContiguousDeletedMessagesRangesSerializedSize": 0,
-            "delayedMessageIndexSizeInBytes": 0,
+            "delayedMessageIndexSizeInBytes": sum(s["delayedMessageIndexSizeInBytes"] for s in subs.values()),
+            "bucketDelayedIndexStats": _sum_metrics(s.get("bucketDelayedIndexStats", {}) for s in subs.values()),
             "compaction": {"lastCompactionRemovedEventCount": 0, "lastCompactionSucceedTimestamp": 0,
                            "lastCompactionFailedTimestamp": 0, "lastCompactionDurationTimeInMills": 0},
             "ownerBroker": "localhost:8080",
@@ -166,3 +209,15 @@ class PersistentTopic:
             cursors.setdefault(name, cursor_stats)
         out["cursors"] = cursors
         return out
+
+
+def _sum_metrics(maps: Any) -> dict[str, dict[str, Any]]:
+    """The subscriptions' ``bucketDelayedIndexStats`` summed per metric, as the topic stats merge them."""
+    out: dict[str, dict[str, Any]] = {}
+    for metrics in maps:
+        for key, bean in metrics.items():
+            if key in out:
+                out[key] = dict(out[key], value=out[key]["value"] + bean["value"])
+            else:
+                out[key] = dict(bean)
+    return out

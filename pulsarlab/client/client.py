@@ -7,8 +7,9 @@ Python package wraps; `ClientLibrary.JAVA` for the Java client the reference rea
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
+from ..errors import PulsarError
 from .batching import ClientLibrary
 from .consumer import Consumer
 from .producer import AlreadyClosedException, Producer
@@ -55,6 +56,23 @@ class Client:
         name = self._lab.service.normalize(topic)
         n = self._lab.service.ensure_topic(name)
         return [f"{name}-partition-{i}" for i in range(n)] if n else [name]
+
+    def _reconnect(self, before: Callable[[Any], Any], failed: Callable[[Any, Exception], Any]) -> None:
+        """Lab extension: after a broker restart, producers register again, then consumers subscribe again, in
+        creation order; ``before(consumer)`` runs before each consumer reconnects, ``failed(consumer, error)``
+        when its SUBSCRIBE is refused (the consumer then stays disconnected)."""
+        if self._closed:
+            return
+        for p in self._producers:
+            p._reconnect()
+        for c in self._consumers:
+            if c._closed:
+                continue
+            before(c)
+            try:
+                c._reconnect()
+            except PulsarError as error:
+                failed(c, error)
 
     def close(self) -> None:
         """Close every producer (flushing) and consumer (flushing acks)."""

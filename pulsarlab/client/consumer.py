@@ -263,6 +263,7 @@ class Consumer:
         self._receiver_queue_size = receiver_queue_size
         self._priority = priority_level
         self._key_shared_policy = key_shared_policy
+        self._initial_position = initial_position
         self._batch_index_ack_enabled = (
             lab.profile.batch_index_ack_enabled if batch_index_ack_enabled is None else bool(batch_index_ack_enabled)
         )
@@ -477,6 +478,32 @@ class Consumer:
                 impl.connected = False
                 self._service.close_consumer(impl.broker_consumer, reason)
         self._queue.clear()
+
+    def _reconnect(self) -> None:
+        """Lab extension: connect again after the broker closed the connection (`Lab.restart_broker`).
+
+        As ``ConsumerImpl.connectionOpened`` does on a durable subscription: the receiver queue is cleared (the
+        broker sends those messages again from the cursor), returned permits start from 0, SUBSCRIBE goes out
+        again with the same consumer id, then FLOW(receiver queue size). Acks pending in the grouping tracker stay
+        and are flushed to the new broker at the next flush; until then the redelivered messages they cover are
+        dropped as duplicates (``isDuplicate``).
+        """
+        if self._closed:
+            return
+        self._queue.clear()
+        self._pending_error = None
+        self._active.clear()
+        for impl in self._impls.values():
+            impl.available_permits = 0
+            impl.broker_consumer = self._service.subscribe(
+                impl, consumer_id=self._id, topic=impl.topic, subscription=self._subscription, sub_type=self._type,
+                name=self._name, priority=self._priority, initial_position=self._initial_position,
+                key_shared_policy=self._key_shared_policy, partition_index=impl.partition,
+            )
+            impl.connected = True
+        for impl in self._impls.values():
+            if impl.queue_size > 0:
+                impl.send_flow(impl.queue_size)
 
     def unsubscribe(self) -> None:
         """Close and delete the subscription (only when this is its last consumer)."""

@@ -16,6 +16,8 @@ Models the Python ``pulsar.Producer`` over the C++ `ProducerImpl` / `Partitioned
 Simplifies: no send timeout, pending-queue limits, compression, chunking, schemas, or deduplication; the
 broker persists an entry synchronously (no network latency). ``deliver_at`` (lab-clock ms) and ``deliver_after``
 (a ``timedelta``) set the entry's ``deliver_at_time``; such a message is never batched (C++ ``canAddToBatch``).
+A send the broker refuses (a delay above ``delayedDeliveryMaxDelayInMillis``) fails: ``send`` raises
+`NotAllowedException`, ``send_async`` calls back with ``"NotAllowedError"``.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Callable
 
 from .. import model_events as ev
+from ..errors import NotAllowedException as BrokerNotAllowedException
 from ..errors import PulsarClientException
 from ..ids import MessageId, trusted_message_id
 from .batching import (
@@ -69,6 +72,12 @@ class AlreadyClosedException(PulsarClientException):
     """``pulsar.AlreadyClosed``."""
 
     java_class = "org.apache.pulsar.client.api.PulsarClientException$AlreadyClosedException"
+
+
+class NotAllowedException(PulsarClientException):
+    """The broker refused the send (``ServerError.NotAllowed``): ``pulsar.NotAllowedError``."""
+
+    java_class = "org.apache.pulsar.client.api.PulsarClientException$NotAllowedException"
 
 
 class _PartitionProducer:
@@ -118,7 +127,14 @@ class _PartitionProducer:
         svc = self.owner._service
         partition = self.partition
         for entry, msgs in flushed:
-            pos = svc.publish(self.handle, entry)
+            try:
+                pos = svc.publish(self.handle, entry)
+            except BrokerNotAllowedException as refused:
+                self.owner._refused = NotAllowedException(refused.message)
+                for m in msgs:
+                    if m.callback is not None:
+                        m.callback("NotAllowedError", None)
+                continue
             ledger, entry_id = pos.ledger_id, pos.entry_id
             batched = entry.metadata.num_messages_in_batch is not None
             for i, m in enumerate(msgs):
@@ -198,6 +214,7 @@ class Producer:
                 created_at_ms=self._now(),
             )
         self._published_ev = ev.MESSAGE_PUBLISHED
+        self._refused: NotAllowedException | None = None  # the broker's last refusal, raised by send()
 
     def _now(self) -> int:
         return self._scheduler.now()
@@ -234,6 +251,9 @@ class Producer:
                         event_timestamp=event_timestamp, deliver_at=deliver_at, deliver_after=deliver_after)
         if not result:
             self._lab.wait_for(lambda: bool(result), None, what="the producer's batch to be sent")
+        if result[0] is None and self._refused is not None:
+            refused, self._refused = self._refused, None
+            raise refused
         return result[0]
 
     def send_async(
@@ -283,6 +303,14 @@ class Producer:
         if events.enabled:
             events.append_row(self._published_ev, now, self._id, seq, part.partition, len(msg.payload))
         part.send(msg)
+
+    def _reconnect(self) -> None:
+        """Lab extension: register with the broker again after a restart (``ProducerImpl.connectionOpened``);
+        messages in open batches are sent when their batch is flushed, as before."""
+        if self._closed:
+            return
+        for p in self._partitions:
+            p.handle = self._service.register_producer(self._id, self._name, p.topic)
 
     def flush(self) -> None:
         """Send every open batch now."""

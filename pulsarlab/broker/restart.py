@@ -1,0 +1,168 @@
+"""A broker restart: what a graceful restart keeps (the stored state) and what it loses (everything in memory).
+
+Models a graceful broker restart: `BrokerService.close` unloads every topic (`PersistentTopic.close`: producers
+and consumers are disconnected, dispatchers close, `ManagedLedgerImpl.close` persists each cursor), then the
+topics load again when the clients reconnect (the managed ledger reopens with a new ledger, `ManagedCursorImpl`
+recovers; reference §7.2, §10.2).
+
+* Kept (BookKeeper and the metadata store): ledgers and entries; each cursor's mark-delete position, individually
+  deleted ranges (up to ``managedLedgerMaxUnackedRangesToPersist`` + 1) and batch ack sets, its properties and
+  cursor properties (the ``#pulsar.internal.delayed.bucket_<start>_<end>`` keys); bucket snapshot ledgers;
+  partitioned-topic metadata.
+* Lost (memory): dispatchers with their replay sets, redelivery counters, Key_Shared selectors and draining
+  hashes; broker-side consumers with their permits and pending acks (unacked messages are read again from the
+  cursor, with redelivery count 0); in-memory delayed trackers, and a bucket tracker's mutable bucket and shared
+  queue (the cursor reads those messages again and the next tracker holds them anew, while sealed buckets are
+  recovered from their snapshots); topic and subscription counters.
+
+Simplifies: the restart is graceful and takes no virtual time (no client times out, no send is buffered); a
+crash, which would also lose cursor state not yet flushed (``managedLedgerCursorPositionFlushSeconds``), is not
+modelled; each subscription keeps its model id so views can follow it across the restart.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .. import model_events as ev
+from ..events import event_type
+from .delayed_bucket import DELAYED_BUCKET_KEY_PREFIX, BucketDelayedDeliveryTracker
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .service import BrokerService
+    from .subscription import PersistentSubscription
+
+_RULE = "graceful broker restart: in-memory state is lost, stored state is recovered"
+BROKER_RESTARTING = event_type(
+    "broker_restarting", "topics:int consumers:int producers:int",
+    "the broker restarts: {topics} topic(s) unloaded, {consumers} consumer(s) and {producers} producer(s) "
+    "disconnected; what lives only in the broker's memory is lost, what is stored stays",
+    rule=_RULE)
+SUBSCRIPTION_UNLOADED = event_type(
+    "subscription_unloaded",
+    "subscription:int pending_acks:int replay:int redelivery_counts:int delayed_lost:int delayed_kept:int",
+    "subscription {subscription} unloaded, its dispatcher closed: lost {pending_acks} pending ack(s) (read again "
+    "from the cursor), {replay} replay position(s), {redelivery_counts} redelivery count(s) and {delayed_lost} "
+    "delayed index(es) held in memory (read again and held anew); {delayed_kept} delayed index(es) stay in stored "
+    "bucket snapshots",
+    rule=_RULE + " (PersistentDispatcherMultipleConsumers.close)")
+CURSOR_RECOVERED = event_type(
+    "cursor_recovered", "subscription:int ledger:int entry:int ranges:int buckets:int",
+    "subscription {subscription}: cursor recovered at mark-delete {ledger}:{entry} with {ranges} individually "
+    "deleted range(s) and {buckets} delayed-bucket cursor propert(y/ies); reading starts again after the "
+    "mark-delete position",
+    rule="ManagedCursorImpl.recover, reference §7.2")
+BROKER_RESTARTED = event_type(
+    "broker_restarted", "topics:int restarts:int",
+    "the broker is up again (restart #{restarts}): {topics} topic(s) loaded, each writing to a new ledger; "
+    "clients reconnect",
+    rule=_RULE + " (ManagedLedgerImpl reopens with a new ledger)")
+CONSUMER_RECONNECTING = event_type(
+    "consumer_reconnecting", "consumer:int queued:int pending_acks:int",
+    "consumer {consumer} reconnects: its receiver queue drops {queued} message(s) (the broker sends them again), "
+    "{pending_acks} grouped ack(s) wait to be flushed to the new broker; it subscribes again and sends FLOW",
+    rule="ConsumerImpl.connectionOpened (durable subscription: clearReceiverQueue, SUBSCRIBE, FLOW)")
+PRODUCER_RECONNECTING = event_type(
+    "producer_reconnecting", "producer:int",
+    "producer {producer} reconnects to the restarted broker",
+    rule="ProducerImpl.connectionOpened")
+RECONNECT_FAILED = event_type(
+    "reconnect_failed", "consumer:int error:str",
+    "consumer {consumer} could not subscribe again: {error}",
+    rule="ConsumerImpl.connectionOpened failure (the real client retries with backoff)")
+
+
+@dataclass(frozen=True)
+class SubscriptionLoss:
+    """What one subscription had only in memory when the broker restarted."""
+
+    topic: str
+    subscription: str
+    type: str | None
+    consumers: int
+    pending_acks: int
+    replay: int
+    redelivery_counts: int
+    delayed_lost: int
+    delayed_kept: int
+
+
+@dataclass(frozen=True)
+class RestartReport:
+    """`Lab.restart_broker()`'s answer: when, how many topics, and what each subscription lost."""
+
+    time: int
+    restarts: int
+    topics: int
+    consumers: int
+    producers: int
+    subscriptions: tuple[SubscriptionLoss, ...]
+
+    def subscription(self, name: str, topic: str | None = None) -> SubscriptionLoss:
+        for loss in self.subscriptions:
+            if loss.subscription == name and (topic is None or loss.topic == topic or loss.topic.endswith("/" + topic)):
+                return loss
+        raise KeyError(f"no subscription {name!r} in this restart; subscriptions: "
+                       f"{[s.subscription for s in self.subscriptions]}")
+
+
+def restart_broker(service: "BrokerService") -> RestartReport:
+    """Unload every topic, then load it again; returns what was lost. The clients reconnect afterwards."""
+    events = service.events
+    now = service.scheduler.now()
+    topics = list(service.topics.values())
+    consumers = sum(len(sub.consumers()) for t in topics for sub in t.subscriptions.values())
+    producers = sum(len(t.producers) for t in topics)
+    if events.enabled:
+        events.append(BROKER_RESTARTING, now, topics=len(topics), consumers=consumers, producers=producers)
+    losses = []
+    for topic in topics:
+        for sub in topic.subscriptions.values():
+            losses.append(_unload_subscription(service, sub))
+        topic.unload()
+    for topic in topics:
+        topic.reload()
+        for sub in topic.subscriptions.values():
+            sub.last_consumed_flow_timestamp = 0
+            sub.msg_out_counter_closed = 0
+            if events.enabled:
+                cursor = sub.cursor
+                md = cursor.mark_delete_position
+                buckets = sum(1 for k in cursor.cursor_properties if k.startswith(DELAYED_BUCKET_KEY_PREFIX))
+                events.append(CURSOR_RECOVERED, now, subscription=sub.id, ledger=md.ledger_id, entry=md.entry_id,
+                              ranges=cursor.individually_deleted_messages.size(), buckets=buckets)
+    service.restarts += 1
+    if events.enabled:
+        events.append(BROKER_RESTARTED, now, topics=len(topics), restarts=service.restarts)
+    return RestartReport(now, service.restarts, len(topics), consumers, producers, tuple(losses))
+
+
+def _unload_subscription(service: "BrokerService", sub: "PersistentSubscription") -> SubscriptionLoss:
+    d = sub.dispatcher
+    events = service.events
+    now = service.scheduler.now()
+    consumers = d.consumers() if d is not None else []
+    pending = sum(len(c.pending_acks) for c in consumers if c.pending_acks is not None)
+    replay = len(d.redelivery_messages) if d is not None and hasattr(d, "redelivery_messages") else 0
+    counts = len(d.redelivery_tracker) if d is not None else 0
+    tracker = getattr(getattr(d, "delayed", None), "tracker", None)
+    held = tracker.number_of_delayed_messages() if tracker is not None else 0
+    kept = sum(b.messages for b in tracker.buckets()) if isinstance(tracker, BucketDelayedDeliveryTracker) else 0
+    for c in consumers:
+        c.closed = True
+        c.cnx_active = False
+        if events.enabled:
+            events.append(ev.CONSUMER_CLOSED, now, consumer=c.id, reason="broker_restart",
+                          pending_acks=len(c.pending_acks) if c.pending_acks is not None else 0)
+        closed_by_broker: Any = getattr(c.cnx, "closed_by_broker", None)
+        if closed_by_broker is not None:
+            closed_by_broker()
+    if d is not None:
+        d.close()
+    sub.dispatcher = None
+    if events.enabled:
+        events.append(SUBSCRIPTION_UNLOADED, now, subscription=sub.id, pending_acks=pending, replay=replay,
+                      redelivery_counts=counts, delayed_lost=held - kept, delayed_kept=kept)
+    return SubscriptionLoss(sub.topic.name, sub.name, getattr(d, "type_name", None), len(consumers), pending,
+                            replay, counts, held - kept, kept)
