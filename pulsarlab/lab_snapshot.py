@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
 from . import model_events as ev
 from .broker.failover import ring_index
 from .broker.position import Position
+from .delayed_snapshot import DelayedTrackerSnap, delayed_snapshot
 from .ids import MessageId
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -203,6 +204,7 @@ class DispatcherSnap:
     draining: tuple[DrainingHash, ...] = ()
     recently_joined: tuple[tuple[int, Pos], ...] = ()
     blocked_hashes: tuple[BlockedHash, ...] = ()
+    delayed: DelayedTrackerSnap | None = None  # Shared / Key_Shared: the delayed-delivery tracker, once built
 
 
 @dataclass(frozen=True)
@@ -588,7 +590,8 @@ class SnapshotBuilder:
         controller = d.redelivery_messages
         replay = tuple(ReplayEntry(l, e, controller.hash_of(l, e)) for l, e in controller.positions())
         base = dict(type=kind, consumer_order=order, replay=replay, total_available_permits=d.total_available_permits,
-                    total_unacked=d.total_unacked_messages, blocked_on_unacked=d.blocked_on_unacked)
+                    total_unacked=d.total_unacked_messages, blocked_on_unacked=d.blocked_on_unacked,
+                    delayed=delayed_snapshot(d.delayed.tracker))
         if kind != "Key_Shared":
             return DispatcherSnap(**base)
         selector = d.selector

@@ -210,6 +210,12 @@ class MutableBucket:
         bits = self.bitmap.get(ledger_id)
         return bits is not None and entry_id in bits
 
+    def items(self, limit: int | None = None) -> list[tuple[int, int, int]]:
+        """(deliverAt, ledger, entry) of the held indexes in delivery order (the first ``limit``), for views."""
+        ts, ledgers, entries = self.columns()
+        order = np.lexsort((entries, ledgers, ts))[:limit]
+        return list(zip(ts[order].tolist(), ledgers[order].tolist(), entries[order].tolist()))
+
     def columns(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(timestamps, ledger ids, entry ids) as numpy views, in insertion order."""
         return (np.frombuffer(self._ts, dtype=np.int64), np.frombuffer(self._ledgers, dtype=np.int64),
@@ -644,8 +650,10 @@ class BucketDelayedDeliveryTracker(InMemoryDelayedDeliveryTracker):
     def mutable_bucket(self) -> MutableBucket:
         return self._mutable
 
-    def shared_queue(self) -> list[tuple[int, int, int]]:
-        """The shared queue's (deliverAt, ledger, entry) items in delivery order."""
+    def shared_queue(self, limit: int | None = None) -> list[tuple[int, int, int]]:
+        """The shared queue's (deliverAt, ledger, entry) items in delivery order (the first ``limit``)."""
+        if limit is not None:
+            return heapq.nsmallest(limit, self._shared)
         return sorted(self._shared)
 
     def shared_queue_size(self) -> int:

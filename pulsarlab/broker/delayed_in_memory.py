@@ -154,6 +154,10 @@ class InMemoryDelayedDeliveryTracker:
     def number_of_delayed_messages(self) -> int:
         raise NotImplementedError
 
+    def next_delivery_time(self) -> int | None:
+        """The earliest held delivery time (4.1: its time bucket), None when nothing is held; for views."""
+        return self._next_delivery_time() if self.number_of_delayed_messages() else None
+
     def cutoff_time(self) -> int:
         """``getCutoffTime``: now when strict, otherwise now + tick (up to a tick early)."""
         now = self._clock()
@@ -230,8 +234,10 @@ class PriorityQueueDelayedDeliveryTracker(InMemoryDelayedDeliveryTracker):
     def number_of_delayed_messages(self) -> int:
         return len(self._queue)
 
-    def queue(self) -> list[tuple[int, int, int]]:
-        """The held (deliverAt, ledger, entry) triples in delivery order, for views."""
+    def queue(self, limit: int | None = None) -> list[tuple[int, int, int]]:
+        """The held (deliverAt, ledger, entry) triples in delivery order (the first ``limit``), for views."""
+        if limit is not None:
+            return heapq.nsmallest(limit, self._queue)
         return sorted(self._queue)
 
     def memory_bytes(self) -> int:
