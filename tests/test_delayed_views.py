@@ -225,3 +225,20 @@ def test_restart_exercise():
     assert not everything.ok and "mutable bucket" in everything.message
     assert not check_restart_recovery({"recovered": 0, "read_again": 10}).ok
     assert not check_restart_recovery([9, 1]).ok
+
+
+def test_the_labs_committed_answers_pass():
+    import nbformat
+    from pathlib import Path
+
+    lab = Path(__file__).resolve().parents[1] / "labs" / "09-delayed-delivery.ipynb"
+    cells = [c.source for c in nbformat.read(lab, as_version=4).cells
+             if c.cell_type == "code" and "answer_" in c.source and "check_" in c.source]
+    assert len(cells) == 3
+    namespace = {"check_delivery_times": check_delivery_times, "check_subscription_delays": check_subscription_delays,
+                 "check_restart_recovery": check_restart_recovery}
+    for source in cells:
+        *body, last = source.strip().splitlines()
+        exec("\n".join(body), namespace)
+        result = eval(last, namespace)
+        assert result.ok, result.message
