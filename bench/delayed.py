@@ -15,10 +15,16 @@ priced per item as `pulsarlab.broker.delayed_memory` documents (stored snapshots
 Releases: the clock jumps past the last deliverAt and ``get_scheduled_messages(10_000)`` drains it.
 Goals are printed as met or not, never asserted: bucket state < 5% of the in-memory state at the largest
 count and flat as messages grow (here: bytes ~ messages^k with k <= 0.25 between the smallest and the
-largest count; the in-memory tracker's k is 1), and >= 500,000 adds/s for either tracker. The last line
-is one JSON object (adds/s and releases/s at the largest count).
+largest count; the in-memory tracker's k is 1), and >= 500,000 adds/s for either tracker.
 
-Usage: python bench/delayed.py [--counts 100000,1000000,10000000] [--chunk 10000] [--seed 7]
+End to end through the Lab (the wired cost): ``--e2e-messages`` (20,000) messages, each delayed by a seeded
+uniform 1 minute .. 1 hour, are published to a topic with one Shared consumer (event log off), held by the
+subscription's tracker, released as the clock moves in 10 s steps, received and acknowledged; for each tracker
+(the bucket one with 5,000 entries per ledger and 5,000 indexes per bucket, so it seals) the line gives
+messages/s over the whole run and the publish part alone. The last line is one JSON object (adds/s and
+releases/s at the largest count, and the end-to-end messages/s).
+
+Usage: python bench/delayed.py [--counts 100000,1000000,10000000] [--chunk 10000] [--seed 7] [--e2e-messages N]
 """
 
 from __future__ import annotations
@@ -31,10 +37,17 @@ import time
 
 import numpy as np
 
-from pulsarlab.broker.bucket_snapshot import InMemoryBucketSnapshotStorage
-from pulsarlab.broker.delayed_bucket import BucketDelayedDeliveryTracker
-from pulsarlab.broker.delayed_in_memory import InMemoryDelayedDeliveryTracker
-from pulsarlab.clock import Scheduler
+import sys
+from datetime import timedelta
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import pulsarlab as pl  # noqa: E402
+from pulsarlab.broker.bucket_snapshot import InMemoryBucketSnapshotStorage  # noqa: E402
+from pulsarlab.broker.delayed_bucket import BUCKET_TRACKER_FACTORY, BucketDelayedDeliveryTracker  # noqa: E402
+from pulsarlab.broker.delayed_in_memory import InMemoryDelayedDeliveryTracker  # noqa: E402
+from pulsarlab.clock import Scheduler  # noqa: E402
 
 ENTRIES_PER_LEDGER = 50_000
 FIRST_LEDGER = 3
@@ -121,6 +134,41 @@ def run_bucket(ledgers, entries, times, chunk: int, scalar_limit: int) -> dict[s
             "shared": shared, "stored": stored, "breakdown": breakdown}
 
 
+E2E_STEP_MS = 10_000
+E2E_MAX_DELAY_MS = 3_600_000
+E2E_BUCKET_CONFIG = {"delayedDeliveryTrackerFactoryClassName": BUCKET_TRACKER_FACTORY,
+                     "managedLedgerMaxEntriesPerLedger": 5_000, "delayedDeliveryMinIndexCountPerBucket": 5_000}
+
+
+def run_end_to_end(tracker: str, n: int, seed: int) -> dict[str, float]:
+    """Publish n delayed messages through a Lab, let them fall due, receive and ack them; messages/s."""
+    conf = E2E_BUCKET_CONFIG if tracker == "bucket" else {"managedLedgerMaxEntriesPerLedger": 5_000}
+    lab = pl.Lab(version="4.0", seed=seed, broker_config=conf, record_events=False)
+    client = lab.client()
+    consumer = client.subscribe("bench-delayed", "s", consumer_type=pl.ConsumerType.Shared)
+    producer = client.create_producer("bench-delayed")
+    delays = np.random.default_rng(seed).integers(MIN_DELAY_MS, E2E_MAX_DELAY_MS, n).tolist()
+    payload = b"x" * 100
+    t0 = time.perf_counter()
+    for d in delays:
+        producer.send_async(payload, None, deliver_after=timedelta(milliseconds=d))
+    published = time.perf_counter() - t0
+    received = 0
+    while received < n:
+        lab.advance(E2E_STEP_MS)
+        while consumer.receiver_queue:
+            consumer.acknowledge(consumer.receive(timeout_millis=0))
+            received += 1
+        if lab.now() > E2E_MAX_DELAY_MS + 10 * E2E_STEP_MS:
+            raise SystemExit(f"end to end ({tracker}): {received} of {n} messages received")
+    lab.run_until_idle()
+    total = time.perf_counter() - t0
+    backlog = lab.admin.topics.stats("bench-delayed")["subscriptions"]["s"]["msgBacklog"]
+    if backlog:
+        raise SystemExit(f"end to end ({tracker}): {backlog} messages left in the backlog")
+    return {"msgs": n / total, "publish": n / published}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--counts", default="100000,1000000,10000000")
@@ -128,6 +176,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--scalar-limit", type=int, default=1_000_000,
                         help="messages fed through the bucket tracker's scalar add_message for its rate")
+    parser.add_argument("--e2e-messages", type=int, default=20_000,
+                        help="delayed messages published, released and received through the Lab (0: skip)")
     args = parser.parse_args()
     counts = [int(c) for c in args.counts.split(",")]
     in_memory_bytes: dict[int, int] = {}
@@ -164,6 +214,15 @@ def main() -> None:
         rate = rates[f"{who}_adds"]
         print(f"goal >= {ADDS_GOAL:,} adds/s ({who.replace('_', '-')}, {largest:,} messages): {rate:,.0f}/s -> "
               f"{'met' if rate >= ADDS_GOAL else 'NOT met'}")
+    e2e: dict[str, dict[str, float]] = {}
+    if args.e2e_messages > 0:
+        for who in ("in-memory", "bucket"):
+            e2e[who] = run_end_to_end(who, args.e2e_messages, args.seed)
+            gc.collect()
+        print(f"end to end through the Lab ({args.e2e_messages:,} delayed messages published, held, released, "
+              f"received, acked; Shared, event log off): in-memory {e2e['in-memory']['msgs']:,.0f} msgs/s "
+              f"(publish {e2e['in-memory']['publish']:,.0f}/s), bucket {e2e['bucket']['msgs']:,.0f} msgs/s "
+              f"(publish {e2e['bucket']['publish']:,.0f}/s)")
     print(json.dumps({
         "in_memory_bytes": {str(k): v for k, v in in_memory_bytes.items()},
         "bucket_bytes": {str(k): v for k, v in bucket_bytes.items()},
@@ -171,6 +230,8 @@ def main() -> None:
         "bucket_adds_per_s": round(rates["bucket_adds"]),
         "in_memory_releases_per_s": round(rates["in_memory_releases"]),
         "bucket_releases_per_s": round(rates["bucket_releases"]),
+        **({"e2e_messages": args.e2e_messages, "e2e_in_memory_msgs_per_s": round(e2e["in-memory"]["msgs"]),
+            "e2e_bucket_msgs_per_s": round(e2e["bucket"]["msgs"])} if e2e else {}),
     }))
 
 
