@@ -22,7 +22,8 @@ Models no Pulsar class. It reads the model through public attributes and read-on
 ``stats-internal`` print (reference §11) plus what a debugger would see inside the broker: the managed
 ledger's entries and batch sizes, the cursor (`ManagedCursorImpl`: mark-delete and read positions,
 ``individuallyDeletedMessages`` ranges, ``batchDeletedIndexes``), the dispatcher (active consumer, replay
-set, Key_Shared selector ranges, draining hashes, recently joined consumers, which hashes wait and why)
+set, Key_Shared selector ranges, draining hashes, recently joined consumers, which hashes wait and why, the
+delayed-delivery tracker (`delayed_snapshot`))
 and each consumer on both sides (broker permits and pending acks; the client's receiver queue, returned
 permits and `AcknowledgmentsGroupingTracker` state, reached through the broker consumer's ``cnx``, the
 model client's per-partition consumer). It never calls anything that changes the model. Everything is

@@ -32,7 +32,8 @@ runs (same results and state); ``memory_bytes()`` prices the in-memory state as 
 
 Simplifies: storage calls complete at once, so "asynchronous" writes, loads and merges finish inside the
 call that starts them (no pending-load or merging windows); the mutable bucket keeps columns rather than
-a heap (it is only asked for its earliest time, its due indexes and a sorted drain); no stats, no trimming
+a heap (it is only asked for its earliest time, its due indexes and a sorted drain); no operation counters or
+latencies (the dispatcher's stats show the gauges, `delayed_dispatch`), no trimming
 of buckets below the mark-delete position (later Pulsar releases). Where 4.0 has bugs fixed later, the
 fix is modelled: merge window ``min(4, buckets)`` (4.0 fails below 5 buckets), the next unloaded
 segment's timestamp when ranking windows (4.0 reads one segment too far), a cleared mutable queue on
