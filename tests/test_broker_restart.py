@@ -453,3 +453,24 @@ def test_both_trackers_release_the_same_messages(setup, ops):
     if setup.version != "4.1" and not any(op[0] == "restart" for op in ops):
         # same cutoff, same timer rule, same (deliverAt, ledger, entry) order: each message at the same moment
         assert in_memory == bucket
+
+
+def test_a_restart_without_an_event_log_or_any_topic():
+    empty = pl.Lab(seed=1)
+    report = empty.restart_broker()
+    assert (report.topics, report.subscriptions, report.restarts) == (0, (), 1)
+    lab = pl.Lab(seed=1, record_events=False, broker_config={
+        "delayedDeliveryTrackerFactoryClassName": BUCKET_TRACKER_FACTORY, "delayedDeliveryMinIndexCountPerBucket": 1,
+        "managedLedgerMaxEntriesPerLedger": 1})
+    client = lab.client()
+    consumer = client.subscribe("t", "s", consumer_type=pl.ConsumerType.Shared, ack_group_time_ms=0)
+    producer = client.create_producer("t")
+    for i in range(4):
+        producer.send(f"{i}".encode(), deliver_after=timedelta(seconds=5))
+    lab.restart_broker()
+    lab.restart_broker()
+    assert len(lab.events) == 0
+    got = sorted(consumer.receive(timeout_millis=10_000).data() for _ in range(4))
+    assert got == [b"0", b"1", b"2", b"3"]
+    with pytest.raises(pl.Timeout):
+        consumer.receive(timeout_millis=10_000)

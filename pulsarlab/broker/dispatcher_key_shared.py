@@ -18,6 +18,8 @@ Models `PersistentStickyKeyDispatcherMultipleConsumers` in its two forms (refere
   again after ``keySharedUnblockingIntervalMs``. Look-ahead stops at the replay-set limit
   (``keySharedLookAheadMsgInReplayThresholdPerConsumer`` x consumers, capped per subscription).
 * ``allowOutOfOrderDelivery``: the replay set does not track hashes, no recently-joined gating, no draining.
+* Delayed delivery as on Shared (reference §10): due messages join the replay set without a sticky hash (the
+  replay filter lets them through; they are grouped by their hash when read) and held entries leave a group.
 
 Simplifies: as the Shared dispatcher (synchronous reads, no read backoff: a read that made no progress
 waits for the next FLOW, ack, consumer change or unblock timer instead of polling).
