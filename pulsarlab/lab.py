@@ -71,7 +71,10 @@ class Lab:
         What only the broker's memory held is lost (dispatchers, replay sets, redelivery counts, broker-side
         consumers and their pending acks, in-memory delayed trackers, a bucket tracker's mutable bucket and shared
         queue); what is stored stays (ledgers, cursor positions, acknowledged ranges and properties, bucket
-        snapshots) and the topics reopen on a new ledger (`pulsarlab.broker.restart`). Then every open producer
+        snapshots) and the topics reopen on a new ledger (`pulsarlab.broker.restart`). The restart is graceful:
+        closing flushes each cursor, so every acknowledgement the broker applied survives (ranges beyond
+        ``managedLedgerMaxUnackedRangesToPersist`` + 1 excepted); a crash losing unflushed cursor state is not
+        modelled. Then every open producer
         registers again and every open consumer clears its receiver queue, subscribes again and sends FLOW; the
         broker redelivers unacknowledged messages from the cursor. Returns what each subscription lost.
         """
