@@ -462,3 +462,55 @@ def test_reader_partitions_regex_last_message_id_and_unsubscribe():
                      lab.service.topics[TOPIC].ledger.last_confirmed_entry.entry_id)))
         u.unsubscribe()
         assert "gone" not in server.call(lab.admin.topics.subscriptions, TOPIC)
+
+
+# --- chunking (max_message_size is process-wide in the client: its own process) ----------------------
+CHUNK_CLIENT = r"""
+import hashlib, os, sys, time
+import pulsar
+url, topic, size = sys.argv[1], sys.argv[2], int(sys.argv[3])
+client = pulsar.Client(url, operation_timeout_seconds=5, logger=pulsar.FileLogger(pulsar.LoggerLevel.Error, os.devnull))
+consumer = client.subscribe(topic, "ch")
+producer = client.create_producer(topic, chunking_enabled=True, batching_enabled=False)
+payload = bytes(i % 251 for i in range(size))
+sent = producer.send(payload)
+msg = consumer.receive(5000)
+consumer.acknowledge(msg)
+time.sleep(0.5)  # the ack group flushes after 100 ms
+print(hashlib.sha256(msg.data()).hexdigest() == hashlib.sha256(payload).hexdigest(), str(sent))
+client.close()
+"""
+
+
+def test_chunked_payloads_round_trip_under_a_small_max_message_size():
+    from serve_support import run_client_script
+
+    with served_lab(broker_config={"maxMessageSize": 1024}) as (lab, server):
+        out = run_client_script(CHUNK_CLIENT, server.url, TOPIC, "5120")
+        equal, sent_id = out.split()
+        assert equal == "True"
+
+        def stored():
+            entries = lab.service.topics[TOPIC].ledger.entries_of(3)
+            return [(e.metadata, e.payloads) for e in entries]
+
+        chunks = server.call(stored)
+        served = cursor_state(server.stats_internal(TOPIC), "ch")
+    n = len(chunks)
+    assert n > 5 and sent_id.startswith("(3,0,") and f"(3,{n - 1}," in sent_id  # first;last chunk ids
+    assert [m.chunk_id for m, _ in chunks] == list(range(n))
+    assert {(m.uuid, m.num_chunks_from_msg, m.total_chunk_msg_size) for m, _ in chunks} == {
+        (chunks[0][0].uuid, n, 5120)}
+    assert b"".join(p[0] for _, p in chunks) == bytes(i % 251 for i in range(5120))
+    assert served["markDeletePosition"] == f"3:{n - 1}" and served["individuallyDeletedMessages"] == "[]"
+
+    # in process: the same chunk entries, published through the broker's SEND surface and acked one by one
+    lab2 = pl.Lab(version="4.0", seed=1, broker_config={"maxMessageSize": 1024})
+    c2 = lab2.client().subscribe(TOPIC, "ch")
+    handle = lab2.service.register_producer(lab2.service.new_producer_id(), chunks[0][0].producer_name, TOPIC)
+    for meta, payloads in chunks:
+        lab2.service.publish(handle, pl.messages.EntryData(meta, [(None, payloads[0])]))
+    for _ in range(n):
+        c2.acknowledge(c2.receive(0))
+    lab2.run_until_idle()
+    assert served == cursor_state(lab2.admin.topics.stats_internal(TOPIC), "ch")

@@ -58,6 +58,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 log = logging.getLogger("pulsarlab.serve")
 
+CLOSE_GRACE_S = 5.0
 SERVER_PROTOCOL_VERSION = 21  # what a 3.x/4.x broker announces; CONNECTED carries min(client's, this)
 _SUB_TYPES = {
     SubType.Exclusive: ConsumerType.Exclusive,
@@ -148,6 +149,7 @@ class ServerConnection(asyncio.Protocol):
         self._waiting_for_pong = False
         self._keepalive: asyncio.TimerHandle | None = None
         self.close_reason: str | None = None
+        self._closing = False
         self.frames_in = 0
         self.bytes_in = 0
         self.opened_at = time.time()
@@ -184,7 +186,7 @@ class ServerConnection(asyncio.Protocol):
         self._arm_keepalive()
 
     def data_received(self, data: bytes) -> None:
-        if self.state is State.CLOSED:
+        if self.state is State.CLOSED or self._closing:
             return
         self._seen_since_ping = True
         self.bytes_in += len(data)
@@ -200,7 +202,7 @@ class ServerConnection(asyncio.Protocol):
             server.clock.catch_up()
             try:
                 for frame in frames:
-                    if self.state is State.CLOSED:
+                    if self.state is State.CLOSED or self._closing:
                         break
                     self.frames_in += 1
                     self._handle(frame)
@@ -224,7 +226,7 @@ class ServerConnection(asyncio.Protocol):
     # --- writing --------------------------------------------------------------------------------
     def write(self, data: bytes) -> None:
         """Queue bytes for the client; they go out once the current network-loop step ends (any thread)."""
-        if self.state is State.CLOSED:
+        if self.state is State.CLOSED or self._closing:
             return
         with self._out_lock:
             self._out.append(data)
@@ -249,7 +251,8 @@ class ServerConnection(asyncio.Protocol):
             return
         transport.write(out[0] if len(out) == 1 else b"".join(out))
         if transport.get_write_buffer_size() > self.server.max_write_buffer:
-            self.close(f"the client does not read: more than {self.server.max_write_buffer} bytes waiting to be sent")
+            self.close(f"the client does not read: more than {self.server.max_write_buffer} bytes waiting to be sent",
+                       abort=True)
 
     def send(self, body: Any) -> None:
         self.write(simple_frame(encode_command(body)))
@@ -257,10 +260,12 @@ class ServerConnection(asyncio.Protocol):
     def error(self, request_id: int, code: ServerError, message: str) -> None:
         self.send(Error(request_id, code, message))
 
-    def close(self, reason: str) -> None:
-        """Close the connection (pending bytes are still sent) and remember why."""
-        if self.state is State.CLOSED:
+    def close(self, reason: str, *, abort: bool = False) -> None:
+        """Close the connection and remember why: pending bytes are still sent (for at most ``CLOSE_GRACE_S``),
+        or dropped with ``abort``."""
+        if self.state is State.CLOSED or self._closing:
             return
+        self._closing = True
         if self.close_reason is None:
             self.close_reason = reason
         if reason.startswith("protocol error") or reason.startswith("the client does not read"):
@@ -268,10 +273,16 @@ class ServerConnection(asyncio.Protocol):
         else:
             log.info("closing connection from %s: %s", self.peer, reason)
         transport = self.transport
-        if transport is not None:
-            if self._out:
-                self._flush()
-            transport.close()
+        if transport is None:
+            return
+        if abort:
+            transport.abort()
+            return
+        if self._out:
+            self._flush()
+        transport.close()
+        if self.loop is not None:  # a peer that never reads would keep a closing transport open
+            self.loop.call_later(CLOSE_GRACE_S, transport.abort)
 
     # --- keepalive (ServerCnx.handleKeepAliveTimeout) -------------------------------------------
     def _arm_keepalive(self) -> None:
