@@ -18,8 +18,10 @@ Simplifies: one broker, no TLS, no HTTP admin port (``lab.admin`` in the same pr
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ipaddress
 import logging
+import signal
 import socket
 import threading
 import time
@@ -364,15 +366,20 @@ def start(lab: "Lab", host: str = "127.0.0.1", port: int = DEFAULT_PORT, *, allo
 
 def serve_forever(lab: "Lab", host: str = "127.0.0.1", port: int = DEFAULT_PORT, *, allow_remote: bool = False,
                   on_ready: Callable[[LabServer], None] | None = None, **options: Any) -> None:
-    """Serve ``lab`` in this thread until interrupted (Ctrl-C)."""
+    """Serve ``lab`` in this thread until SIGINT (Ctrl-C) or SIGTERM."""
     server = LabServer(lab, host, port, allow_remote=allow_remote, **options)
 
     async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.add_signal_handler(sig, stop.set)
         await server.start()
         if on_ready is not None:
             on_ready(server)
         try:
-            await asyncio.Event().wait()
+            await stop.wait()
         finally:
             await server.stop()
 
