@@ -18,7 +18,7 @@ from pulsarlab.serve.commands import (
     UnknownCommand, WireMetadata, WireSingleMetadata, decode_command, encode_command, read_envelope,
 )
 from pulsarlab.serve.entries import (
-    NotSplittable, WireEntry, batch_payload_bytes, entry_wire, message_frame, read_metadata,
+    NotSplittable, WireEntry, entry_wire, message_frame, read_metadata,
 )
 from pulsarlab.serve.frames import (
     ChecksumMismatch, FrameDecoder, FrameError, FrameTooLarge, payload_frame, read_payload_section, simple_frame,
@@ -139,7 +139,7 @@ def test_garbage_batches_raise_only_not_splittable(payload, n):
     wire = wire_section(meta, payload)
     m, plain = read_metadata(wire, 4, 4 + len(meta))
     entry = WireEntry.from_wire(m, wire, b"\0\0\0\0", plain, 4 + len(meta))
-    assert entry.size >= 0
+    assert entry.size == len(wire)
     try:
         assert len(entry.payloads) == n
     except NotSplittable:
@@ -263,7 +263,7 @@ def test_a_model_batch_written_out_reads_back_equal():
     meta, plain = read_metadata(wire, 4, meta_end, clock_offset_ms=5000)
     assert plain and meta == entry.metadata
     back = WireEntry.from_wire(meta, wire, checksum, plain, meta_end)
-    assert back.size == entry.size == batch_payload_bytes(wire, meta_end, 6)
+    assert back.size == len(wire) and entry.size == sum(len(p) for p in back.payloads)
     assert back.payloads == entry.payloads and back.rows == entry.rows
     assert back.messages == entry.messages
 
@@ -276,7 +276,7 @@ def test_a_single_message_entry_reads_back_equal():
     meta, _ = read_metadata(wire, 4, meta_end)
     assert meta == entry.metadata and meta.deliver_at_time == 12345
     back = WireEntry.from_wire(meta, wire, checksum, True, meta_end)
-    assert back.payloads == (b"solo",) and back.rows == (None,) and back.size == 4
+    assert back.payloads == (b"solo",) and back.rows == (None,) and back.size == len(wire) == meta_end + 4
 
 
 def test_message_frames_carry_the_entry_and_its_checksum():
@@ -297,3 +297,45 @@ def test_metadata_times_move_onto_the_lab_clock():
     m, _ = read_metadata(meta, 0, len(meta), clock_offset_ms=1_700_000_000_000)
     assert (m.publish_time, m.deliver_at_time) == (500, 1500)
     assert isinstance(m, MessageMetadata)
+
+
+# --- the hand-written readers of the hot commands agree with the declarations --------------------------
+@settings(max_examples=200, deadline=None)
+@given(message_strategy(Ack))
+def test_the_fast_ack_reader_agrees_with_the_declaration(ack):
+    from pulsarlab.serve.hot_commands import read_ack
+
+    data = ack.encode()
+    consumer_id, ack_type, ids, props, request_id = read_ack(data, 0, len(data))
+    assert (consumer_id, ack_type, request_id) == (ack.consumer_id, int(ack.ack_type), ack.request_id)
+    assert ids == tuple((m.ledger_id, m.entry_id, tuple(m.ack_set) or None) for m in ack.message_ids)
+    assert props == {p.key: p.value for p in ack.properties}
+
+
+@settings(max_examples=200, deadline=None)
+@given(message_strategy(Send), st.integers(0, 2**64 - 1), st.integers(0, 2**63 - 1), st.integers(0, 2**63 - 1))
+def test_the_fast_send_reader_and_receipt_writer_agree_with_the_declarations(send, producer_id, ledger, entry):
+    from pulsarlab.serve.commands import SendReceipt
+    from pulsarlab.serve.hot_commands import producer_prefix, read_send, send_receipt_frame
+
+    data = send.encode()
+    assert read_send(data, 0, len(data)) == (send.producer_id, send.sequence_id, send.highest_sequence_id,
+                                             bool(send.txnid_least_bits or send.txnid_most_bits))
+    frame = send_receipt_frame(producer_prefix(producer_id), send.sequence_id, send.highest_sequence_id, ledger,
+                               entry)
+    f = FrameDecoder(1024).feed(frame)[0]
+    kind, receipt = decode_command(f.buf, f.command_start, f.command_end)
+    assert kind is CommandType.SEND_RECEIPT and receipt == SendReceipt(
+        producer_id, send.sequence_id, MsgId(ledger_id=ledger, entry_id=entry), send.highest_sequence_id)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=120))
+def test_the_fast_readers_raise_only_codec_errors_on_garbage(data):
+    from pulsarlab.serve.hot_commands import read_ack, read_send
+
+    for reader in (read_ack, read_send):
+        try:
+            reader(data, 0, len(data))
+        except CodecError:
+            pass

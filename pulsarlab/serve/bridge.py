@@ -54,12 +54,14 @@ def server_error(error: BaseException) -> ServerError:
 
 @dataclass(slots=True)
 class RemoteProducer:
-    """A producer of one connection: the client's producer id and the broker's handle (lab-wide id)."""
+    """A producer of one connection: the client's producer id, the broker's handle (lab-wide id), and the start
+    of its SEND_RECEIPTs (field 1, the client's id)."""
 
     client_id: int
     handle: "ProducerHandle"
     name: str
     topic: str
+    prefix: bytes
 
 
 class RemoteConsumer:

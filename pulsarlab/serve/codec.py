@@ -83,8 +83,12 @@ _SMALL = [bytes((i,)) for i in range(128)]
 
 def encode_varint(n: int) -> bytes:
     """Base-128 varint of ``n``; a negative value is written as its 64-bit two's complement (10 bytes)."""
-    if 0 <= n < 128:
+    if 0 <= n < 0x80:
         return _SMALL[n]
+    if 0 < n < 0x4000:
+        return bytes(((n & 0x7F) | 0x80, n >> 7))
+    if 0 < n < 0x200000:
+        return bytes(((n & 0x7F) | 0x80, ((n >> 7) & 0x7F) | 0x80, n >> 14))
     if n < 0:
         n &= MASK64
     out = bytearray()

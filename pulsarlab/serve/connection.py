@@ -26,7 +26,6 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
-import struct
 import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable
@@ -40,7 +39,7 @@ from ..client.ack_grouping import AckCommand, AckType
 from ..client.policies import ConsumerKeySharedPolicy, ConsumerType, InitialPosition, KeySharedMode
 from ..errors import PulsarError
 from .bridge import RemoteConsumer, RemoteProducer, server_error
-from .codec import CodecError, decode_varint, encode_varint
+from .codec import CodecError, decode_varint
 from .commands import (
     Ack, AckKind, AckResponse, CloseConsumer, CloseProducer, CommandType, Connect, Connected, ConsumerStats,
     ConsumerStatsResponse, Error, Flow, GetLastMessageId, GetLastMessageIdResponse, GetOrCreateSchema,
@@ -51,6 +50,7 @@ from .commands import (
     UnknownCommand, Unsubscribe, encode_command, read_envelope, request_id_of,
 )
 from .entries import WireEntry, read_metadata
+from .hot_commands import producer_prefix, read_ack, read_send, send_receipt_frame
 from .frames import ChecksumMismatch, Frame, FrameDecoder, FrameError, read_payload_section, simple_frame
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -72,7 +72,6 @@ _NOT_MODELLED = frozenset({
     CommandType.END_TXN_ON_PARTITION, CommandType.END_TXN_ON_SUBSCRIPTION, CommandType.TC_CLIENT_CONNECT_REQUEST,
     CommandType.WATCH_TOPIC_LIST, CommandType.WATCH_TOPIC_LIST_CLOSE,
 })
-_pack_frame_header = struct.Struct(">II").pack
 
 
 class ProtocolViolation(Exception):
@@ -83,46 +82,6 @@ class State(enum.Enum):
     START = "start"
     CONNECTED = "connected"
     CLOSED = "closed"
-
-
-def _read_send(buf: bytes, pos: int, end: int) -> tuple[int, int, int | None, bool]:
-    """`CommandSend`'s ``(producer_id, sequence_id, highest_sequence_id, transactional)``."""
-    producer_id = sequence_id = highest = None
-    txn = False
-    while pos < end:
-        key, pos = decode_varint(buf, pos, end)
-        if key == 0x08:
-            producer_id, pos = decode_varint(buf, pos, end)
-        elif key == 0x10:
-            sequence_id, pos = decode_varint(buf, pos, end)
-        elif key == 0x30:
-            highest, pos = decode_varint(buf, pos, end)
-        elif key == 0x20 or key == 0x28:
-            v, pos = decode_varint(buf, pos, end)
-            txn = txn or v != 0
-        elif key & 7 == 0:
-            pos = decode_varint(buf, pos, end)[1]
-        elif key & 7 == 2:
-            n, pos = decode_varint(buf, pos, end)
-            pos += n
-            if pos > end:
-                raise CodecError("CommandSend field runs past its end")
-        else:
-            raise CodecError(f"CommandSend: unexpected wire type {key & 7}")
-    if producer_id is None or sequence_id is None:
-        raise CodecError("CommandSend is missing producer_id or sequence_id")
-    return producer_id, sequence_id, highest, txn
-
-
-def _send_receipt_frame(producer_id: int, sequence_id: int, highest: int | None, ledger: int, entry: int) -> bytes:
-    """SEND_RECEIPT, written directly (the hot path of every SEND)."""
-    mid = b"\x08" + encode_varint(ledger) + b"\x10" + encode_varint(entry)
-    body = b"\x08" + encode_varint(producer_id) + b"\x10" + encode_varint(sequence_id) + b"\x1a" + \
-        encode_varint(len(mid)) + mid
-    if highest is not None:
-        body += b"\x20" + encode_varint(highest)
-    cmd = b"\x08\x07\x3a" + encode_varint(len(body)) + body
-    return _pack_frame_header(len(cmd) + 4, len(cmd)) + cmd
 
 
 class ServerConnection(asyncio.Protocol):
@@ -307,17 +266,23 @@ class ServerConnection(asyncio.Protocol):
     def _handle(self, frame: Frame) -> None:
         buf = frame.buf
         cs, ce = frame.command_start, frame.command_end
-        if ce - cs > 3 and buf[cs] == 0x08 and buf[cs + 1] == 0x06 and buf[cs + 2] == 0x32:  # SEND, the hot path
+        # the hot paths: SEND (type 6, body in field 6) and ACK (type 10, body in field 10), written type first
+        if ce - cs > 3 and buf[cs] == 0x08 and (buf[cs + 1] == 0x06 and buf[cs + 2] == 0x32
+                                                or buf[cs + 1] == 0x0A and buf[cs + 2] == 0x52):
+            send = buf[cs + 1] == 0x06
             try:
                 n, p = decode_varint(buf, cs + 3, ce)
                 if p + n > ce:
-                    raise CodecError("CommandSend runs past the command")
-                fields = _read_send(buf, p, p + n)
+                    raise CodecError("the command body runs past the command")
+                fields = read_send(buf, p, p + n) if send else read_ack(buf, p, p + n)
             except CodecError as e:
-                raise ProtocolViolation(f"malformed SEND: {e}") from None
+                raise ProtocolViolation(f"malformed {'SEND' if send else 'ACK'}: {e}") from None
             if self.state is not State.CONNECTED:
-                raise ProtocolViolation("SEND before CONNECT")
-            self._publish(frame, *fields)
+                raise ProtocolViolation(f"{'SEND' if send else 'ACK'} before CONNECT")
+            if send:
+                self._publish(frame, *fields)
+            else:
+                self._apply_ack(*fields)
             return
         try:
             raw = read_envelope(buf, cs, ce)
@@ -432,7 +397,8 @@ class ServerConnection(asyncio.Protocol):
         except PulsarError as e:
             self.error(cmd.request_id, server_error(e), str(e))
             return
-        self.producers[cmd.producer_id] = RemoteProducer(cmd.producer_id, handle, name, topic)
+        self.producers[cmd.producer_id] = RemoteProducer(cmd.producer_id, handle, name, topic,
+                                                         producer_prefix(cmd.producer_id))
         self._recently_closed_producers.discard(cmd.producer_id)
         if self.lab.events.enabled:
             self.lab.events.append(ev.PRODUCER_CREATED, self.lab.now(), producer=lab_id, name=name, topic=topic,
@@ -475,7 +441,7 @@ class ServerConnection(asyncio.Protocol):
         except PulsarError as e:
             self._send_error(producer_id, sequence_id, server_error(e), str(e))
             return
-        self.write(_send_receipt_frame(producer_id, sequence_id, highest, pos.ledger_id, pos.entry_id))
+        self.write(send_receipt_frame(producer.prefix, sequence_id, highest, pos.ledger_id, pos.entry_id))
 
     def _send_error(self, producer_id: int, sequence_id: int, code: ServerError, message: str) -> None:
         self.send(SendError(producer_id, sequence_id, code, message))
@@ -557,25 +523,30 @@ class ServerConnection(asyncio.Protocol):
         if cnx is not None and cmd.message_permits > 0:
             self.service.flow(cnx.broker_consumer, cmd.message_permits)
 
-    def _on_ack(self, cmd: Ack, frame: Frame) -> None:
-        cnx = self.consumers.get(cmd.consumer_id)
-        if cnx is None:
-            if cmd.request_id is not None:
-                self.send(AckResponse(consumer_id=cmd.consumer_id, error=ServerError.ConsumerNotFound,
-                                      message=f"Consumer {cmd.consumer_id} not found", request_id=cmd.request_id))
-            return
+    def _on_ack(self, cmd: Ack, frame: Frame) -> None:  # only when the fast path did not recognise the frame
         ids = tuple((m.ledger_id, m.entry_id, tuple(m.ack_set) if m.ack_set else None) for m in cmd.message_ids)
-        kind = AckType.CUMULATIVE if cmd.ack_type is AckKind.Cumulative else AckType.INDIVIDUAL
-        props = {p.key: p.value for p in cmd.properties}
+        self._apply_ack(cmd.consumer_id, int(cmd.ack_type), ids, {p.key: p.value for p in cmd.properties},
+                        cmd.request_id)
+
+    def _apply_ack(self, consumer_id: int, ack_type: int, ids: tuple, props: dict[str, int],
+                   request_id: int | None) -> None:
+        """`Consumer.messageAcked`; an ACK_RESPONSE when the client asked for a receipt (``request_id``)."""
+        cnx = self.consumers.get(consumer_id)
+        if cnx is None:
+            if request_id is not None:
+                self.send(AckResponse(consumer_id=consumer_id, error=ServerError.ConsumerNotFound,
+                                      message=f"Consumer {consumer_id} not found", request_id=request_id))
+            return
+        kind = AckType.CUMULATIVE if ack_type == AckKind.Cumulative else AckType.INDIVIDUAL
         try:
             self.service.ack(cnx.broker_consumer, AckCommand(kind, ids, props))
         except PulsarError as e:
-            if cmd.request_id is not None:
-                self.send(AckResponse(consumer_id=cmd.consumer_id, error=server_error(e), message=str(e),
-                                      request_id=cmd.request_id))
+            if request_id is not None:
+                self.send(AckResponse(consumer_id=consumer_id, error=server_error(e), message=str(e),
+                                      request_id=request_id))
             return
-        if cmd.request_id is not None:
-            self.send(AckResponse(consumer_id=cmd.consumer_id, request_id=cmd.request_id))
+        if request_id is not None:
+            self.send(AckResponse(consumer_id=consumer_id, request_id=request_id))
 
     def _on_redeliver(self, cmd: RedeliverUnacked, frame: Frame) -> None:
         cnx = self.consumers.get(cmd.consumer_id)

@@ -180,42 +180,6 @@ def read_metadata(buf: bytes, start: int, end: int, clock_offset_ms: int = 0) ->
     return meta, plain
 
 
-def _payload_size(buf: bytes, pos: int, end: int) -> int:
-    """SingleMessageMetadata.payload_size of the header at ``buf[pos:end]``."""
-    if pos < end and buf[pos] == 0x18:  # the C++ and Java clients write it first when no key or property precedes
-        v, _ = decode_varint(buf, pos + 1, end)
-        return as_signed32(v)
-    p = pos
-    while p < end:
-        key, p = decode_varint(buf, p, end)
-        if key == 0x18:
-            v, _ = decode_varint(buf, p, end)
-            return as_signed32(v)
-        p = _skip(buf, p, end, key)
-    raise CodecError("SingleMessageMetadata without payload_size")
-
-
-def batch_payload_bytes(wire: bytes, start: int, count: int) -> int:
-    """The summed payload sizes of a batch of ``count`` messages laid out from ``wire[start:]``."""
-    total = 0
-    pos = start
-    end = len(wire)
-    for _ in range(count):
-        if pos + 4 > end:
-            raise CodecError("batch payload ends before its last message")
-        size = _unpack_u32(wire, pos)[0]
-        pos += 4
-        header_end = pos + size
-        if header_end > end:
-            raise CodecError("batch message header runs past the end of the payload")
-        n = _payload_size(wire, pos, header_end)
-        if n < 0 or header_end + n > end:
-            raise CodecError("batch message payload runs past the end of the payload")
-        total += n
-        pos = header_end + n
-    return total
-
-
 def _read_single(buf: bytes, pos: int, end: int) -> tuple:
     """A `SingleMessageMetadata` as the model's stored row (see `SingleMessageMetadata.as_row`)."""
     payload_size = None
@@ -259,7 +223,9 @@ def _read_single(buf: bytes, pos: int, end: int) -> tuple:
 
 class WireEntry(EntryData):
     """An entry that arrived as bytes: ``wire`` = ``[metadata size][metadata][payload]`` and its CRC32C as 4
-    bytes. ``payloads`` and ``rows`` are decoded on first use."""
+    bytes. ``payloads`` and ``rows`` are decoded on first use. ``size`` is the stored bytes, as Pulsar counts
+    an entry (``headersAndPayload.readableBytes()`` in the byte counters and the ledger size); the model's own
+    entries count their payload bytes only."""
 
     __slots__ = ("wire", "checksum", "plain", "_payloads", "_rows")
 
@@ -274,14 +240,7 @@ class WireEntry(EntryData):
         entry.plain = plain
         entry._payloads = None
         entry._rows = None
-        n = metadata.num_messages_in_batch
-        if n is None or not plain:
-            entry.size = len(wire) - metadata_end
-        else:
-            try:
-                entry.size = batch_payload_bytes(wire, metadata_end, n)
-            except CodecError:  # a broker stores what it is given; reading it back will fail instead
-                entry.size = len(wire) - metadata_end
+        entry.size = len(wire)
         return entry
 
     def _split(self) -> None:
@@ -440,6 +399,6 @@ def message_frame(prefix: bytes, ledger: int, entry: int, redelivery_count: int,
 
 
 __all__ = [
-    "EncodedEntries", "NotSplittable", "WireEntry", "ack_set_longs", "batch_payload_bytes", "consumer_prefix",
+    "EncodedEntries", "NotSplittable", "WireEntry", "ack_set_longs", "consumer_prefix",
     "entry_wire", "message_frame", "metadata_bytes", "read_metadata", "single_metadata_bytes",
 ]
