@@ -514,3 +514,84 @@ def test_chunked_payloads_round_trip_under_a_small_max_message_size():
         c2.acknowledge(c2.receive(0))
     lab2.run_until_idle()
     assert served == cursor_state(lab2.admin.topics.stats_internal(TOPIC), "ch")
+
+
+def test_a_partly_acked_batch_goes_to_the_next_consumer_with_its_ack_set():
+    conf = {"acknowledgmentAtBatchIndexLevelEnabled": True}
+    with served_lab(broker_config=conf) as (lab, server), client_for(server) as client:
+        a = client.subscribe(TOPIC, "bi", consumer_type=pulsar.ConsumerType.Shared, consumer_name="a",
+                             batch_index_ack_enabled=True)
+        p = client.create_producer(TOPIC, batching_enabled=True, batching_max_messages=10,
+                                   batching_max_publish_delay_ms=60_000)
+        for i in range(10):
+            p.send_async(f"m{i}".encode(), None)
+        p.flush()
+        msgs = [a.receive(RECEIVE_MS) for _ in range(10)]
+        for m in msgs[:5]:
+            a.acknowledge(m)
+        wait_until(lambda: batch_acks(server.snapshot(), TOPIC, "bi") == [(3, 0, (0, 1, 2, 3, 4))],
+                   what="the batch-index acks")
+        a.close()
+        b = client.subscribe(TOPIC, "bi", consumer_type=pulsar.ConsumerType.Shared, consumer_name="b",
+                             batch_index_ack_enabled=True)
+        rest = [b.receive(RECEIVE_MS) for _ in range(5)]
+        with pytest.raises(pulsar.Timeout):
+            b.receive(300)  # the acknowledged indexes do not come back
+        for m in rest:
+            b.acknowledge(m)
+        served = _wait_cursor(server, TOPIC, "bi", lambda cur: cur["markDeletePosition"] == "3:0", "the batch")
+        dispatches = server.call(lambda: len(lab.events.of_kind("dispatched")))
+    assert [m.data() for m in rest] == [f"m{i}".encode() for i in range(5, 10)]
+    assert [m.message_id().batch_index() for m in rest] == [5, 6, 7, 8, 9]
+    assert dispatches == 2  # the batch to a, then its unacknowledged part to b
+
+    lab2, client2 = _inproc(broker_config=conf)
+    a2 = client2.subscribe(TOPIC, "bi", consumer_type=pl.ConsumerType.Shared, consumer_name="a",
+                           batch_index_ack_enabled=True)
+    p2 = client2.create_producer(TOPIC, batching_enabled=True, batching_max_messages=10)
+    for i in range(10):
+        p2.send_async(f"m{i}".encode(), None)
+    p2.flush()
+    for m in [a2.receive(0) for _ in range(10)][:5]:
+        a2.acknowledge(m)
+    lab2.run_until_idle()
+    a2.close()
+    b2 = client2.subscribe(TOPIC, "bi", consumer_type=pl.ConsumerType.Shared, consumer_name="b",
+                           batch_index_ack_enabled=True)
+    rest2 = [b2.receive(0) for _ in range(len(b2.receiver_queue))]
+    assert [m.data() for m in rest2] == [m.data() for m in rest]
+    for m in rest2:
+        b2.acknowledge(m)
+    lab2.run_until_idle()
+    assert served == cursor_state(lab2.admin.topics.stats_internal(TOPIC), "bi")
+
+
+def test_a_negative_ack_on_exclusive_redelivers_everything_unacked():
+    with served_lab() as (lab, server), client_for(server) as client:
+        c = client.subscribe(TOPIC, "ex", negative_ack_redelivery_delay_ms=100)
+        p = client.create_producer(TOPIC)
+        for i in range(3):
+            p.send(f"m{i}".encode())
+        first = [c.receive(RECEIVE_MS) for _ in range(3)]
+        c.negative_acknowledge(first[1])
+        again = [c.receive(RECEIVE_MS) for _ in range(3)]
+        c.acknowledge_cumulative(again[-1])
+        served = _wait_cursor(server, TOPIC, "ex", lambda cur: cur["markDeletePosition"] == "3:2", "the ack")
+        requests = server.call(lambda: [e.fields["messages"] for e in lab.events.of_kind("redeliver_requested")])
+        rewinds = server.call(lambda: len(lab.events.of_kind("cursor_rewound")))
+    assert [m.data() for m in again] == [b"m0", b"m1", b"m2"]  # REDELIVER without ids: the cursor rewinds
+    assert [m.redelivery_count() for m in again] == [0, 0, 0]  # Exclusive keeps no redelivery counts
+    assert requests == [-1] and rewinds >= 2
+
+    lab2, client2 = _inproc()
+    c2 = client2.subscribe(TOPIC, "ex")
+    p2 = client2.create_producer(TOPIC)
+    for i in range(3):
+        p2.send(f"m{i}".encode())
+    [c2.receive(0) for _ in range(3)]
+    c2.redeliver_unacknowledged_messages()
+    again2 = [c2.receive(0) for _ in range(3)]
+    assert [(m.data(), m.redelivery_count()) for m in again2] == [(m.data(), m.redelivery_count()) for m in again]
+    c2.acknowledge_cumulative(again2[-1])
+    lab2.run_until_idle()
+    assert served == cursor_state(lab2.admin.topics.stats_internal(TOPIC), "ex")

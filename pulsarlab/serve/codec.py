@@ -141,7 +141,8 @@ _REGISTRY: dict[str, type] = {}
 
 
 class ProtoMessage:
-    """Base of the declared messages: ``FIELDS`` plus ``encode()``, ``decode()`` and ``value(name)``."""
+    """Base of the declared messages: ``FIELDS`` plus ``encode()``, ``decode()`` and ``value(name)`` (presence is
+    the attribute not being None)."""
 
     __slots__ = ()
     FIELDS: ClassVar[tuple[Field, ...]] = ()
@@ -154,10 +155,6 @@ class ProtoMessage:
         if v is None:
             return self._BY_NAME[name].default
         return v
-
-    def has(self, name: str) -> bool:
-        v = getattr(self, name)
-        return v is not None and v != [] if isinstance(v, list) else v is not None
 
     def encode(self) -> bytes:
         return encode_message(self)

@@ -34,6 +34,7 @@ from .commands import KeyValue, WireMetadata, WireSingleMetadata
 _U32 = struct.Struct(">I")
 _unpack_u32 = _U32.unpack_from
 _pack_u32 = _U32.pack
+_pack_frame_header = struct.Struct(">II").pack
 _new = object.__new__
 
 
@@ -395,7 +396,7 @@ def message_frame(prefix: bytes, ledger: int, entry: int, redelivery_count: int,
         body += b"".join(b"\x20" + encode_varint(w) for w in ack_set_longs(ack_set))
     cmd = b"\x08\x09\x4a" + encode_varint(len(body)) + body
     n = len(cmd)
-    return b"".join((struct.pack(">II", n + 10 + len(wire), n), cmd, b"\x0e\x01", checksum, wire))
+    return b"".join((_pack_frame_header(n + 10 + len(wire), n), cmd, b"\x0e\x01", checksum, wire))
 
 
 __all__ = [

@@ -19,9 +19,7 @@ import google_crc32c
 
 from .codec import CodecError
 
-MAGIC_CRC32C = 0x0E01
-MAGIC_BROKER_ENTRY_METADATA = 0x0E02
-MAGIC_CRC32C_BYTES = b"\x0e\x01"
+MAGIC_CRC32C_BYTES = b"\x0e\x01"  # then the CRC32C; 0x0e02 would introduce broker entry metadata
 FRAME_PADDING = 10 * 1024  # Commands.MESSAGE_SIZE_FRAME_PADDING: room for the command around a max-size message
 
 _U32 = struct.Struct(">I")
@@ -29,11 +27,6 @@ _TWO_U32 = struct.Struct(">II")
 _pack_u32 = _U32.pack
 _pack_two = _TWO_U32.pack
 _unpack_u32 = _U32.unpack_from
-
-
-def crc32c(data) -> int:
-    """CRC32C (Castagnoli) of ``data``, as Pulsar checksums the metadata and payload."""
-    return google_crc32c.value(bytes(data) if not isinstance(data, bytes) else data)
 
 
 class FrameError(CodecError):
@@ -57,10 +50,6 @@ class Frame:
     command_end: int
     payload_start: int  # == end when the frame has no payload section
     end: int
-
-    @property
-    def has_payload(self) -> bool:
-        return self.payload_start < self.end
 
 
 class FrameDecoder:
@@ -197,6 +186,6 @@ def wire_section(metadata: bytes, payload: bytes) -> bytes:
 
 
 __all__ = [
-    "ChecksumMismatch", "FRAME_PADDING", "Frame", "FrameDecoder", "FrameError", "FrameTooLarge", "MAGIC_CRC32C",
-    "PayloadSection", "crc32c", "payload_frame", "read_payload_section", "simple_frame", "wire_section",
+    "ChecksumMismatch", "FRAME_PADDING", "Frame", "FrameDecoder", "FrameError", "FrameTooLarge", "PayloadSection",
+    "payload_frame", "read_payload_section", "simple_frame", "wire_section",
 ]
