@@ -133,3 +133,21 @@ def test_producers_get_broker_names_and_ack_receipts_are_answered():
                      request_id=5))
         resp = raw.expect(CommandType.ACK_RESPONSE)
         assert (resp.consumer_id, resp.request_id, resp.error) == (7, 5, None)
+
+
+def test_priority_levels_and_key_shared_policies_reach_the_dispatcher():
+    with served_lab() as (lab, server), raw_client(server.url) as raw:
+        raw.handshake()
+        for cid, prio in ((1, 0), (2, 1)):
+            assert _subscribe(raw, cid, "prio", SubType.Shared, cid, priority_level=prio)[0] is CommandType.SUCCESS
+        ooo = KeySharedMeta(mode=KeySharedModeType.AUTO_SPLIT, allow_out_of_order_delivery=True)
+        assert _subscribe(raw, 3, "ooo", SubType.Key_Shared, 3, key_shared_meta=ooo)[0] is CommandType.SUCCESS
+        kind, err, _ = _subscribe(raw, 4, "ooo", SubType.Key_Shared, 4,
+                                  key_shared_meta=KeySharedMeta(mode=KeySharedModeType.AUTO_SPLIT))
+        assert (kind, err.error) == (CommandType.ERROR, ServerError.ConsumerBusy)
+        assert err.message == ("Subscription is of different type. Active subscription allows out of order delivery "
+                               "while the connecting consumer does not allow it.")
+        snap = server.snapshot()
+        assert [(c.name, c.priority) for c in snap.subscription(TOPIC, "prio").consumers] == [("c1", 0), ("c2", 1)]
+        stats = server.stats(TOPIC)["subscriptions"]["ooo"]
+        assert (stats["keySharedMode"], stats["allowOutOfOrderDelivery"]) == ("AUTO_SPLIT", True)

@@ -6,9 +6,10 @@
     server.stats_internal("orders"); server.snapshot()  # read the lab while it serves (the model is locked)
     server.stop()
 
-Modules: `codec` (proto2 wire format), `commands` (the protocol's commands), `frames` (framing, checksums),
-`entries` (entries as bytes), `bridge` (the broker consumer's connection), `connection` (`ServerCnx`),
-`realtime` (the clock on wall time), `server` (the listener, background thread, foreground loop).
+Modules: `codec` (proto2 wire format), `commands` (the protocol's commands), `hot_commands` (SEND and ACK read
+and SEND_RECEIPT written without dataclasses), `frames` (framing, checksums), `entries` (entries as bytes),
+`bridge` (the broker consumer's connection, error codes), `connection` (`ServerCnx`), `realtime` (the clock on
+wall time), `server` (the listener, background thread, foreground loop). Live views: `widgets.live`.
 """
 
 from .server import DEFAULT_PORT, ClientInfo, ClosedConnection, LabServer, ServerThread, serve_forever, start
