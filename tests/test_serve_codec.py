@@ -75,7 +75,7 @@ def message_strategy(cls: type, depth: int = 0) -> st.SearchStrategy:
 ALL_BODIES = sorted(set(BODIES.values()) | {WireMetadata, WireSingleMetadata}, key=lambda c: c.__name__)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=15, deadline=None)
 @given(st.data())
 def test_every_declared_message_round_trips(data):
     for cls in ALL_BODIES:

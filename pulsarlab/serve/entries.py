@@ -121,7 +121,11 @@ def read_metadata(buf: bytes, start: int, end: int, clock_offset_ms: int = 0) ->
     plain = True
     pos = start
     while pos < end:
-        key, pos = decode_varint(buf, pos, end)
+        key = buf[pos]
+        if key < 0x80:  # a one-byte tag (fields 1-15), read inline
+            pos += 1
+        else:
+            key, pos = decode_varint(buf, pos, end)
         if key == 0x0A:  # 1 producer_name
             producer_name, pos = _read_str(buf, pos, end)
         elif key == 0x10:  # 2 sequence_id
@@ -192,7 +196,11 @@ def _read_single(buf: bytes, pos: int, end: int) -> tuple:
     sequence_id = None
     null_value = False
     while pos < end:
-        key, pos = decode_varint(buf, pos, end)
+        key = buf[pos]
+        if key < 0x80:  # a one-byte tag (fields 1-15), read inline
+            pos += 1
+        else:
+            key, pos = decode_varint(buf, pos, end)
         if key == 0x0A:
             k, v, pos = _read_key_value(buf, pos, end)
             if props is None:

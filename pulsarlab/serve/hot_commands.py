@@ -42,7 +42,11 @@ def read_send(buf: bytes, pos: int, end: int) -> tuple[int, int, int | None, boo
     producer_id = sequence_id = highest = None
     txn = False
     while pos < end:
-        key, pos = decode_varint(buf, pos, end)
+        key = buf[pos]
+        if key < 0x80:  # a one-byte tag (fields 1-15), read inline
+            pos += 1
+        else:
+            key, pos = decode_varint(buf, pos, end)
         if key == 0x08:
             producer_id, pos = decode_varint(buf, pos, end)
         elif key == 0x10:
@@ -64,7 +68,11 @@ def _read_message_id(buf: bytes, pos: int, end: int) -> tuple[int, int, tuple[in
     ledger = entry = None
     words: list[int] | None = None
     while pos < end:
-        key, pos = decode_varint(buf, pos, end)
+        key = buf[pos]
+        if key < 0x80:  # a one-byte tag (fields 1-15), read inline
+            pos += 1
+        else:
+            key, pos = decode_varint(buf, pos, end)
         if key == 0x08:
             ledger, pos = decode_varint(buf, pos, end)
         elif key == 0x10:
@@ -97,7 +105,11 @@ def read_ack(buf: bytes, pos: int, end: int) -> tuple[int, int, tuple, dict[str,
     ids = []
     props: dict[str, int] = {}
     while pos < end:
-        key, pos = decode_varint(buf, pos, end)
+        key = buf[pos]
+        if key < 0x80:  # a one-byte tag (fields 1-15), read inline
+            pos += 1
+        else:
+            key, pos = decode_varint(buf, pos, end)
         if key == 0x1A:
             n, pos = decode_varint(buf, pos, end)
             stop = pos + n
@@ -131,7 +143,11 @@ def read_ack(buf: bytes, pos: int, end: int) -> tuple[int, int, tuple, dict[str,
 def _read_key_long(buf: bytes, pos: int, end: int) -> tuple[str, int]:
     name = value = None
     while pos < end:
-        key, pos = decode_varint(buf, pos, end)
+        key = buf[pos]
+        if key < 0x80:  # a one-byte tag (fields 1-15), read inline
+            pos += 1
+        else:
+            key, pos = decode_varint(buf, pos, end)
         if key == 0x0A:
             n, pos = decode_varint(buf, pos, end)
             if n > end - pos:
