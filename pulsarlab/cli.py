@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -58,6 +59,46 @@ def _cmd_hash(args: argparse.Namespace) -> int:
     return 0
 
 
+def _config_value(text: str) -> object:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    import logging
+
+    from .lab import Lab
+    from .serve import serve_forever
+
+    overrides = {}
+    for item in args.broker_config:
+        key, sep, value = item.partition("=")
+        if not sep:
+            print(f"--broker-config takes KEY=VALUE, got {item!r}", file=sys.stderr)
+            return 2
+        overrides[key] = _config_value(value)
+    logging.basicConfig(level=getattr(logging, args.log_level.upper()), format="%(asctime)s %(message)s")
+    try:
+        lab = Lab(version=args.version, seed=args.seed, broker_config=overrides)
+    except (ValueError, KeyError) as e:
+        print(f"pulsarlab serve: {e}", file=sys.stderr)
+        return 2
+
+    def ready(server) -> None:
+        print(f"pulsarlab serve: profile {lab.version} listening on {server.url} (Ctrl-C stops)", flush=True)
+
+    try:
+        serve_forever(lab, args.host, args.port, allow_remote=args.allow_remote,
+                      advertised_host=args.advertised_host, on_ready=ready)
+    except (PermissionError, OSError, ValueError) as e:
+        print(f"pulsarlab serve: {e}", file=sys.stderr)
+        return 1
+    print("pulsarlab serve: stopped", flush=True)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pulsarlab", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -69,6 +110,18 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("hash", help="show Pulsar's hashes of sticky keys")
     p.add_argument("keys", nargs="+")
     p.set_defaults(func=_cmd_hash)
+    p = sub.add_parser("serve", help="serve a lab broker to real Pulsar clients (Pulsar's binary protocol)")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (loopback unless --allow-remote)")
+    p.add_argument("--port", type=int, default=6650, help="TCP port (0 picks a free one)")
+    p.add_argument("--allow-remote", action="store_true",
+                   help="allow a non-loopback --host (the lab broker has no authentication)")
+    p.add_argument("--advertised-host", default=None, help="host name lookups hand to clients")
+    p.add_argument("--version", default=None, help="the Pulsar line to model (see `pulsarlab profiles`)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--broker-config", action="append", default=[], metavar="KEY=VALUE",
+                   help="a broker.conf setting, e.g. maxMessageSize=1024 (repeatable)")
+    p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    p.set_defaults(func=_cmd_serve)
     return parser
 
 

@@ -40,7 +40,7 @@ from .ledger import (
     ManagedLedgerException,
     format_timestamp,
 )
-from .position import Position
+from .position import EARLIEST, LATEST, Position
 from .rangeset import OpenLongPairRangeSet
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -72,6 +72,15 @@ BATCH_INDEX_DELETED = event_type(
     "{cursor}: batch entry {ledger}:{entry} partly acknowledged, {unacked} message(s) still unacked",
     rule="with acknowledgmentAtBatchIndexLevelEnabled the ack sets are ANDed in batchDeletedIndexes "
     "(set bit = not yet acked); the entry is deleted when no bit is left",
+)
+
+CURSOR_RESET = event_type(
+    "cursor_reset",
+    "cursor:str ledger:int entry:int read_ledger:int read_entry:int",
+    "{cursor}: reset - mark-delete position {ledger}:{entry}, reading again from {read_ledger}:{read_entry}; "
+    "every acknowledgement after it is forgotten",
+    rule="resetCursor (a consumer's seek, or pulsar-admin reset-cursor) moves the mark-delete position to the "
+    "entry before the new read position and clears the individually deleted ranges",
 )
 
 WHY_INDIVIDUAL = "individual acks made the entries after it contiguous"
@@ -320,6 +329,43 @@ class ManagedCursor:
         if not force and (position.ledger_id, position.entry_id) <= (md.ledger_id, md.entry_id):
             position = self._ledger.next_valid_position(md)
         self.read_position = position
+
+    def reset_cursor(self, position: Position) -> Position:
+        """`asyncResetCursor(position, forceReset=false)`: read again from ``position`` (earliest / latest /
+        the next valid position when it is not one); the mark-delete position becomes the entry before it,
+        individually deleted ranges and batch ack sets are cleared and ``messagesConsumedCounter`` follows the
+        mark-delete move. Returns the new read position."""
+        if self._closed:
+            raise CursorAlreadyClosedException(_CLOSED)
+        ml = self._ledger
+        if position == EARLIEST:
+            new_read = ml.first_position()
+        elif position == LATEST:
+            new_read = ml.next_valid_position(ml.last_confirmed_entry)
+        elif not ml.is_valid_position(position):
+            new_read = ml.next_valid_position(position)
+        else:
+            new_read = position
+        new_md = ml.previous_position(new_read)
+        md = self.mark_delete_position
+        if (md.ledger_id, md.entry_id) >= (new_md.ledger_id, new_md.entry_id):
+            self.messages_consumed_counter -= self._count(new_md.ledger_id, new_md.entry_id, True,
+                                                          md.ledger_id, md.entry_id, False)
+        else:
+            self.messages_consumed_counter += self._count(md.ledger_id, md.entry_id, True,
+                                                          new_md.ledger_id, new_md.entry_id, False)
+        self.mark_delete_position = new_md
+        self.individually_deleted_messages.clear()
+        if self._batch is not None:
+            self._batch.clear()
+        if new_read.entry_id < 0:
+            new_read = ml.next_valid_position(new_read)
+        self.read_position = new_read
+        log = ml.events
+        if log is not None and log.enabled:
+            log.append_row(CURSOR_RESET, ml.scheduler.now(), self._event_sid(log), new_md.ledger_id,
+                           new_md.entry_id, new_read.ledger_id, new_read.entry_id)
+        return new_read
 
     # ------------------------------------------------------------------ acknowledging
 

@@ -25,12 +25,14 @@ byte-based read limit.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 from .. import model_events as ev
 from ..profiles import SharedDispatcherForm
+from ..client.ack_grouping import ack_set_mask
 from .batch_size import classic_batch_entries, get_max_entries_in_this_batch
 from .delayed_dispatch import DelayedDelivery
+from .consumer import popcount
 from .position import Position
 from .redelivery import InMemoryRedeliveryTracker, MessageRedeliveryController, RedeliveryTrackerDisabled
 from .round_robin import SharedConsumerList
@@ -321,9 +323,13 @@ class SharedDispatcher:
     def after_ack(self, mark_delete_moved: bool) -> None:
         pass
 
-    def redeliver_unacknowledged_messages(self, consumer: "Consumer") -> None:
-        """`Consumer.redeliverUnacknowledgedMessages` + the dispatcher's: every pending ack goes to replay
-        and its redelivery count goes up."""
+    def redeliver_unacknowledged_messages(self, consumer: "Consumer",
+                                          positions: "Sequence[tuple[int, int]] | None" = None) -> None:
+        """`Consumer.redeliverUnacknowledgedMessages` + the dispatcher's: every pending ack (or, with
+        ``positions``, those of them the consumer holds) goes to replay and its redelivery count goes up."""
+        if positions is not None:
+            self._redeliver_positions(consumer, positions)
+            return
         pending = consumer.pending_acks
         positions = sorted(p for p, _ in pending.items())
         hashes = {p: v[1] for p, v in pending.items()}
@@ -333,6 +339,35 @@ class SharedDispatcher:
         for ledger, entry in positions:
             h = hashes[(ledger, entry)] if self.redelivery_keeps_hash() else 0
             if self.add_message_to_replay(ledger, entry, h):
+                self.redelivery_tracker.increment_and_get(ledger, entry)
+        consumer.flow_consumer_blocked_permits()
+        self.read_more_entries()
+
+    def _redeliver_positions(self, consumer: "Consumer", positions: "Sequence[tuple[int, int]]") -> None:
+        """`Consumer.redeliverUnacknowledgedMessages(List<MessageIdData>)`: only positions in the consumer's
+        pending acks count; its unacked count drops by their unacked messages and it is unblocked."""
+        pending = consumer.pending_acks
+        cursor = self.cursor
+        batch_level = self.subscription.batch_index_level
+        chosen = []
+        total = 0
+        for ledger, entry in positions:
+            value = pending.get(ledger, entry)
+            if value is None:
+                continue
+            unacked = value[0]
+            if batch_level:
+                words = cursor.batch_deleted_indexes(Position(ledger, entry))
+                if words is not None:
+                    unacked = popcount(ack_set_mask(words))
+            pending.remove(ledger, entry)
+            total += unacked
+            chosen.append((ledger, entry, value[1]))
+        consumer.add_unacked(-total)
+        consumer._set_blocked(False)
+        keep_hash = self.redelivery_keeps_hash()
+        for ledger, entry, h in chosen:
+            if self.add_message_to_replay(ledger, entry, h if keep_hash else 0):
                 self.redelivery_tracker.increment_and_get(ledger, entry)
         consumer.flow_consumer_blocked_permits()
         self.read_more_entries()

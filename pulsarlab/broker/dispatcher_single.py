@@ -189,8 +189,8 @@ class SingleActiveConsumerDispatcher:
     def after_ack(self, mark_delete_moved: bool) -> None:
         pass
 
-    def redeliver_unacknowledged_messages(self, consumer: "Consumer") -> None:
-        """`redeliverUnacknowledgedMessages` of the active consumer: rewind and read again."""
+    def redeliver_unacknowledged_messages(self, consumer: "Consumer", positions: Any = None) -> None:
+        """`redeliverUnacknowledgedMessages` of the active consumer: rewind and read again (ids are ignored)."""
         if consumer is not self.list.active or self.read_on_active_task is not None:
             return  # "Only the active consumer can call resend" / "waiting for cursor to be rewinded"
         self.waiting_for = None

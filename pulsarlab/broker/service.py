@@ -15,7 +15,7 @@ only.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 from .. import model_events as ev
 from ..client.ack_grouping import AckCommand
@@ -26,6 +26,7 @@ from .consumer import Consumer
 from .delayed_factory import load_delayed_delivery_tracker_factory
 from .ledger import LedgerIdAllocator
 from .restart import RestartReport, restart_broker
+from .position import Position
 from .topic import PersistentTopic, ProducerHandle, partition_index_of
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -213,14 +214,58 @@ class BrokerService:
         if not consumer.closed:
             consumer.subscription.message_acked(consumer, cmd)
 
-    def redeliver_unacknowledged(self, consumer: Consumer) -> None:
+    def redeliver_unacknowledged(self, consumer: Consumer,
+                                 positions: Sequence[tuple[int, int]] | None = None) -> None:
+        """REDELIVER_UNACKNOWLEDGED_MESSAGES: ``positions`` None redelivers all the consumer's pending messages;
+        a list redelivers only those (Shared / Key_Shared, redelivery counts go up); Exclusive / Failover
+        rewind whatever ids are given, as `ServerCnx.handleRedeliverUnacknowledged` does."""
         if consumer.closed:
             return
         d = consumer.subscription.dispatcher
+        individual = positions is not None and consumer.individual_ack_mode
         if self.events.enabled:
-            n = len(consumer.pending_acks) if consumer.pending_acks is not None else -1
+            if individual:
+                n = len(positions)  # type: ignore[arg-type]
+            else:
+                n = len(consumer.pending_acks) if consumer.pending_acks is not None else -1
             self.events.append_row(ev.REDELIVER_REQUESTED, self.scheduler.now(), consumer.id, n)
-        d.redeliver_unacknowledged_messages(consumer)
+        if individual:
+            d.redeliver_unacknowledged_messages(consumer, positions)
+        else:
+            d.redeliver_unacknowledged_messages(consumer)
+
+    # --- SEEK ----------------------------------------------------------------------------------
+    def reset_cursor(self, consumer: Consumer, position: Position | None = None, *,
+                     publish_time: int | None = None) -> Position:
+        """SEEK (`PersistentSubscription.resetCursor`): every consumer of the subscription is disconnected
+        (``cnx.closed_by_broker()``: a real client re-subscribes), then the cursor reads again from ``position``,
+        or - by ``publish_time`` - from the entry after the newest one published at or before it (the first
+        entry when none is). Returns the new read position."""
+        sub = consumer.subscription
+        if publish_time is not None:
+            position = self._position_after_publish_time(sub.topic, publish_time)
+        if position is None:
+            raise IllegalArgumentException("reset_cursor needs a position or a publish time")
+        for c in list(sub.consumers()):
+            self.close_consumer(c, "seek")
+            closed = getattr(c.cnx, "closed_by_broker", None)
+            if closed is not None:
+                closed()
+        read = sub.cursor.reset_cursor(position)
+        if sub.dispatcher is not None:
+            sub.dispatcher.on_cursor_rewound()
+        return read
+
+    @staticmethod
+    def _position_after_publish_time(topic: PersistentTopic, publish_time: int) -> Position:
+        """`PersistentMessageFinder`: the position after the newest entry with publish time <= ``publish_time``."""
+        ml = topic.ledger
+        for info in reversed(list(ml.ledgers)):
+            entries = ml.entries_of(info.ledger_id)
+            for e in range(len(entries) - 1, -1, -1):
+                if entries[e].metadata.publish_time <= publish_time:
+                    return Position(info.ledger_id, e + 1)
+        return ml.first_position()
 
     def close_consumer(self, consumer: Consumer, reason: str = "closed") -> None:
         if consumer.closed:

@@ -1,0 +1,393 @@
+"""The lab's broker on a TCP port: real Pulsar clients in front of the same broker model, on wall time.
+
+Models the binary-protocol listener of `PulsarService` / `BrokerService` (``brokerServicePort``, 6650 by
+default): an asyncio server whose connections (`ServerConnection`, the lab's `ServerCnx`) call the lab's own
+`BrokerService` - there is no second broker, so in-process clients, views, the player and ``lab.admin`` see the
+same topics. While it serves, a `RealTimeDriver` keeps the lab's virtual clock on the wall clock: it catches up
+before each batch of frames and wakes the loop for the next timer due. ``lock`` guards the model: the network
+loop holds it while it handles frames or fires timers; any other thread must hold it to read or change the lab
+(`ServerThread.call`, `ServerThread.snapshot`).
+
+It listens on loopback unless ``allow_remote`` is given (the lab has no authentication). `start` runs it on a
+background thread for a notebook and returns a `ServerThread` handle (``url``, ``stop()``); `serve_forever`
+runs it in the foreground (``pulsarlab serve``).
+
+Simplifies: one broker, no TLS, no HTTP admin port (``lab.admin`` in the same process answers instead).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ipaddress
+import logging
+import signal
+import socket
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
+
+from .connection import ServerConnection
+from .entries import EncodedEntries
+from .frames import FRAME_PADDING
+from .realtime import RealTimeDriver
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..lab import Lab
+    from ..lab_snapshot import LabSnapshot
+
+log = logging.getLogger("pulsarlab.serve")
+
+DEFAULT_PORT = 6650
+POLL_S = 0.1  # how often the clock catches up when no frame or timer wakes the loop (other threads' changes)
+T = TypeVar("T")
+
+
+def check_bind_address(host: str, allow_remote: bool) -> None:
+    """Refuse an address that is not loopback unless ``allow_remote`` (the lab has no authentication)."""
+    if allow_remote:
+        return
+    if host in ("", "0.0.0.0", "::"):
+        bad = [host or "every interface"]
+    else:
+        try:
+            infos = socket.getaddrinfo(host, None)
+        except socket.gaierror as e:
+            raise ValueError(f"cannot resolve {host!r}: {e}") from None
+        bad = sorted({info[4][0] for info in infos
+                      if not ipaddress.ip_address(str(info[4][0]).split("%")[0]).is_loopback})
+    if bad:
+        raise PermissionError(
+            f"refusing to listen on {host!r} ({', '.join(bad)}): not a loopback address, and the lab broker has "
+            "no authentication; pass allow_remote=True (pulsarlab serve --allow-remote) if you mean it")
+
+
+@dataclass(frozen=True)
+class ClosedConnection:
+    """A connection that ended: who, which client, why, and how much it sent."""
+
+    peer: str
+    client_version: str | None
+    reason: str
+    opened_at: float
+    closed_at: float
+    frames_in: int
+
+
+@dataclass(frozen=True)
+class ClientInfo:
+    """One open connection, for a notebook: its producers ``(topic, name)`` and consumers
+    ``(topic, subscription, name)``."""
+
+    peer: str
+    client_version: str | None
+    producers: tuple[tuple[str, str], ...]
+    consumers: tuple[tuple[str, str, str], ...]
+
+
+class LabServer:
+    """The lab's broker listening for real Pulsar clients (run it with `start` or `serve_forever`)."""
+
+    def __init__(
+        self,
+        lab: "Lab",
+        host: str = "127.0.0.1",
+        port: int = DEFAULT_PORT,
+        *,
+        allow_remote: bool = False,
+        advertised_host: str | None = None,
+        keepalive_s: float = 30.0,
+        max_write_buffer: int = 64 * 1024 * 1024,
+    ) -> None:
+        check_bind_address(host, allow_remote)
+        self.lab = lab
+        self.host = host
+        self.port = port
+        self.advertised_host = advertised_host or ("127.0.0.1" if host in ("", "0.0.0.0", "::") else host)
+        self.keepalive_s = keepalive_s
+        self.max_write_buffer = max_write_buffer
+        self.lock = threading.RLock()
+        self.max_message_size = int(lab.config["maxMessageSize"])
+        self.max_frame_size = self.max_message_size + FRAME_PADDING
+        self.server_version = f"Pulsar Server {lab.version} (pulsarlab)"
+        self.encoded = EncodedEntries()
+        self.clock = RealTimeDriver(lab.scheduler)
+        self.connections: set[ServerConnection] = set()
+        self.closed_connections: deque[ClosedConnection] = deque(maxlen=200)
+        self.url: str | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread: int | None = None
+        self._server: asyncio.base_events.Server | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_due = 0.0
+        self._poll: asyncio.TimerHandle | None = None
+
+    # --- lifecycle ------------------------------------------------------------------------------
+    async def start(self) -> None:
+        """Bind and listen; the clock follows the wall clock from now on (virtual time continues from
+        ``lab.now()``)."""
+        loop = asyncio.get_running_loop()
+        self.loop = loop
+        self._loop_thread = threading.get_ident()
+        with self.lock:
+            self.clock = RealTimeDriver(self.lab.scheduler)
+        self._server = await loop.create_server(lambda: ServerConnection(self), self.host, self.port)
+        bound = self._server.sockets[0].getsockname()
+        self.port = bound[1]
+        host = self.advertised_host
+        self.url = f"pulsar://[{host}]:{self.port}" if ":" in host else f"pulsar://{host}:{self.port}"
+        self._poll = loop.call_later(POLL_S, self._on_poll)
+        log.info("pulsarlab broker (profile %s) listening on %s", self.lab.version, self.url)
+
+    async def stop(self) -> None:
+        """Stop listening, close every connection (their consumers and producers close in the model)."""
+        if self._server is not None:
+            self._server.close()
+        for conn in list(self.connections):
+            conn.close("the lab broker is stopping")
+        for _ in range(100):
+            if not self.connections:
+                break
+            await asyncio.sleep(0.01)
+        for conn in list(self.connections):  # transports that did not finish closing
+            if conn.transport is not None:
+                conn.transport.abort()
+        await asyncio.sleep(0)
+        if self._server is not None:
+            await self._server.wait_closed()
+            self._server = None
+        for handle in (self._timer, self._poll):
+            if handle is not None:
+                handle.cancel()
+        self._timer = self._poll = None
+
+    def in_loop_thread(self) -> bool:
+        return threading.get_ident() == self._loop_thread
+
+    # --- the clock ------------------------------------------------------------------------------
+    def rearm(self) -> None:
+        """Wake the loop when the next model timer is due (call after changing the model, lock held)."""
+        loop = self.loop
+        if loop is None:
+            return
+        if self.in_loop_thread():
+            self._rearm()
+        else:
+            loop.call_soon_threadsafe(self._rearm_locked)
+
+    def _rearm_locked(self) -> None:
+        with self.lock:
+            self._rearm()
+
+    def _rearm(self) -> None:
+        wake = self.clock.next_wake()
+        loop = self.loop
+        if wake is None or loop is None:
+            return
+        due = loop.time() + wake
+        if self._timer is not None and self._timer_due <= due + 0.0005:
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer_due = due
+        self._timer = loop.call_at(due, self._on_timer)
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        with self.lock:
+            self.clock.catch_up()
+            self._rearm()
+
+    def _on_poll(self) -> None:
+        with self.lock:
+            self.clock.catch_up()
+            self._rearm()
+        if self.loop is not None:
+            self._poll = self.loop.call_later(POLL_S, self._on_poll)
+
+    # --- connections ----------------------------------------------------------------------------
+    def connection_opened(self, conn: ServerConnection) -> None:
+        self.connections.add(conn)
+        log.info("connection from %s", conn.peer)
+
+    def connection_closed(self, conn: ServerConnection) -> None:
+        self.connections.discard(conn)
+        self.closed_connections.append(ClosedConnection(
+            conn.peer, conn.client_version, conn.close_reason or "closed", conn.opened_at, time.time(),
+            conn.frames_in))
+
+    def clients(self) -> list[ClientInfo]:
+        """The open connections with their producers and consumers (take ``lock`` from another thread)."""
+        out = []
+        for conn in list(self.connections):
+            producers = tuple((p.topic, p.name) for p in conn.producers.values())
+            consumers = tuple(
+                (c.broker_consumer.subscription.topic.name, c.broker_consumer.subscription.name,
+                 c.broker_consumer.name)
+                for c in conn.consumers.values() if c.broker_consumer is not None)
+            out.append(ClientInfo(conn.peer, conn.client_version, producers, consumers))
+        return out
+
+    def drop_connections(self) -> int:
+        """Close every client connection now (as a broker restart or a network cut would); clients reconnect.
+        Call from the loop thread (`ServerThread.drop_connections` does)."""
+        conns = list(self.connections)
+        for conn in conns:
+            conn.close("dropped by the lab (drop_connections)")
+        return len(conns)
+
+
+class ServerThread:
+    """A `LabServer` running on a background thread with its own event loop; what `start` returns.
+
+    ``url`` is what a client connects to; ``stop()`` closes it (also on leaving a ``with`` block). Any read
+    or change of the lab from another thread goes through ``call`` (or ``with handle.lock:``).
+    """
+
+    def __init__(self, server: LabServer, thread: threading.Thread, loop: asyncio.AbstractEventLoop) -> None:
+        self.server = server
+        self.lab = server.lab
+        self.lock = server.lock
+        self._thread = thread
+        self._loop = loop
+        self._stopped = False
+
+    @property
+    def url(self) -> str:
+        return self.server.url  # type: ignore[return-value]
+
+    @property
+    def host(self) -> str:
+        return self.server.host
+
+    @property
+    def port(self) -> int:
+        return self.server.port
+
+    @property
+    def running(self) -> bool:
+        return self._thread.is_alive() and not self._stopped
+
+    def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """``fn(*args, **kwargs)`` with the model locked (the network loop waits meanwhile)."""
+        with self.lock:
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.server.rearm()
+
+    def stats(self, topic: str) -> dict[str, Any]:
+        """``pulsar-admin topics stats`` of the served lab."""
+        return self.call(self.lab.admin.topics.stats, topic)
+
+    def stats_internal(self, topic: str) -> dict[str, Any]:
+        """``pulsar-admin topics stats-internal`` of the served lab."""
+        return self.call(self.lab.admin.topics.stats_internal, topic)
+
+    def snapshot(self, topics: Any = None) -> "LabSnapshot":
+        """A `LabSnapshot` of the served lab, taken with the model locked."""
+        from ..lab_snapshot import snapshot
+
+        return self.call(snapshot, self.lab, topics)
+
+    def clients(self) -> list[ClientInfo]:
+        return self.call(self.server.clients)
+
+    @property
+    def closed_connections(self) -> list[ClosedConnection]:
+        return list(self.server.closed_connections)
+
+    def drop_connections(self, timeout: float = 10.0) -> int:
+        """Close every client connection (clients reconnect), as a network cut would; returns how many."""
+        future = asyncio.run_coroutine_threadsafe(self._drop(), self._loop)
+        return future.result(timeout)
+
+    async def _drop(self) -> int:
+        return self.server.drop_connections()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Close every connection and the listener, and end the thread."""
+        if self._stopped:
+            return
+        self._stopped = True
+        if self._loop.is_running():
+            self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout)
+
+    def __enter__(self) -> "ServerThread":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        state = "running" if self.running else "stopped"
+        return f"<pulsarlab server {self.server.url} {state}, {len(self.server.connections)} connection(s)>"
+
+
+def start(lab: "Lab", host: str = "127.0.0.1", port: int = DEFAULT_PORT, *, allow_remote: bool = False,
+          timeout: float = 10.0, **options: Any) -> ServerThread:
+    """Serve ``lab`` on a background thread: ``server = start(lab, port=0)``; ``server.url``; ``server.stop()``.
+
+    ``port=0`` picks a free port. Options: ``advertised_host``, ``keepalive_s``, ``max_write_buffer``.
+    """
+    server = LabServer(lab, host, port, allow_remote=allow_remote, **options)
+    loop = asyncio.new_event_loop()
+    ready = threading.Event()
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        asyncio.set_event_loop(loop)
+        try:
+            loop.run_until_complete(server.start())
+        except BaseException as e:  # reported to the caller of start()
+            failure.append(e)
+            ready.set()
+            loop.close()
+            return
+        ready.set()
+        try:
+            loop.run_forever()
+        finally:
+            loop.run_until_complete(server.stop())
+            loop.close()
+
+    thread = threading.Thread(target=run, name=f"pulsarlab-serve-{port}", daemon=True)
+    thread.start()
+    if not ready.wait(timeout):
+        raise TimeoutError(f"the lab broker did not start within {timeout} s")
+    if failure:
+        thread.join(timeout)
+        raise failure[0]
+    return ServerThread(server, thread, loop)
+
+
+def serve_forever(lab: "Lab", host: str = "127.0.0.1", port: int = DEFAULT_PORT, *, allow_remote: bool = False,
+                  on_ready: Callable[[LabServer], None] | None = None, **options: Any) -> None:
+    """Serve ``lab`` in this thread until SIGINT (Ctrl-C) or SIGTERM."""
+    server = LabServer(lab, host, port, allow_remote=allow_remote, **options)
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.add_signal_handler(sig, stop.set)
+        await server.start()
+        if on_ready is not None:
+            on_ready(server)
+        try:
+            await stop.wait()
+        finally:
+            await server.stop()
+
+    try:
+        asyncio.run(main())
+    except KeyboardInterrupt:
+        pass
+
+
+__all__ = ["ClientInfo", "ClosedConnection", "DEFAULT_PORT", "LabServer", "ServerThread", "check_bind_address",
+           "serve_forever", "start"]
