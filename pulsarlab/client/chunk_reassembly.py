@@ -73,6 +73,11 @@ CHUNKED_MESSAGE_EVICTED = event_type(
     "consumer {consumer} dropped incomplete {uuid} ({chunks} chunk(s), {cause}); its chunks were {action}; "
     "pending count now {pending}",
     rule="removeOldestPendingChunkedMessage / chunk 0 restart, reference §9")
+CHUNKED_MESSAGE_ACKED = event_type(
+    "chunked_message_acked", "consumer:int message_id:str chunks:int cumulative:bool positions:str",
+    "consumer {consumer} acknowledged chunked message {message_id} (cumulative={cumulative}): the ack goes to "
+    "{positions}",
+    rule="acks of a ChunkMessageId expand to every chunk (unAckedChunkedMessageIdSequenceMap), reference §7.1, §9")
 CHUNKED_MESSAGE_EXPIRED = event_type(
     "chunked_message_expired", "consumer:int uuid:str chunks:int age:int",
     "consumer {consumer} expired incomplete {uuid} after {age} ms and acked its {chunks} chunk(s)",
