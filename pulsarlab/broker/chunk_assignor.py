@@ -45,6 +45,12 @@ CHUNK_HELD = event_type(
     "(pinned to consumer {consumer}; -1: none)",
     rule="SharedConsumerAssignor unassigned entries -> addMessageToReplay, reference §9")
 
+CHUNK_LOST = event_type(
+    "chunk_lost", "subscription:int consumer:int uuid:str chunk_id:int position:str",
+    "chunk {chunk_id} of {uuid} at {position} went to consumer {consumer}, which has left: its message stays pinned "
+    "there (3.0/4.0), the closed consumer refuses the entry, and it is lost to an ack hole until the topic reloads",
+    rule="SharedConsumerAssignor keeps uuidToConsumer after removeConsumer, reference §9")
+
 C = TypeVar("C")  # a dispatcher consumer (compared by identity, like Java's IdentityHashMap)
 E = TypeVar("E")  # an entry (anything metadata_of can read)
 
@@ -63,8 +69,7 @@ class ReplayReason(enum.Enum):
 
 _REPLAY_TEXT = {
     ReplayReason.NOT_FIRST_CHUNK: "no consumer is pinned to its message and only chunk 0 may pin one",
-    ReplayReason.PINNED_CONSUMER_FULL: "its message is pinned to a consumer with no permits left (or that left: "
-                                       "3.0/4.0 keep the pin)",
+    ReplayReason.PINNED_CONSUMER_FULL: "its message is pinned to a consumer with no permits left",
     ReplayReason.NO_CONSUMER: "no consumer has permits left in this read",
 }
 

@@ -18,8 +18,10 @@ Models `PersistentDispatcherMultipleConsumers` of branch-3.0 and branch-4.0 (and
 * Chunks (reference §9, ``sendChunkedMessagesToConsumers``): a read holding an entry with a uuid (only looked
   for once the topic stored a chunk) is split by `chunk_assignor.SharedConsumerAssignor`, which keeps every
   chunk of a message on the consumer that got its chunk 0; each consumer gets ``min(permits, its entries)``,
-  the rest and the unassigned chunks go to the replay set. As in 3.0/4.0 a pin outlives its consumer: a
-  consumer that leaves mid-message has no permits, so the rest of that message waits in the replay set.
+  the rest and the unassigned chunks go to the replay set. As in 3.0/4.0 a pin outlives its consumer: the
+  assignor still reads the permits a consumer had when it left, so the rest of that message (and its chunks
+  returned from the consumer's pending acks) go to the closed consumer, whose pending-acks map refuses them:
+  they are lost to an ack hole until the topic is reloaded (``chunk_lost`` events say so).
 
 Simplifies: reads complete synchronously (no pending read to cancel, no read backoff, no
 ``minReplayedPosition`` race), consumers are always writable, no dispatch rate limits, no delayed
@@ -33,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 from .. import model_events as ev
 from ..profiles import SharedDispatcherForm
 from .batch_size import classic_batch_entries, get_max_entries_in_this_batch
-from .chunk_assignor import CHUNK_HELD, CHUNK_PINNED, ReplayReason, SharedConsumerAssignor
+from .chunk_assignor import CHUNK_HELD, CHUNK_LOST, CHUNK_PINNED, ReplayReason, SharedConsumerAssignor
 from .position import Position
 from .redelivery import InMemoryRedeliveryTracker, MessageRedeliveryController, RedeliveryTrackerDisabled
 from .round_robin import SharedConsumerList
@@ -334,6 +336,12 @@ class SharedDispatcher:
             if read_type == REPLAY:
                 for pos, _ in batch:
                     replay_set.remove(pos.ledger_id, pos.entry_id)
+            if c.closed and events is not None:
+                for pos, data in batch:
+                    meta = data.metadata
+                    events.append(CHUNK_LOST, self.scheduler.now(), subscription=self.subscription.id, consumer=c.id,
+                                  uuid=meta.uuid if meta.uuid is not None else "", chunk_id=meta.chunk_id,
+                                  position=f"{pos.ledger_id}:{pos.entry_id}")
             _, msgs, acked = c.send_messages(batch, None, tracker, ack_sets_for(batch))
             self.total_available_permits -= msgs - acked
             sent_any = sent_any or msgs > 0
@@ -396,8 +404,8 @@ class SharedDispatcher:
 
 
 def _permits_of(consumer: "Consumer") -> int:
-    """``Consumer.getAvailablePermits`` as the assignor reads it: a consumer that left has none."""
-    return 0 if consumer.closed else consumer.available_permits
+    """``Consumer.getAvailablePermits``: the permit count, also of a consumer that has left."""
+    return consumer.available_permits
 
 
 def _entry_metadata(entry: tuple) -> Any:

@@ -119,27 +119,30 @@ def chunk_reassembly_view(
     rows = pending_rows(sub)
     received, discarded = _step_marks(events)
 
-    fig = make_subplots(rows=2, cols=1, row_heights=[0.3, 0.7], vertical_spacing=0.16,
+    fig = make_subplots(rows=2, cols=1, row_heights=[0.28, 0.72], vertical_spacing=0.24,
                         subplot_titles=(f"entries of {t.short_name} (colour: producer, label: chunk id)",
                                         _pending_title(sub)))
     _topic_traces(fig, entries, sub, colors, received)
-    _pending_traces(fig, rows, colors, received, discarded, snap.time)
+    _pending_traces(fig, rows, colors, received, discarded, snap.time, names)
 
     head = title or f"Chunk reassembly on {t.short_name} / {sub.name} ({sub.type or 'no consumer'})"
     lines = step_lines(events, names)
     sub_line = "; ".join(lines[:3]) + (f"; … {len(lines) - 3} more" if len(lines) > 3 else "")
+    widest = max((p.total_chunks for _c, p in rows), default=1)
     fig.update_layout(
         title=dict(text=f"{head}<br><sup>{sub_line or 'no chunk event in this step'}</sup>"),
-        height=300 + 34 * max(len(rows), 1),
+        height=440 + 36 * max(len(rows), 1),
         margin=dict(l=150, r=20, t=110, b=40),
         plot_bgcolor="white",
-        legend=dict(orientation="h", yanchor="bottom", y=-0.12 if rows else -0.3),
+        legend=dict(orientation="h", yanchor="top", y=-0.1),
     )
     fig.update_xaxes(showgrid=False, zeroline=False)
     fig.update_yaxes(showgrid=False, zeroline=False)
     fig.update_yaxes(visible=False, range=[-1, 1], row=1, col=1)
-    fig.update_xaxes(title_text="entry (ledger:entry in the hover)", row=1, col=1)
-    fig.update_xaxes(title_text="chunk id", dtick=1, row=2, col=1)
+    fig.update_xaxes(tickvals=list(range(len(entries))), ticktext=[fmt_pos(p) for p, _i in entries],
+                     tickangle=-45 if len(entries) > 12 else 0, range=[-0.6, max(len(entries), 12) - 0.4],
+                     row=1, col=1)
+    fig.update_xaxes(title_text="chunk id", dtick=1, range=[-0.6, max(widest, 6) - 0.4], row=2, col=1)
     fig.update_yaxes(autorange="reversed", row=2, col=1)
     if not rows:
         fig.add_annotation(text="no incomplete chunked message in any consumer's pending map", x=0.5, y=0.2,
@@ -159,15 +162,15 @@ def _pending_title(sub: SubscriptionSnap) -> str:
     return "pending map per consumer · " + (" · ".join(parts) if parts else "no chunk received yet")
 
 
-def _step_marks(events: Sequence[Any]) -> tuple[set[Pos], dict[tuple[str, int], str]]:
+def _step_marks(events: Sequence[Any]) -> tuple[set[Pos], dict[tuple[str, int], tuple[int, str]]]:
     received: set[Pos] = set()
-    discarded: dict[tuple[str, int], str] = {}
+    discarded: dict[tuple[str, int], tuple[int, str]] = {}
     for kind, f in events_of(events, "chunk_received", "chunk_discarded"):
         pos = tuple(int(x) for x in str(f.get("position", "")).split(":")) if f.get("position") else None
         if pos is not None and len(pos) == 2:
             received.add(pos)  # type: ignore[arg-type]
         if kind == "chunk_discarded":
-            discarded[(f["uuid"], f["chunk_id"])] = f"{f['reason']}, {f['action']}"
+            discarded[(f["uuid"], f["chunk_id"])] = (f["consumer"], f"{f['reason']}, {f['action']}")
     return received, discarded
 
 
@@ -198,7 +201,7 @@ def _topic_traces(fig: go.Figure, entries: list, sub: SubscriptionSnap, colors: 
 
 
 def _pending_traces(fig: go.Figure, rows: list, colors: dict[str, str], received: set[Pos],
-                    discarded: dict[tuple[str, int], str], now: int) -> None:
+                    discarded: dict[tuple[str, int], tuple[int, str]], now: int, names: dict[int, str]) -> None:
     stored_x, stored_y, stored_color, stored_hover, stored_line = [], [], [], [], []
     missing_x, missing_y, missing_hover = [], [], []
     for consumer, p in rows:
@@ -227,11 +230,10 @@ def _pending_traces(fig: go.Figure, rows: list, colors: dict[str, str], received
                              hovertext=missing_hover, hoverinfo="text", showlegend=bool(missing_x)), row=2, col=1)
     labels = {p.uuid: f"{c} · {p.uuid}" for c, p in rows}
     bad_x, bad_y, bad_hover = [], [], []
-    for (uuid, chunk_id), why in discarded.items():
-        if uuid in labels:
-            bad_x.append(chunk_id)
-            bad_y.append(labels[uuid])
-            bad_hover.append(f"{uuid} chunk {chunk_id} discarded: {why}")
+    for (uuid, chunk_id), (consumer, why) in discarded.items():
+        bad_x.append(chunk_id)
+        bad_y.append(labels.get(uuid, f"{names.get(consumer, consumer)} · {uuid} (no context)"))
+        bad_hover.append(f"{uuid} chunk {chunk_id} discarded: {why}")
     fig.add_trace(go.Scatter(x=bad_x, y=bad_y, mode="markers", name="chunk discarded this step",
                              marker=dict(symbol="x", size=16, color=DISCARD_COLOR),
                              hovertext=bad_hover, hoverinfo="text", showlegend=bool(bad_x)), row=2, col=1)
