@@ -34,9 +34,11 @@ Model choices: a chunk whose id is at or beyond the context's chunk count, or wh
 model drops that chunk instead (reason ``beyond_total``), keeps the context and tracks the chunk for ack
 timeout. A final chunk (by its own count) that comes before the count chunk 0 announced assembles what was
 stored, where Java would fail on the missing last id. The expiry task keeps Java's fixed-rate instants
-(first chunk time + k * period) but is armed only while a context is pending, so an idle lab can
-``run_until_idle``. The C++ client (under the Python ``pulsar-client``) reassembles with its own rules,
-which are not modelled here.
+(first chunk time + k * period) but is armed only while a run could expire something - while the uuid at
+the head of the queue still has a context - so an idle lab can ``run_until_idle``. The C++ client (under the
+Python ``pulsar-client``) reassembles with rules that are close to these (as read on its main branch: the
+limit counts the map's size and evicts before adding, and a discarded final chunk returns its permit); the
+lab's consumer follows Java's for both client libraries.
 """
 
 from __future__ import annotations
@@ -378,8 +380,11 @@ class ChunkedMessageTracker:
             self._expiry_period = self.expire_time_of_incomplete_chunked_message_ms
 
     def _arm_expiry(self) -> None:
-        if self._timer is not None or self._expiry_phase is None or not self.chunked_messages or self._closed:
+        queue = self.pending_uuid_queue
+        if self._timer is not None or self._expiry_phase is None or self._closed:
             return
+        if not queue or queue[0] not in self.chunked_messages:
+            return  # a run would stop at once: the head uuid has no context (Java's task finds nothing to do)
         now, phase, period = self.scheduler.now(), self._expiry_phase, self._expiry_period
         deadline = phase + ((now - phase) // period + 1) * period
         self._timer = self.scheduler.call_at(deadline, self._on_expiry_timer, "chunk expiry")

@@ -15,8 +15,9 @@ Models the chunking path of the Java client's `ProducerImpl.sendAsync` / `serial
   ``uuid = "<producerName>-<sequenceId>"``, ``chunk_id``, ``num_chunks_from_msg`` and
   ``total_chunk_msg_size`` (the whole payload's size); chunk ``i`` carries bytes
   ``[i * payloadChunkSize, min((i + 1) * payloadChunkSize, size))``.
-* Without chunking, a payload over ``maxMessageSize`` fails with ``InvalidMessageException`` and Pulsar's
-  text (``"...sends a %s message..."``: "Compressed" or an empty string, hence the double space).
+* Without chunking, a payload over ``maxMessageSize`` sent on its own (not batched) fails with
+  ``InvalidMessageException`` and Pulsar's text (``"...sends a %s message..."``: "Compressed" or an empty
+  string, hence the double space); a batch is checked when it is sent.
 * The send returns ``ChunkMessageId(first, last)``: it *is* the last chunk's id (equality, hash and order
   are the last id's), and prints ``first;last``.
 

@@ -147,8 +147,6 @@ class _PartitionProducer:
             self._persist([(non_batched_entry(owner._name, msg, owner._now(),
                                               client=owner._client_library), [msg])])
             return
-        if owner._java_batch_size_check and len(msg.payload) > owner._max_message_size:
-            owner._check_size(msg)
         if not container.has_space_for(msg):
             self.flush()
         first, full = container.add_and_check_first(msg)
@@ -305,8 +303,8 @@ class Producer:
         self._chunk_max_message_size = chunk_max_message_size
         self._chunk_send_interval_ms = chunk_send_interval_ms
         self._max_message_size = client._max_message_size  # learnt from the broker on connect
+        # both clients size-check a message sent on its own; a batch is checked when it is sent (not modelled)
         java = self._client_library is ClientLibrary.JAVA
-        self._java_batch_size_check = java  # Java checks every message's size before batching it
         self._check_size = self._check_size_java if java else self._check_size_cpp
         self._topic = lab.service.normalize(topic)
         partitions = lab.service.ensure_topic(self._topic)
