@@ -324,9 +324,9 @@ class SharedDispatcher:
             if events is not None:
                 for pos, data in assigned:
                     meta = data.metadata
-                    if meta.chunk_id == 0 and meta.uuid is not None:
-                        events.append(CHUNK_PINNED, self.scheduler.now(), subscription=self.subscription.id,
-                                      consumer=c.id, uuid=meta.uuid, ledger=pos.ledger_id, entry=pos.entry_id)
+                    if meta.chunk_id == 0 and meta.uuid is not None:  # CHUNK_PINNED's fields, in order
+                        events.append_row(CHUNK_PINNED, self.scheduler.now(), self.subscription.id, c.id,
+                                          events.intern(meta.uuid), pos.ledger_id, pos.entry_id)
             count = min(max(c.available_permits, 0), len(assigned))
             for entry in assigned[count:]:
                 self._hold_chunk(entry, f"consumer {c.id} ran out of permits in this read", assignor, events)

@@ -234,8 +234,9 @@ class ChunkedMessageTracker:
             self._return_permits(1)
         self._start_expiry_task(now)
         if self._events is not None:
-            self._events.append(CHUNK_RECEIVED, now, consumer=self.consumer_id, uuid=uuid, chunk_id=chunk_id,
-                                num_chunks=num_chunks, position=_pos(msg_id), permits=permits)
+            events = self._events  # one per chunk: the row form, fields in CHUNK_RECEIVED's order
+            events.append_row(CHUNK_RECEIVED, now, self.consumer_id, events.intern(uuid), chunk_id, num_chunks,
+                              events.intern(_pos(msg_id)), permits)
 
         ctx = self.chunked_messages.get(uuid)
         if chunk_id == 0:

@@ -37,7 +37,7 @@ the same threshold appears only when a scenario uses an epoch-millisecond clock 
 
 The C++ client (under the Python ``pulsar-client``; `ClientLibrary.CPP`, the lab's default) differs, as read
 in apache/pulsar-client-cpp `ProducerImpl::sendAsyncWithStatsUpdate` and the Python wrapper
-(`python_client_rules`, `plan_for_message(client=...)`, `check_send_size`):
+(`check_chunking_config(client=...)`, `plan_for_message(client=...)`, `check_send_size`):
 
 * The Python ``create_producer`` refuses batching with chunking itself, with a plain ``ValueError`` whose text
   ends with a full stop ("...enabled together."), whatever the Pulsar line.

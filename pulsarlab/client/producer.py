@@ -199,9 +199,9 @@ class _PartitionProducer:
         owner = self.owner
         meta = entry.metadata
         events = owner._events
-        if events.enabled and meta.uuid is not None:
-            events.append(CHUNK_PUBLISHED, owner._now(), producer=owner._id, uuid=meta.uuid, chunk_id=meta.chunk_id,
-                          num_chunks=meta.num_chunks_from_msg, size=entry.size, partition=self.partition)
+        if events.enabled and meta.uuid is not None:  # CHUNK_PUBLISHED's fields, in order
+            events.append_row(CHUNK_PUBLISHED, owner._now(), owner._id, events.intern(meta.uuid), meta.chunk_id,
+                              meta.num_chunks_from_msg, entry.size, self.partition)
         pos = owner._service.publish(self.handle, entry)
         ids.append(trusted_message_id(pos.ledger_id, pos.entry_id, self.partition, -1))
         if last:
@@ -339,7 +339,12 @@ class Producer:
             check_send_size(ClientLibrary.JAVA, self._name, self._topic, msg, self._now(), self._max_message_size)
 
     def _check_size_cpp(self, msg: OutgoingMessage) -> None:
-        if len(msg.payload) + metadata_size_bound(self._name_field, msg) > self._max_message_size:
+        key = msg.partition_key  # metadata_size_bound inlined for the common message: no properties or ordering key
+        if msg.properties or msg.ordering_key is not None:
+            bound = metadata_size_bound(self._name_field, msg)
+        else:
+            bound = self._name_field + 48 + (7 + 4 * len(key) if key is not None else 0)
+        if len(msg.payload) + bound > self._max_message_size:
             check_send_size(ClientLibrary.CPP, self._name, self._topic, msg, self._now(), self._max_message_size)
 
     def _send_failed(self, msg: OutgoingMessage, part: _PartitionProducer, error: PulsarClientException,
