@@ -257,7 +257,11 @@ def test_an_individual_ack_expands_to_every_chunk_and_leaves_the_other_message_a
     lab.advance(10)
     got = {m.message_id().first.entry: m for m in drain(consumer)}
     assert sorted(got) == [0, 1]
+    impl = consumer._impls[-1]
+    assert impl.chunk_ids_of(got[0].message_id()) == tuple(pl.MessageId(3, e) for e in (0, 2, 4))
+    assert impl.chunk_ids_of(pl.MessageId(3, 4)) == (pl.MessageId(3, 4),)
     consumer.acknowledge(got[0])
+    assert impl.chunk_ids_of(got[0].message_id()) == (got[0].message_id(),)  # forgotten once acked
     c = cursor(lab)
     assert c["markDeletePosition"] == "3:0"
     assert c["individuallyDeletedMessages"] == "[(3:1..3:2],(3:3..3:4]]"

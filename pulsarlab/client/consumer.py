@@ -260,6 +260,11 @@ class _ConsumerImpl:
         """``trackMessage``: the UnAckedMessageTracker takes the id when ack timeout is on. This lab's consumer
         has no ack timeout, so the id stays unacknowledged at the broker until the consumer goes away."""
 
+    def chunk_ids_of(self, mid: MessageId) -> tuple[MessageId, ...]:
+        """Every chunk's id of a chunked message not yet acked (``unAckedChunkedMessageIdSequenceMap``), or
+        ``(mid,)``: what a redelivery request of ``mid`` lists (Java expands chunked ids the same way)."""
+        return self.chunked_ids.get(mid, (mid,)) if type(mid) is ChunkMessageId else (mid,)
+
     def acknowledge_chunked(self, mid: ChunkMessageId, cumulative: bool) -> None:
         """Ack a chunked message: every chunk individually, or cumulatively up to its last chunk."""
         ids = self.chunked_ids.pop(mid, None)
