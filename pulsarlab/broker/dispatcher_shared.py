@@ -18,7 +18,10 @@ Models `PersistentDispatcherMultipleConsumers` of branch-3.0 and branch-4.0 (and
 * Chunks (reference §9, ``sendChunkedMessagesToConsumers``): a read holding an entry with a uuid (only looked
   for once the topic stored a chunk) is split by `chunk_assignor.SharedConsumerAssignor`, which keeps every
   chunk of a message on the consumer that got its chunk 0; each consumer gets ``min(permits, its entries)``,
-  the rest and the unassigned chunks go to the replay set. As in 3.0/4.0 a pin outlives its consumer: the
+  the rest and the unassigned chunks go to the replay set. The released assignor can give a pinned consumer
+  more entries than it has permits (see `chunk_assignor`); when the last chunk of a message is among the excess,
+  its pin is already gone and the chunk stays in the replay set for good, which stalls the subscription, as in
+  3.0/4.0 (PR #25620 fixes the bookkeeping). As in 3.0/4.0 a pin also outlives its consumer: the
   assignor still reads the permits a consumer had when it left, so the rest of that message (and its chunks
   returned from the consumer's pending acks) go to the closed consumer, whose pending-acks map refuses them:
   they are lost to an ack hole until the topic is reloaded (``chunk_lost`` events say so).
@@ -329,7 +332,14 @@ class SharedDispatcher:
                                           events.intern(meta.uuid), pos.ledger_id, pos.entry_id)
             count = min(max(c.available_permits, 0), len(assigned))
             for entry in assigned[count:]:
-                self._hold_chunk(entry, f"consumer {c.id} ran out of permits in this read", assignor, events)
+                meta = entry[1].metadata
+                reason = f"consumer {c.id} ran out of permits in this read"
+                if meta.uuid is not None and meta.chunk_id == meta.num_chunks_from_msg - 1 \
+                        and assignor.pinned_consumer(meta.uuid) is None:
+                    reason += ("; the assignor dropped the pin when it handed out this last chunk, so no consumer "
+                               "will take it from the replay set and the subscription stalls (the released "
+                               "permit bookkeeping, PR #25620)")
+                self._hold_chunk(entry, reason, assignor, events)
             if count == 0:
                 continue
             batch = assigned[:count]

@@ -130,7 +130,8 @@ class _PartitionProducer:
         self.last_sequence_id_published = owner._initial_sequence_id
         self.container = (
             make_container(owner._batching_type, owner._name, owner._batching_max_messages,
-                           owner._batching_max_bytes, client=owner._client_library)
+                           owner._batching_max_bytes, client=owner._client_library,
+                           max_message_size=owner._max_message_size)
             if owner._batching_enabled else None
         )
         self.timer = None
