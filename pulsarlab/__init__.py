@@ -16,6 +16,7 @@ from .errors import (
     SubscriptionBusyException,
 )
 from .client.batching import BatchingType, ClientLibrary
+from .client.chunking import ChunkMessageId, MessageTooBig
 from .client.routing import PartitionsRoutingMode
 from .client.policies import ConsumerKeySharedPolicy, ConsumerType, InitialPosition, KeySharedMode
 from .lab import Lab
@@ -24,6 +25,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "BatchingType",
+    "ChunkMessageId",
     "ClientLibrary",
     "ConsumerBusyException",
     "ConsumerKeySharedPolicy",
@@ -33,6 +35,7 @@ __all__ = [
     "KeySharedMode",
     "Lab",
     "MessageId",
+    "MessageTooBig",
     "PartitionsRoutingMode",
     "ServerMetadataException",
     "SubscriptionBusyException",

@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
 
 from . import model_events as ev
 from .broker.failover import ring_index
+from .chunk_snapshot import ChunkInfo, ChunkTrackerSnap, chunk_info, chunk_tracker_snap
 from .broker.position import Position
 from .delayed_snapshot import DelayedTrackerSnap, delayed_snapshot
 from .ids import MessageId
@@ -84,6 +85,7 @@ class LedgerSnap:
     batch_sizes: tuple[int | None, ...]
     keys: tuple[str | None, ...]
     open: bool
+    chunks: tuple[ChunkInfo | None, ...] = ()  # per entry: its chunk fields, None when it is not a chunk
 
     @property
     def entries(self) -> int:
@@ -258,6 +260,7 @@ class ConsumerSnap:
     receiver_queue_size: int | None = None
     client_permits: int | None = None
     ack_grouping: AckGroupingSnap | None = None
+    chunks: ChunkTrackerSnap | None = None  # the client's chunk reassembly state (after its first chunk)
 
 
 @dataclass(frozen=True)
@@ -527,6 +530,7 @@ class SnapshotBuilder:
                 d.metadata.num_messages_in_batch for d in new),
             keys=(snap.keys if snap is not None else ()) + tuple(_entry_key(d) for d in new),
             open=open_,
+            chunks=(snap.chunks if snap is not None else ()) + tuple(chunk_info(d) for d in new),
         )
         self._ledger_cache[key] = snap
         return snap
@@ -650,7 +654,7 @@ class SnapshotBuilder:
             unacked=c.unacked_messages, pending_acks=pending_pos, blocked=c.blocked,
             max_unacked=c.max_unacked_messages, read_position_when_joining=c.read_position_when_joining,
             receiver_queue=queue, receiver_queue_size=queue_size,
-            client_permits=client_permits, ack_grouping=grouping,
+            client_permits=client_permits, ack_grouping=grouping, chunks=chunk_tracker_snap(cnx),
         )
 
 

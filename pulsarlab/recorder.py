@@ -58,6 +58,8 @@ VIEW_KINDS = frozenset({
     "entry_persisted", "replay_added", "consumer_blocked", "dispatcher_blocked", "active_consumer_change",
     "active_consumer_picked", "cursor_rewound", "redeliver_requested", "recently_joined", "draining_hash",
     "hash_blocked", "ack_queued", "acks_flushed", "acks_lost", "duplicate_dropped",
+    "chunk_published", "chunk_received", "chunk_discarded", "chunked_message_assembled", "chunked_message_evicted",
+    "chunked_message_expired", "chunked_message_acked", "chunk_pinned", "chunk_held",
 })
 
 _ID_WORDS = re.compile(r"\b(consumer|subscription|topic) (-?\d+)\b")

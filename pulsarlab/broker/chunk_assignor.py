@@ -31,7 +31,25 @@ import enum
 from dataclasses import dataclass, field
 from typing import Callable, Generic, Sequence, TypeVar
 
+from ..events import event_type
 from ..messages import MessageMetadata
+
+CHUNK_PINNED = event_type(
+    "chunk_pinned", "subscription:int consumer:int uuid:str ledger:int entry:int",
+    "subscription {subscription} pinned chunked message {uuid} to consumer {consumer} (its chunk 0 at "
+    "{ledger}:{entry}); every later chunk goes to that consumer",
+    rule="SharedConsumerAssignor, PIP-37, reference §9")
+CHUNK_HELD = event_type(
+    "chunk_held", "subscription:int consumer:int uuid:str chunk_id:int position:str reason:str",
+    "chunk {chunk_id} of {uuid} at {position} waits in the replay set of subscription {subscription}: {reason} "
+    "(pinned to consumer {consumer}; -1: none)",
+    rule="SharedConsumerAssignor unassigned entries -> addMessageToReplay, reference §9")
+
+CHUNK_LOST = event_type(
+    "chunk_lost", "subscription:int consumer:int uuid:str chunk_id:int position:str",
+    "chunk {chunk_id} of {uuid} at {position} went to consumer {consumer}, which has left: its message stays pinned "
+    "there (3.0/4.0), the closed consumer refuses the entry, and it is lost to an ack hole until the topic reloads",
+    rule="SharedConsumerAssignor keeps uuidToConsumer after removeConsumer, reference §9")
 
 C = TypeVar("C")  # a dispatcher consumer (compared by identity, like Java's IdentityHashMap)
 E = TypeVar("E")  # an entry (anything metadata_of can read)
@@ -43,6 +61,17 @@ class ReplayReason(enum.Enum):
     NOT_FIRST_CHUNK = "not_first_chunk"  # a chunk of a uuid nobody is pinned to, and not chunk 0
     PINNED_CONSUMER_FULL = "pinned_consumer_full"  # the pinned consumer has no permits left
     NO_CONSUMER = "no_consumer"  # every consumer ran out of permits before this entry
+
+    @property
+    def explanation(self) -> str:
+        return _REPLAY_TEXT[self]
+
+
+_REPLAY_TEXT = {
+    ReplayReason.NOT_FIRST_CHUNK: "no consumer is pinned to its message and only chunk 0 may pin one",
+    ReplayReason.PINNED_CONSUMER_FULL: "its message is pinned to a consumer with no permits left",
+    ReplayReason.NO_CONSUMER: "no consumer has permits left in this read",
+}
 
 
 @dataclass

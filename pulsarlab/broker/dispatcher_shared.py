@@ -18,6 +18,17 @@ Models `PersistentDispatcherMultipleConsumers` of branch-3.0 and branch-4.0 (and
   ``trackDelayedDelivery`` and held ones are not sent; due ones join the replay set first in
   ``getMessagesToReplayNow``; the fixed-delay look-ahead can pause reads.
 
+* Chunks (reference §9, ``sendChunkedMessagesToConsumers``): a read holding an entry with a uuid (only looked
+  for once the topic stored a chunk) is split by `chunk_assignor.SharedConsumerAssignor`, which keeps every
+  chunk of a message on the consumer that got its chunk 0; each consumer gets ``min(permits, its entries)``,
+  the rest and the unassigned chunks go to the replay set. The released assignor can give a pinned consumer
+  more entries than it has permits (see `chunk_assignor`); when the last chunk of a message is among the excess,
+  its pin is already gone and the chunk stays in the replay set for good, which stalls the subscription, as in
+  3.0/4.0 (PR #25620 fixes the bookkeeping). As in 3.0/4.0 a pin also outlives its consumer: the
+  assignor still reads the permits a consumer had when it left, so the rest of that message (and its chunks
+  returned from the consumer's pending acks) go to the closed consumer, whose pending-acks map refuses them:
+  they are lost to an ack hole until the topic is reloaded (``chunk_lost`` events say so).
+
 Simplifies: reads complete synchronously (no pending read to cancel, no read backoff, no
 ``minReplayedPosition`` race), consumers are always writable, no dispatch rate limits, no filters, no
 byte-based read limit.
@@ -33,6 +44,7 @@ from ..client.ack_grouping import ack_set_mask
 from .batch_size import classic_batch_entries, get_max_entries_in_this_batch
 from .delayed_dispatch import DelayedDelivery
 from .consumer import popcount
+from .chunk_assignor import CHUNK_HELD, CHUNK_LOST, CHUNK_PINNED, ReplayReason, SharedConsumerAssignor
 from .position import Position
 from .redelivery import InMemoryRedeliveryTracker, MessageRedeliveryController, RedeliveryTrackerDisabled
 from .round_robin import SharedConsumerList
@@ -81,6 +93,8 @@ class SharedDispatcher:
         self._again = False
         self._batch_fn = classic_batch_entries if form is SharedDispatcherForm.V3 else get_max_entries_in_this_batch
         self.delayed = DelayedDelivery(self)
+        self._topic = subscription.topic
+        self.chunk_assignor: SharedConsumerAssignor | None = None  # made at the first read holding a chunk
 
     def _uses_classic(self) -> bool:
         return self.profile.is_4x and bool(self.config["subscriptionSharedUseClassicPersistentImplementation"])
@@ -273,6 +287,8 @@ class SharedDispatcher:
         for _, data in entries:
             n = data.metadata.num_messages_in_batch
             remaining += 1 if n is None else n
+        if self._topic.msg_chunk_published and any(data.metadata.uuid is not None for _, data in entries):
+            return self.send_chunked_messages_to_consumers(read_type, entries)
         n_entries = len(entries)
         avg = max(remaining // n_entries, 1) if remaining > 0 else 1
         start = 0
@@ -309,6 +325,68 @@ class SharedDispatcher:
             for pos, _ in entries[start:]:
                 self.add_message_to_replay(pos.ledger_id, pos.entry_id, 0)
         return sent_any
+
+    def send_chunked_messages_to_consumers(self, read_type: int, entries: list) -> bool:
+        """`sendChunkedMessagesToConsumers`: the assignor splits the read; True when anything was sent."""
+        assignor = self.chunk_assignor
+        if assignor is None:
+            assignor = self.chunk_assignor = SharedConsumerAssignor(
+                self.consumer_list.next_consumer, _permits_of, metadata_of=_entry_metadata)
+        result = assignor.assign(entries, len(self.consumer_list))
+        events = self.events if self.events.enabled else None
+        for entry, reason in result.replay:
+            self._hold_chunk(entry, reason.explanation, assignor, events)
+        for entry in result.dropped:  # 3.0/4.0 release these unread; the model replays them so none is lost
+            self._hold_chunk(entry, ReplayReason.NO_CONSUMER.explanation, assignor, events)
+        tracker = self.redelivery_tracker
+        ack_sets_for = self.subscription.batch_ack_sets
+        replay_set = self.redelivery_messages
+        sent_any = False
+        for c, assigned in result.assigned:
+            if events is not None:
+                for pos, data in assigned:
+                    meta = data.metadata
+                    if meta.chunk_id == 0 and meta.uuid is not None:  # CHUNK_PINNED's fields, in order
+                        events.append_row(CHUNK_PINNED, self.scheduler.now(), self.subscription.id, c.id,
+                                          events.intern(meta.uuid), pos.ledger_id, pos.entry_id)
+            count = min(max(c.available_permits, 0), len(assigned))
+            for entry in assigned[count:]:
+                meta = entry[1].metadata
+                reason = f"consumer {c.id} ran out of permits in this read"
+                if meta.uuid is not None and meta.chunk_id == meta.num_chunks_from_msg - 1 \
+                        and assignor.pinned_consumer(meta.uuid) is None:
+                    reason += ("; the assignor dropped the pin when it handed out this last chunk, so no consumer "
+                               "will take it from the replay set and the subscription stalls (the released "
+                               "permit bookkeeping, PR #25620)")
+                self._hold_chunk(entry, reason, assignor, events)
+            if count == 0:
+                continue
+            batch = assigned[:count]
+            if read_type == REPLAY:
+                for pos, _ in batch:
+                    replay_set.remove(pos.ledger_id, pos.entry_id)
+            if c.closed and events is not None:
+                for pos, data in batch:
+                    meta = data.metadata
+                    events.append(CHUNK_LOST, self.scheduler.now(), subscription=self.subscription.id, consumer=c.id,
+                                  uuid=meta.uuid if meta.uuid is not None else "", chunk_id=meta.chunk_id,
+                                  position=f"{pos.ledger_id}:{pos.entry_id}")
+            _, msgs, acked = c.send_messages(batch, None, tracker, ack_sets_for(batch))
+            self.total_available_permits -= msgs - acked
+            sent_any = sent_any or msgs > 0
+        return sent_any
+
+    def _hold_chunk(self, entry: tuple, reason: str, assignor: SharedConsumerAssignor, events: Any) -> None:
+        pos, data = entry
+        if not self.add_message_to_replay(pos.ledger_id, pos.entry_id, 0) or events is None:
+            return
+        meta = data.metadata
+        if meta.uuid is None:
+            return
+        pinned = assignor.pinned_consumer(meta.uuid)
+        events.append(CHUNK_HELD, self.scheduler.now(), subscription=self.subscription.id,
+                      consumer=pinned.id if pinned is not None else -1, uuid=meta.uuid, chunk_id=meta.chunk_id,
+                      position=f"{pos.ledger_id}:{pos.entry_id}", reason=reason)
 
     # --- acks and redelivery -------------------------------------------------------------------
     def begin_ack(self) -> None:
@@ -391,3 +469,12 @@ class SharedDispatcher:
     def close(self) -> None:
         self.closed = True
         self.delayed.close()
+
+
+def _permits_of(consumer: "Consumer") -> int:
+    """``Consumer.getAvailablePermits``: the permit count, also of a consumer that has left."""
+    return consumer.available_permits
+
+
+def _entry_metadata(entry: tuple) -> Any:
+    return entry[1].metadata

@@ -67,6 +67,7 @@ class PersistentTopic:
         self.producers: dict[int, ProducerHandle] = {}
         self.msg_in_counter = 0
         self.bytes_in_counter = 0
+        self.msg_chunk_published = False  # a chunk was stored since the topic was loaded
         self._entry_ev = ev.ENTRY_PERSISTED
         self.delayed_messages_published = False  # a stored entry has a deliverAt time (dispatchers check delays)
 
@@ -88,6 +89,8 @@ class PersistentTopic:
         self.bytes_in_counter += size
         handle.msg_in_counter += n
         handle.bytes_in_counter += size
+        if meta.uuid is not None:
+            self.msg_chunk_published = True
         events = self.service.events
         if events.enabled:
             events.append_row(self._entry_ev, self.service.scheduler.now(), self.id, pos.ledger_id, pos.entry_id, n,
@@ -156,7 +159,7 @@ class PersistentTopic:
             "bytesOutCounter": sum(s["bytesOutCounter"] for s in subs.values()),
             "msgOutCounter": sum(s["msgOutCounter"] for s in subs.values()),
             "averageMsgSize": (self.bytes_in_counter / self.msg_in_counter) if self.msg_in_counter else 0.0,
-            "msgChunkPublished": False,
+            "msgChunkPublished": self.msg_chunk_published,
             "storageSize": ledger.total_size,
             "backlogSize": 0,
             "publishRateLimitedTimes": 0,

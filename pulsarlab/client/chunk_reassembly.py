@@ -34,9 +34,11 @@ Model choices: a chunk whose id is at or beyond the context's chunk count, or wh
 model drops that chunk instead (reason ``beyond_total``), keeps the context and tracks the chunk for ack
 timeout. A final chunk (by its own count) that comes before the count chunk 0 announced assembles what was
 stored, where Java would fail on the missing last id. The expiry task keeps Java's fixed-rate instants
-(first chunk time + k * period) but is armed only while a context is pending, so an idle lab can
-``run_until_idle``. The C++ client (under the Python ``pulsar-client``) reassembles with its own rules,
-which are not modelled here.
+(first chunk time + k * period) but is armed only while a run could expire something - while the uuid at
+the head of the queue still has a context - so an idle lab can ``run_until_idle``. The C++ client (under the
+Python ``pulsar-client``) reassembles with rules that are close to these (as read on its main branch: the
+limit counts the map's size and evicts before adding, and a discarded final chunk returns its permit); the
+lab's consumer follows Java's for both client libraries.
 """
 
 from __future__ import annotations
@@ -73,6 +75,11 @@ CHUNKED_MESSAGE_EVICTED = event_type(
     "consumer {consumer} dropped incomplete {uuid} ({chunks} chunk(s), {cause}); its chunks were {action}; "
     "pending count now {pending}",
     rule="removeOldestPendingChunkedMessage / chunk 0 restart, reference §9")
+CHUNKED_MESSAGE_ACKED = event_type(
+    "chunked_message_acked", "consumer:int message_id:str chunks:int cumulative:bool positions:str",
+    "consumer {consumer} acknowledged chunked message {message_id} (cumulative={cumulative}): the ack goes to "
+    "{positions}",
+    rule="acks of a ChunkMessageId expand to every chunk (unAckedChunkedMessageIdSequenceMap), reference §7.1, §9")
 CHUNKED_MESSAGE_EXPIRED = event_type(
     "chunked_message_expired", "consumer:int uuid:str chunks:int age:int",
     "consumer {consumer} expired incomplete {uuid} after {age} ms and acked its {chunks} chunk(s)",
@@ -227,8 +234,9 @@ class ChunkedMessageTracker:
             self._return_permits(1)
         self._start_expiry_task(now)
         if self._events is not None:
-            self._events.append(CHUNK_RECEIVED, now, consumer=self.consumer_id, uuid=uuid, chunk_id=chunk_id,
-                                num_chunks=num_chunks, position=_pos(msg_id), permits=permits)
+            events = self._events  # one per chunk: the row form, fields in CHUNK_RECEIVED's order
+            events.append_row(CHUNK_RECEIVED, now, self.consumer_id, events.intern(uuid), chunk_id, num_chunks,
+                              events.intern(_pos(msg_id)), permits)
 
         ctx = self.chunked_messages.get(uuid)
         if chunk_id == 0:
@@ -373,8 +381,11 @@ class ChunkedMessageTracker:
             self._expiry_period = self.expire_time_of_incomplete_chunked_message_ms
 
     def _arm_expiry(self) -> None:
-        if self._timer is not None or self._expiry_phase is None or not self.chunked_messages or self._closed:
+        queue = self.pending_uuid_queue
+        if self._timer is not None or self._expiry_phase is None or self._closed:
             return
+        if not queue or queue[0] not in self.chunked_messages:
+            return  # a run would stop at once: the head uuid has no context (Java's task finds nothing to do)
         now, phase, period = self.scheduler.now(), self._expiry_phase, self._expiry_period
         deadline = phase + ((now - phase) // period + 1) * period
         self._timer = self.scheduler.call_at(deadline, self._on_expiry_timer, "chunk expiry")

@@ -15,8 +15,9 @@ Models the chunking path of the Java client's `ProducerImpl.sendAsync` / `serial
   ``uuid = "<producerName>-<sequenceId>"``, ``chunk_id``, ``num_chunks_from_msg`` and
   ``total_chunk_msg_size`` (the whole payload's size); chunk ``i`` carries bytes
   ``[i * payloadChunkSize, min((i + 1) * payloadChunkSize, size))``.
-* Without chunking, a payload over ``maxMessageSize`` fails with ``InvalidMessageException`` and Pulsar's
-  text (``"...sends a %s message..."``: "Compressed" or an empty string, hence the double space).
+* Without chunking, a payload over ``maxMessageSize`` sent on its own (not batched) fails with
+  ``InvalidMessageException`` and Pulsar's text (``"...sends a %s message..."``: "Compressed" or an empty
+  string, hence the double space); a batch is checked when it is sent.
 * The send returns ``ChunkMessageId(first, last)``: it *is* the last chunk's id (equality, hash and order
   are the last id's), and prints ``first;last``.
 
@@ -34,6 +35,22 @@ numbers below 16, 2 from 16) plus varint or length-prefixed values. ``MessageChu
 virtual clock starts near 0, so its publish times take fewer varint bytes and its producer names differ:
 the same threshold appears only when a scenario uses an epoch-millisecond clock and the same name.
 
+The C++ client (under the Python ``pulsar-client``; `ClientLibrary.CPP`, the lab's default) differs, as read
+in apache/pulsar-client-cpp `ProducerImpl::sendAsyncWithStatsUpdate` and the Python wrapper
+(`check_chunking_config(client=...)`, `plan_for_message(client=...)`, `check_send_size`):
+
+* The Python ``create_producer`` refuses batching with chunking itself, with a plain ``ValueError`` whose text
+  ends with a full stop ("...enabled together."), whatever the Pulsar line.
+* The metadata is sized *after* the producer stamped name, publish time and its own sequence id, and without
+  ``uncompressed_size`` (set only with compression); there is no ``chunkMaxMessageSize``: the chunk size is
+  ``maxMessageSize - metadataSize``; metadata of ``maxMessageSize`` bytes or more fails the send.
+* Without chunking a non-batched message fails when *metadata plus payload* exceed ``maxMessageSize``; both
+  failures are ``ResultMessageTooBig``, which Python raises as ``pulsar.MessageTooBig("Pulsar error:
+  MessageTooBig")`` (`MessageTooBig`). Batches are size-checked when the batch is sent; the model does not
+  check batches.
+* The C++ `ChunkMessageIdImpl` prints each id as ``(ledger,entry,partition,batchIndex)``; the lab prints Java's
+  ``L:E:P;L:E:P`` for both clients.
+
 Simplifies: no compression or encryption (the "compressed" payload is the payload), no schemas unless a
 schema-version size is passed, no send-queue permits or memory limits for the extra chunks; the lab models
 persistent topics only, so the non-persistent branch (no chunk fields) is not modelled. Older lines (3.0)
@@ -45,14 +62,39 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from ..errors import IllegalArgumentException, InvalidMessageException
+from ..errors import IllegalArgumentException, InvalidMessageException, PulsarClientException
+from ..events import event_type
 from ..ids import MessageId
 from ..messages import EntryData, MessageMetadata
 from ..profiles import Profile, get_profile
 from .batching import ClientLibrary, OutgoingMessage, non_batched_entry
 
 BATCHING_AND_CHUNKING = "Batching and chunking of messages can't be enabled together"
+PYTHON_BATCHING_AND_CHUNKING = BATCHING_AND_CHUNKING + "."  # the Python wrapper's own check
+MESSAGE_TOO_BIG = "Pulsar error: MessageTooBig"  # str() of the Python client's pulsar.MessageTooBig
 DEFAULT_CHUNK_MAX_MESSAGE_SIZE = -1  # ProducerConfigurationData.chunkMaxMessageSize: use the broker's limit
+
+CHUNK_PUBLISHED = event_type(
+    "chunk_published", "producer:int uuid:str chunk_id:int num_chunks:int size:int partition:int",
+    "producer {producer} sent chunk {chunk_id} of {num_chunks} of {uuid} ({size} bytes) to partition {partition}",
+    rule="ProducerImpl.sendAsync chunk loop: each chunk is its own SEND and ledger entry, reference §9")
+PRODUCER_CRASHED = event_type(
+    "producer_crashed", "producer:int chunks:int messages:int",
+    "producer {producer} crashed: {chunks} chunk(s) of {messages} message(s) were never sent",
+    rule="lab extension Producer.crash(): a publisher that fails part way through a chunked message")
+MESSAGE_TOO_BIG_EVENT = event_type(
+    "message_too_big", "producer:int sequence_id:int size:int max_message_size:int error:str",
+    "producer {producer} could not send sequence id {sequence_id} ({size} bytes): {error}",
+    rule="ProducerImpl.sendAsync size check against the broker's maxMessageSize, reference §9")
+
+
+class MessageTooBig(PulsarClientException):
+    """``pulsar.MessageTooBig``: the C++ client's ``ResultMessageTooBig``, as the Python client raises it.
+
+    The Java client fails the same send with ``InvalidMessageException`` (`check_message_size`).
+    """
+
+    java_class = "org.apache.pulsar.client.api.PulsarClientException$InvalidMessageException"
 
 # MessageMetadata field numbers (PulsarApi.proto) of the fields the size estimate counts.
 _PRODUCER_NAME, _SEQUENCE_ID, _PUBLISH_TIME, _PROPERTIES = 1, 2, 3, 4
@@ -166,14 +208,21 @@ def sizing_metadata_size(
 # --- configuration checks ----------------------------------------------------------------------------
 
 def check_chunking_config(
-    *, chunking_enabled: bool, batching_enabled: bool, profile: Profile | str | None = None
+    *,
+    chunking_enabled: bool,
+    batching_enabled: bool,
+    profile: Profile | str | None = None,
+    client: ClientLibrary = ClientLibrary.JAVA,
 ) -> None:
     """`ProducerBuilderImpl.createAsync`'s check: batching and chunking together are refused.
 
-    3.x throws the ``IllegalArgumentException`` from ``checkArgument``; 4.x returns it as a failed future
-    (``via="future"``).
+    Java: 3.x throws the ``IllegalArgumentException`` from ``checkArgument``; 4.x returns it as a failed future
+    (``via="future"``). The Python client (`ClientLibrary.CPP`) checks first, in ``create_producer``, and
+    raises a plain ``ValueError`` with its own text (`PYTHON_BATCHING_AND_CHUNKING`).
     """
     if chunking_enabled and batching_enabled:
+        if client is ClientLibrary.CPP:
+            raise ValueError(PYTHON_BATCHING_AND_CHUNKING)
         via = "future" if get_profile(profile).is_4x else "throw"
         raise IllegalArgumentException(BATCHING_AND_CHUNKING, via=via)
 
@@ -258,6 +307,37 @@ def plan_chunks(
     return ChunkPlan(payload_size, metadata_size, max_message_size, limit, chunk_size, total)
 
 
+def cpp_metadata_size(producer_name: str, msg: OutgoingMessage, publish_time: int) -> int:
+    """The metadata size the C++ producer subtracts from ``maxMessageSize`` (``msgMetadata.ByteSizeLong()``).
+
+    Counted after ``setMessageMetadata``: producer name, publish time and the message's real sequence id, plus
+    what the message carries; no ``uncompressed_size`` (set only with compression) and no chunk field yet.
+    """
+    metadata = MessageMetadata(
+        producer_name=producer_name,
+        sequence_id=msg.sequence_id,
+        publish_time=publish_time if msg.publish_time is None else msg.publish_time,
+        properties=msg.properties,
+        partition_key=msg.partition_key,
+        ordering_key=msg.ordering_key,
+        event_time=msg.event_time,
+        deliver_at_time=msg.deliver_at,
+    )
+    return serialized_metadata_size(metadata, uncompressed_size_set=False)
+
+
+def _cpp_plan(producer_name: str, msg: OutgoingMessage, publish_time: int, max_message_size: int) -> ChunkPlan:
+    _check_size_arg("max_message_size", max_message_size)
+    if max_message_size <= 0:
+        raise ValueError(f"max_message_size must be > 0 bytes, got {max_message_size}")
+    metadata_size = cpp_metadata_size(producer_name, msg, publish_time)
+    if metadata_size >= max_message_size:
+        raise MessageTooBig(MESSAGE_TOO_BIG, via="future")
+    chunk_size = max_message_size - metadata_size
+    total = -(-max(1, len(msg.payload)) // chunk_size)
+    return ChunkPlan(len(msg.payload), metadata_size, max_message_size, max_message_size, chunk_size, total)
+
+
 def plan_for_message(
     producer_name: str,
     topic: str,
@@ -268,8 +348,18 @@ def plan_for_message(
     chunk_max_message_size: int = DEFAULT_CHUNK_MAX_MESSAGE_SIZE,
     sequence_id_set_by_application: bool = False,
     schema_version_size: int | None = None,
+    client: ClientLibrary = ClientLibrary.JAVA,
 ) -> ChunkPlan:
-    """`plan_chunks` for one outgoing message, with the metadata size `sizing_metadata_size` gives."""
+    """`plan_chunks` for one outgoing message of a chunking producer of ``client``.
+
+    Java: the metadata size `sizing_metadata_size` gives. C++ (the Python client): `cpp_metadata_size`, no
+    ``chunk_max_message_size``, and `MessageTooBig` when the metadata alone reaches ``max_message_size``.
+    """
+    if client is ClientLibrary.CPP:
+        if chunk_max_message_size != DEFAULT_CHUNK_MAX_MESSAGE_SIZE:
+            raise ValueError("chunk_max_message_size is the Java client's chunkMaxMessageSize; the C++ client "
+                             "has no such setting")
+        return _cpp_plan(producer_name, msg, publish_time, max_message_size)
     metadata_size = sizing_metadata_size(
         producer_name, msg, publish_time,
         sequence_id_set_by_application=sequence_id_set_by_application,
@@ -279,6 +369,48 @@ def plan_for_message(
         len(msg.payload), metadata_size, max_message_size=max_message_size,
         chunk_max_message_size=chunk_max_message_size, producer_name=producer_name, topic=topic,
     )
+
+
+def metadata_size_bound(producer_name_field: int, msg: OutgoingMessage) -> int:
+    """An upper bound of `cpp_metadata_size` that costs a few ``len`` calls (no encoding).
+
+    ``producer_name_field`` is the exact size of the producer-name field (the same for every message of a
+    producer); every varint counts 10 bytes, every tag 2, every length prefix 5, every character 4 bytes.
+    """
+    bound = producer_name_field + 4 * 12  # sequence id, publish time, event time, deliver-at time
+    key = msg.partition_key
+    if key is not None:
+        bound += 7 + 4 * len(key)
+    okey = msg.ordering_key
+    if okey is not None:
+        bound += 7 + len(okey)
+    props = msg.properties
+    if props:
+        for k, v in props.items():
+            bound += 21 + 4 * (len(k) + len(v))
+    return bound
+
+
+def producer_name_field_size(producer_name: str) -> int:
+    """The protobuf size of the ``producer_name`` field."""
+    return _bytes_field(_PRODUCER_NAME, len(producer_name.encode("utf-8")))
+
+
+def check_send_size(
+    client: ClientLibrary,
+    producer_name: str,
+    topic: str,
+    msg: OutgoingMessage,
+    publish_time: int,
+    max_message_size: int,
+) -> None:
+    """The size check of a producer without chunking: Java's `check_message_size` (the payload alone), or the
+    C++ client's metadata-plus-payload check that fails with `MessageTooBig`."""
+    if client is ClientLibrary.JAVA:
+        check_message_size(len(msg.payload), max_message_size, producer_name=producer_name, topic=topic)
+        return
+    if cpp_metadata_size(producer_name, msg, publish_time) + len(msg.payload) > max_message_size:
+        raise MessageTooBig(MESSAGE_TOO_BIG, via="future")
 
 
 # --- the chunk entries -------------------------------------------------------------------------------
@@ -319,7 +451,7 @@ def split_into_chunks(
             ordering_key=msg.ordering_key,
             event_time=msg.event_time,
             deliver_at_time=msg.deliver_at,
-            uncompressed_size=len(msg.payload),
+            uncompressed_size=len(msg.payload) if client is ClientLibrary.JAVA else 0,
             uuid=uuid,
             chunk_id=chunk_id,
             num_chunks_from_msg=plan.total_chunks,

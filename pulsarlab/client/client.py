@@ -1,8 +1,10 @@
 """The client: ``pulsar.Client`` in the lab (producers and consumers talk to the lab's one broker).
 
 Models the Python ``pulsar.Client`` surface (``create_producer``, ``subscribe``, ``get_topic_partitions``,
-``close``). ``client_library`` picks whose batching rules the producers follow (default the C++ client the
-Python package wraps; `ClientLibrary.JAVA` for the Java client the reference reads).
+``close``). ``client_library`` picks whose batching and chunking rules the producers follow (default the C++
+client the Python package wraps; `ClientLibrary.JAVA` for the Java client the reference reads). On connect the
+client learns the broker's ``maxMessageSize`` (CONNECTED's ``max_message_size``, `ClientCnx.getMaxMessageSize`);
+its producers size messages and chunks against it.
 """
 
 from __future__ import annotations
@@ -24,8 +26,12 @@ class Client:
     def __init__(self, lab: "Lab", *, client_library: ClientLibrary = ClientLibrary.CPP) -> None:
         if not isinstance(client_library, ClientLibrary):
             raise TypeError(f"client_library must be a ClientLibrary, not {client_library!r}")
+        max_size = lab.config["maxMessageSize"]
+        if not isinstance(max_size, int) or isinstance(max_size, bool) or max_size <= 0:
+            raise ValueError(f"broker setting maxMessageSize must be an int > 0 (bytes), got {max_size!r}")
         self._lab = lab
         self._client_library = client_library
+        self._max_message_size = max_size
         self._producers: list[Producer] = []
         self._consumers: list[Consumer] = []
         self._closed = False
@@ -34,7 +40,8 @@ class Client:
         """``Client.create_producer(topic, producer_name=None, initial_sequence_id=None, batching_enabled=False,
         batching_max_messages=1000, batching_max_allowed_size_in_bytes=131072, batching_max_publish_delay_ms=10,
         batching_type=BatchingType.Default, message_routing_mode=RoundRobinDistribution, message_router=None,
-        properties=None)``."""
+        properties=None, chunking_enabled=False)``; lab extras: ``chunk_send_interval_ms=0``, and
+        ``chunk_max_message_size=-1`` (Java client only)."""
         self._check()
         producer = Producer(self, topic, **kwargs)
         self._producers.append(producer)
@@ -44,7 +51,10 @@ class Client:
         """``Client.subscribe(topic, subscription_name, consumer_type=ConsumerType.Exclusive, receiver_queue_size=1000,
         max_total_receiver_queue_size_across_partitions=50000, consumer_name=None,
         initial_position=InitialPosition.Latest, priority_level=0, key_shared_policy=None,
-        batch_index_ack_enabled=None)``; lab extras: ``ack_group_time_ms=100``, ``max_ack_group_size=1000``.
+        batch_index_ack_enabled=None, max_pending_chunked_message=10,
+        auto_ack_oldest_chunked_message_on_queue_full=False)``; lab extras: ``ack_group_time_ms=100``,
+        ``max_ack_group_size=1000``, ``expire_time_of_incomplete_chunked_message_ms=60000`` (the C++
+        ``ConsumerConfiguration`` setting, which the Python client does not expose).
         ``batch_index_ack_enabled=None`` takes the profile's client default (true from 4.1)."""
         self._check()
         consumer = Consumer(self, topic, subscription_name, **kwargs)

@@ -14,6 +14,13 @@ and `ZeroQueueConsumerImpl` (reference §6, §7.1):
 * Acks go through `AcknowledgmentsGroupingTracker` (group time, size, batch ack sets, duplicates);
   cumulative acks on Shared / Key_Shared fail with Pulsar's text.
 * ``crash()`` (a lab extension): the process dies - pending acks are lost, the broker sees the connection close.
+* Chunked messages (reference §9): each chunk entry goes to the partition consumer's `ChunkedMessageTracker`
+  (``max_pending_chunked_message``, ``auto_ack_oldest_chunked_message_on_queue_full``, and the lab extra
+  ``expire_time_of_incomplete_chunked_message_ms``); non-final chunks return their permit at once, an
+  assembled message is queued under its `ChunkMessageId`, and its acks expand to every chunk: an individual
+  ack acks each chunk's position, a cumulative ack goes to the last chunk's position. Ids the tracker hands to
+  ack-timeout tracking go to `_ConsumerImpl.track_message`, which does nothing while the consumer has no ack
+  timeout.
 
 Simplifies: no ack timeout, negative acks, dead-letter policy, listeners, pause/resume or seek (later
 issues); no reconnection (the model's connections never drop by themselves).
@@ -32,6 +39,13 @@ from ..messages import ROW_ORDERING_KEY as _ROW_ORDERING_KEY
 from ..messages import ROW_PARTITION_KEY as _ROW_PARTITION_KEY
 from ..messages import ROW_PROPERTIES as _ROW_PROPERTIES
 from .ack_grouping import AckType, AcknowledgmentsGroupingTracker
+from .chunk_reassembly import (
+    CHUNKED_MESSAGE_ACKED,
+    DEFAULT_EXPIRE_TIME_OF_INCOMPLETE_CHUNKED_MESSAGE_MS,
+    DEFAULT_MAX_PENDING_CHUNKED_MESSAGE,
+    ChunkedMessageTracker,
+)
+from .chunking import ChunkMessageId
 from .policies import ConsumerKeySharedPolicy, ConsumerType, InitialPosition
 from .producer import AlreadyClosedException
 
@@ -42,6 +56,7 @@ CUMULATIVE_NOT_ALLOWED = "Cannot use cumulative acks on a non-exclusive/non-fail
 _RECEIVED = ev.RECEIVED
 _ACKNOWLEDGED = ev.ACKNOWLEDGED
 _INDIVIDUAL = AckType.INDIVIDUAL
+_ChunkMessageId = ChunkMessageId
 # what trusted_message_id does, for message_received's per-message loop
 _new_id = object.__new__
 _set_ledger = MessageId.ledger.__set__  # type: ignore[attr-defined]
@@ -136,6 +151,8 @@ class _ConsumerImpl:
             consumer_name=parent._name,
         )
         self.broker_consumer = None
+        self.chunk_tracker: ChunkedMessageTracker | None = None  # made at the first chunk
+        self.chunked_ids: dict[MessageId, tuple[MessageId, ...]] = {}  # unAckedChunkedMessageIdSequenceMap
 
     def _send_ack(self, cmd: Any) -> None:
         if self.broker_consumer is not None:
@@ -154,6 +171,9 @@ class _ConsumerImpl:
                 if events is not None:
                     events.append_row(ev.DUPLICATE_DROPPED, parent._scheduler.now(), parent._id, ledger, entry, -1)
                 self.increase_available_permits(1)
+                return
+            if meta.uuid is not None and meta.is_chunk:
+                self._chunk_received(mid, data, redelivery_count)
                 return
             parent._queue.append(
                 Message(data.payloads[0], meta, None, mid, self.topic, redelivery_count, 0))
@@ -199,6 +219,71 @@ class _ConsumerImpl:
         if skipped:
             self.increase_available_permits(skipped)
 
+    # --- chunks (ConsumerImpl.processMessageChunk) ----------------------------------------------------
+    def _chunk_received(self, mid: MessageId, data: Any, redelivery_count: int) -> None:
+        tracker = self.chunk_tracker
+        if tracker is None:
+            tracker = self.chunk_tracker = self._new_chunk_tracker()
+        message = tracker.process_chunk(mid, data.metadata, data.payloads[0]).message
+        if message is not None:
+            self.chunked_ids[message.message_id] = message.chunk_ids
+            self.parent._queue.append(Message(message.payload, message.metadata, None, message.message_id,
+                                              self.topic, redelivery_count, 0))
+
+    def _new_chunk_tracker(self) -> ChunkedMessageTracker:
+        parent = self.parent
+        return ChunkedMessageTracker(
+            parent._scheduler,
+            max_pending_chunked_message=parent._max_pending_chunked_message,
+            auto_ack_oldest_chunked_message_on_queue_full=parent._auto_ack_oldest_chunked_message_on_queue_full,
+            expire_time_of_incomplete_chunked_message_ms=parent._expire_time_of_incomplete_chunked_message_ms,
+            ack=self._ack_chunks,
+            return_permits=self._return_chunk_permits,
+            track=self.track_message,
+            events=parent._lab.events,
+            consumer_id=parent._id,
+        )
+
+    def _ack_chunks(self, ids: list[MessageId]) -> None:
+        """``doAcknowledge`` of dropped chunks: individual acks through the grouping tracker."""
+        add = self.tracker.add_acknowledgment
+        for mid in ids:
+            add(mid, 0, _INDIVIDUAL)
+
+    def _return_chunk_permits(self, n: int) -> None:
+        if self.queue_size == 0:  # ZeroQueueConsumerImpl: 0 / 2 = 0, so any returned permit is flushed
+            self.send_flow(n)
+        else:
+            self.increase_available_permits(n)
+
+    def track_message(self, mid: MessageId) -> None:
+        """``trackMessage``: the UnAckedMessageTracker takes the id when ack timeout is on. This lab's consumer
+        has no ack timeout, so the id stays unacknowledged at the broker until the consumer goes away."""
+
+    def chunk_ids_of(self, mid: MessageId) -> tuple[MessageId, ...]:
+        """Every chunk's id of a chunked message not yet acked (``unAckedChunkedMessageIdSequenceMap``), or
+        ``(mid,)``: what a redelivery request of ``mid`` lists (Java expands chunked ids the same way)."""
+        return self.chunked_ids.get(mid, (mid,)) if type(mid) is ChunkMessageId else (mid,)
+
+    def acknowledge_chunked(self, mid: ChunkMessageId, cumulative: bool) -> None:
+        """Ack a chunked message: every chunk individually, or cumulatively up to its last chunk."""
+        ids = self.chunked_ids.pop(mid, None)
+        last = mid.last
+        if cumulative:
+            self.tracker.add_acknowledgment(last, 0, AckType.CUMULATIVE)
+        else:
+            self._ack_chunks(list(ids) if ids else [last])
+        parent = self.parent
+        if parent._events is not None:
+            shown = ids if ids and not cumulative else (last,)
+            parent._events.append(CHUNKED_MESSAGE_ACKED, parent._scheduler.now(), consumer=parent._id,
+                                  message_id=str(mid), chunks=len(ids) if ids else 1, cumulative=cumulative,
+                                  positions=",".join(f"{i.ledger}:{i.entry}" for i in shown))
+
+    def close_chunks(self) -> None:
+        if self.chunk_tracker is not None:
+            self.chunk_tracker.close()
+
     def active_consumer_changed(self, is_active: bool) -> None:
         self.parent._active[self.partition] = is_active
 
@@ -239,7 +324,12 @@ class Consumer:
         properties: dict[str, str] | None = None,
         ack_group_time_ms: int = 100,
         max_ack_group_size: int = 1000,
+        max_pending_chunked_message: int = DEFAULT_MAX_PENDING_CHUNKED_MESSAGE,
+        auto_ack_oldest_chunked_message_on_queue_full: bool = False,
+        expire_time_of_incomplete_chunked_message_ms: int = DEFAULT_EXPIRE_TIME_OF_INCOMPLETE_CHUNKED_MESSAGE_MS,
     ) -> None:
+        _check_chunk_settings(max_pending_chunked_message, auto_ack_oldest_chunked_message_on_queue_full,
+                              expire_time_of_incomplete_chunked_message_ms)
         if not isinstance(consumer_type, ConsumerType):
             raise TypeError(f"consumer_type must be a pulsarlab.ConsumerType, not {consumer_type!r}")
         if not isinstance(initial_position, InitialPosition):
@@ -269,6 +359,9 @@ class Consumer:
         )
         self._ack_group_time_ms = ack_group_time_ms
         self._max_ack_group_size = max_ack_group_size
+        self._max_pending_chunked_message = max_pending_chunked_message
+        self._auto_ack_oldest_chunked_message_on_queue_full = auto_ack_oldest_chunked_message_on_queue_full
+        self._expire_time_of_incomplete_chunked_message_ms = expire_time_of_incomplete_chunked_message_ms
         self._queue: deque[Message] = deque()
         self._closed = False
         self._pending_error: Exception | None = None
@@ -423,6 +516,9 @@ class Consumer:
         if events is not None:
             events.append_row(_ACKNOWLEDGED, self._scheduler.now(), self._id, mid.ledger, mid.entry, mid.batch_index,
                               0)
+        if type(mid) is _ChunkMessageId:
+            impl.acknowledge_chunked(mid, False)
+            return
         impl.tracker.add_acknowledgment(mid, batch_size, _INDIVIDUAL)
 
     def acknowledge_cumulative(self, message: Message | MessageId) -> None:
@@ -435,6 +531,9 @@ class Consumer:
         if self._events is not None:
             self._events.append_row(ev.ACKNOWLEDGED, self._scheduler.now(), self._id, mid.ledger, mid.entry,
                                     mid.batch_index, 1)
+        if type(mid) is _ChunkMessageId:
+            impl.acknowledge_chunked(mid, True)
+            return
         impl.tracker.add_acknowledgment(mid, batch_size, AckType.CUMULATIVE)
 
     def _impl_for(self, mid: MessageId) -> _ConsumerImpl:
@@ -474,6 +573,7 @@ class Consumer:
     def _close(self, reason: str) -> None:
         self._closed = True
         for impl in self._impls.values():
+            impl.close_chunks()
             if impl.connected:
                 impl.connected = False
                 self._service.close_consumer(impl.broker_consumer, reason)
@@ -512,12 +612,27 @@ class Consumer:
             self._service.unsubscribe(impl.broker_consumer)
         for impl in self._impls.values():
             impl.tracker.close()
+            impl.close_chunks()
         self._closed = True
         self._queue.clear()
 
     def __repr__(self) -> str:
         return (f"<Consumer {self._name!r} {self._type.name} on {self._topic} / {self._subscription}, "
                 f"{len(self._queue)} queued>")
+
+
+def _check_chunk_settings(max_pending: Any, auto_ack: Any, expire_ms: Any) -> None:
+    """The Python client's type checks of the chunk settings, then the ranges the tracker accepts."""
+    for name, value, kind in (("max_pending_chunked_message", max_pending, int),
+                              ("auto_ack_oldest_chunked_message_on_queue_full", auto_ack, bool),
+                              ("expire_time_of_incomplete_chunked_message_ms", expire_ms, int)):
+        if not isinstance(value, kind):
+            raise ValueError(f"Argument {name} is expected to be of type '{kind.__name__}' and not "
+                             f"'{type(value).__name__}'")
+    for name, value in (("max_pending_chunked_message", max_pending),
+                        ("expire_time_of_incomplete_chunked_message_ms", expire_ms)):
+        if value < 0:
+            raise ValueError(f"{name} must be >= 0 (0 turns it off), got {value}")
 
 
 def _ids(messages: Iterable[Message]) -> list[MessageId]:

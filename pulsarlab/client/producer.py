@@ -13,7 +13,16 @@ Models the Python ``pulsar.Producer`` over the C++ `ProducerImpl` / `Partitioned
   (so back-to-back ``send`` calls each make a batch of one, exactly the real client's behaviour);
   ``send_async`` does not wait.
 
-Simplifies: no send timeout, pending-queue limits, compression, chunking, schemas, or deduplication; the
+Chunking (reference §9; rules in `client.chunking`): with ``chunking_enabled`` (batching off) every message
+is planned against the broker's ``maxMessageSize`` the client learnt on connect and sent as one entry or as
+chunk entries, each its own SEND; the send completes with a `ChunkMessageId` when the last chunk is stored.
+Without chunking an oversize message fails as the client fails it (`MessageTooBig` for the Python client,
+``InvalidMessageException`` for Java); ``send`` raises it, ``send_async`` hands its result name to the callback.
+Lab extras: ``chunk_send_interval_ms`` spaces a producer's SENDs of chunks in virtual time (standing in for
+the time it takes to write each chunk to the wire), so chunks of several producers interleave at the broker
+as they do on a real cluster; ``crash()`` kills the producer with chunks still unsent.
+
+Simplifies: no send timeout, pending-queue limits, compression, schemas, or deduplication; the
 broker persists an entry synchronously (no network latency). ``deliver_at`` (lab-clock ms) and ``deliver_after``
 (a ``timedelta``) set the entry's ``deliver_at_time``; such a message is never batched (C++ ``canAddToBatch``).
 A send the broker refuses (a delay above ``delayedDeliveryMaxDelayInMillis``) fails: ``send`` raises
@@ -23,12 +32,14 @@ A send the broker refuses (a delay above ``delayedDeliveryMaxDelayInMillis``) fa
 from __future__ import annotations
 
 import dataclasses
+from collections import deque
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Callable
 
 from .. import model_events as ev
 from ..errors import NotAllowedException as BrokerNotAllowedException
 from ..errors import PulsarClientException
+from ..errors import InvalidMessageException, PulsarClientException
 from ..ids import MessageId, trusted_message_id
 from .batching import (
     DEFAULT_BATCHING_MAX_BYTES,
@@ -38,6 +49,20 @@ from .batching import (
     OutgoingMessage,
     make_container,
     non_batched_entry,
+)
+from .chunking import (
+    CHUNK_PUBLISHED,
+    DEFAULT_CHUNK_MAX_MESSAGE_SIZE,
+    MESSAGE_TOO_BIG_EVENT,
+    PRODUCER_CRASHED,
+    MessageTooBig,
+    check_chunking_config,
+    check_send_size,
+    metadata_size_bound,
+    plan_for_message,
+    producer_name_field_size,
+    sent_message_id,
+    split_into_chunks,
 )
 from .routing import HashingScheme, MessageRouter, PartitionsRoutingMode
 
@@ -78,6 +103,28 @@ class NotAllowedException(PulsarClientException):
     """The broker refused the send (``ServerError.NotAllowed``): ``pulsar.NotAllowedError``."""
 
     java_class = "org.apache.pulsar.client.api.PulsarClientException$NotAllowedException"
+class _SendResult:
+    """``send``'s callback: keeps the id; a failed send raises in ``send`` instead of reaching it."""
+
+    __slots__ = ("ids",)
+    raise_errors = True
+
+    def __init__(self) -> None:
+        self.ids: list[MessageId] = []
+
+    def __call__(self, result: str, msg_id: MessageId) -> None:
+        self.ids.append(msg_id)
+
+
+def _result_name(error: PulsarClientException) -> str:
+    """The ``pulsar.Result`` name a failed send reports to its callback."""
+    return "MessageTooBig" if isinstance(error, MessageTooBig) else "InvalidMessage"
+
+
+def _check_python_bool(value: Any, name: str) -> None:
+    """The Python client's ``_check_type(bool, ...)``."""
+    if not isinstance(value, bool):
+        raise ValueError(f"Argument {name} is expected to be of type 'bool' and not '{type(value).__name__}'")
 
 
 class _PartitionProducer:
@@ -91,17 +138,23 @@ class _PartitionProducer:
         self.last_sequence_id_published = owner._initial_sequence_id
         self.container = (
             make_container(owner._batching_type, owner._name, owner._batching_max_messages,
-                           owner._batching_max_bytes, client=owner._client_library)
+                           owner._batching_max_bytes, client=owner._client_library,
+                           max_message_size=owner._max_message_size)
             if owner._batching_enabled else None
         )
         self.timer = None
+        # chunking: the SENDs not yet on the wire, (entry, message, ids of its stored chunks, last chunk?)
+        self.outbound: deque[tuple[Any, OutgoingMessage, list[MessageId], bool]] = deque()
+        self.wire_timer = None
         self.handle = owner._service.register_producer(owner._id, owner._name, topic)
 
     def send(self, msg: OutgoingMessage) -> None:
         container = self.container
+        owner = self.owner
         if container is None or msg.deliver_at is not None:
-            self._persist([(non_batched_entry(self.owner._name, msg, self.owner._now(),
-                                              client=self.owner._client_library), [msg])])
+            owner._check_size(msg)
+            self._persist([(non_batched_entry(owner._name, msg, owner._now(),
+                                              client=owner._client_library), [msg])])
             return
         if not container.has_space_for(msg):
             self.flush()
@@ -122,6 +175,62 @@ class _PartitionProducer:
             self.timer = None
         if self.container is not None and not self.container.is_empty():
             self._persist(self.container.flush(self.owner._now()))
+
+    def send_chunked(self, msg: OutgoingMessage, sequence_id_by_application: bool) -> None:
+        """A chunking producer's send: plan, split, queue the SENDs and put them on the wire."""
+        owner = self.owner
+        now = owner._now()
+        plan = plan_for_message(
+            owner._name, self.topic, msg, now, max_message_size=owner._max_message_size,
+            chunk_max_message_size=owner._chunk_max_message_size,
+            sequence_id_set_by_application=sequence_id_by_application, client=owner._client_library)
+        entries = split_into_chunks(owner._name, msg, now, plan, client=owner._client_library)
+        ids: list[MessageId] = []
+        last = len(entries) - 1
+        for i, entry in enumerate(entries):
+            self.outbound.append((entry, msg, ids, i == last))
+        if self.wire_timer is None:
+            self._pump()
+
+    def _pump(self) -> None:
+        """Put the queued SENDs on the wire: all now, or one per ``chunk_send_interval_ms``."""
+        self.wire_timer = None
+        interval = self.owner._chunk_send_interval_ms
+        outbound = self.outbound
+        while outbound:
+            entry, msg, ids, last = outbound.popleft()
+            self._persist_chunk(entry, msg, ids, last)
+            if interval > 0 and outbound:
+                self.wire_timer = self.owner._scheduler.call_later(interval, self._pump, "producer chunk SEND")
+                return
+
+    def _persist_chunk(self, entry: Any, msg: OutgoingMessage, ids: list[MessageId], last: bool) -> None:
+        owner = self.owner
+        meta = entry.metadata
+        events = owner._events
+        if events.enabled and meta.uuid is not None:  # CHUNK_PUBLISHED's fields, in order
+            events.append_row(CHUNK_PUBLISHED, owner._now(), owner._id, events.intern(meta.uuid), meta.chunk_id,
+                              meta.num_chunks_from_msg, entry.size, self.partition)
+        pos = owner._service.publish(self.handle, entry)
+        ids.append(trusted_message_id(pos.ledger_id, pos.entry_id, self.partition, -1))
+        if last:
+            if msg.sequence_id > self.last_sequence_id_published:
+                self.last_sequence_id_published = msg.sequence_id
+            if msg.callback is not None:
+                msg.callback("Ok", sent_message_id(ids))
+
+    def drop_unsent(self) -> tuple[int, int]:
+        """A crash: forget the open batch and the SENDs not yet on the wire; returns (chunks, messages)."""
+        chunks = len(self.outbound)
+        messages = len({id(msg) for _, msg, _, _ in self.outbound})
+        self.outbound.clear()
+        for timer in (self.wire_timer, self.timer):
+            if timer is not None:
+                timer.cancel()
+        self.wire_timer = self.timer = None
+        if self.container is not None and not self.container.is_empty():
+            self.container.flush(self.owner._now())
+        return chunks, messages
 
     def _persist(self, flushed: list) -> None:
         svc = self.owner._service
@@ -164,9 +273,24 @@ class Producer:
         message_router: Callable[[Any, int], int] | None = None,
         properties: dict[str, str] | None = None,
         chunking_enabled: bool = False,
+        chunk_max_message_size: int = DEFAULT_CHUNK_MAX_MESSAGE_SIZE,
+        chunk_send_interval_ms: int = 0,
     ) -> None:
-        if chunking_enabled:
-            raise PulsarClientException("chunking belongs to a later issue of the lab and is not modelled yet")
+        _check_python_bool(chunking_enabled, "chunking_enabled")
+        check_chunking_config(chunking_enabled=chunking_enabled, batching_enabled=bool(batching_enabled),
+                              profile=client._lab.profile, client=client._client_library)
+        if not isinstance(chunk_max_message_size, int) or isinstance(chunk_max_message_size, bool):
+            raise TypeError(f"chunk_max_message_size must be an int, not {type(chunk_max_message_size).__name__}")
+        if chunk_max_message_size != DEFAULT_CHUNK_MAX_MESSAGE_SIZE and client._client_library is not ClientLibrary.JAVA:
+            raise ValueError(
+                "chunk_max_message_size is the Java client's chunkMaxMessageSize (lab.client(client_library="
+                "pl.ClientLibrary.JAVA)); the Python client has no such setting: lower the broker's maxMessageSize "
+                "instead, pl.Lab(broker_config={'maxMessageSize': ...})")
+        if not isinstance(chunk_send_interval_ms, int) or isinstance(chunk_send_interval_ms, bool) \
+                or chunk_send_interval_ms < 0:
+            raise ValueError(f"chunk_send_interval_ms must be an int >= 0, got {chunk_send_interval_ms!r}")
+        if chunk_send_interval_ms and not chunking_enabled:
+            raise ValueError("chunk_send_interval_ms spaces the SENDs of chunks: it needs chunking_enabled=True")
         if not isinstance(batching_type, BatchingType):
             raise TypeError(f"batching_type must be a pulsarlab.BatchingType, not {batching_type!r}")
         if not isinstance(message_routing_mode, PartitionsRoutingMode):
@@ -191,6 +315,13 @@ class Producer:
         self._batching_max_publish_delay_ms = batching_max_publish_delay_ms
         self._properties = dict(properties or {})
         self._closed = False
+        self._chunking_enabled = chunking_enabled
+        self._chunk_max_message_size = chunk_max_message_size
+        self._chunk_send_interval_ms = chunk_send_interval_ms
+        self._max_message_size = client._max_message_size  # learnt from the broker on connect
+        # both clients size-check a message sent on its own; a batch is checked when it is sent (not modelled)
+        java = self._client_library is ClientLibrary.JAVA
+        self._check_size = self._check_size_java if java else self._check_size_cpp
         self._topic = lab.service.normalize(topic)
         partitions = lab.service.ensure_topic(self._topic)
         if self._events.enabled:
@@ -215,9 +346,39 @@ class Producer:
             )
         self._published_ev = ev.MESSAGE_PUBLISHED
         self._refused: NotAllowedException | None = None  # the broker's last refusal, raised by send()
+        self._name_field = producer_name_field_size(self._name)
 
     def _now(self) -> int:
         return self._scheduler.now()
+
+    def _check_size_java(self, msg: OutgoingMessage) -> None:
+        if len(msg.payload) > self._max_message_size:
+            check_send_size(ClientLibrary.JAVA, self._name, self._topic, msg, self._now(), self._max_message_size)
+
+    def _check_size_cpp(self, msg: OutgoingMessage) -> None:
+        key = msg.partition_key  # metadata_size_bound inlined for the common message: no properties or ordering key
+        if msg.properties or msg.ordering_key is not None:
+            bound = metadata_size_bound(self._name_field, msg)
+        else:
+            bound = self._name_field + 48 + (7 + 4 * len(key) if key is not None else 0)
+        if len(msg.payload) + bound > self._max_message_size:
+            check_send_size(ClientLibrary.CPP, self._name, self._topic, msg, self._now(), self._max_message_size)
+
+    def _send_failed(self, msg: OutgoingMessage, part: _PartitionProducer, error: PulsarClientException,
+                     sequence_id_given: bool) -> None:
+        """A send the client refused: log it, give the sequence id back (Java assigns it after the check),
+        then raise in ``send`` or report the result name to the callback of ``send_async``."""
+        if self._client_library is ClientLibrary.JAVA and not sequence_id_given \
+                and part.next_sequence_id == msg.sequence_id + 1:
+            part.next_sequence_id = msg.sequence_id
+        if self._events.enabled:
+            self._events.append(MESSAGE_TOO_BIG_EVENT, self._now(), producer=self._id, sequence_id=msg.sequence_id,
+                                size=len(msg.payload), max_message_size=self._max_message_size,
+                                error=f"{type(error).__name__}: {error}")
+        callback = msg.callback
+        if callback is None or getattr(callback, "raise_errors", False):
+            raise error
+        callback(_result_name(error), None)
 
     # --- pulsar.Producer API ---------------------------------------------------------------------
     def topic(self) -> str:
@@ -245,8 +406,9 @@ class Producer:
         deliver_after: timedelta | None = None,
     ) -> MessageId:
         """Publish and wait (in virtual time) until the broker persisted it; returns its MessageId."""
-        result: list[MessageId] = []
-        self.send_async(content, lambda res, mid: result.append(mid), properties=properties,
+        sent = _SendResult()
+        result = sent.ids
+        self.send_async(content, sent, properties=properties,
                         partition_key=partition_key, ordering_key=ordering_key, sequence_id=sequence_id,
                         event_timestamp=event_timestamp, deliver_at=deliver_at, deliver_after=deliver_after)
         if not result:
@@ -302,7 +464,13 @@ class Producer:
         events = self._events
         if events.enabled:
             events.append_row(self._published_ev, now, self._id, seq, part.partition, len(msg.payload))
-        part.send(msg)
+        try:
+            if self._chunking_enabled:
+                part.send_chunked(msg, sequence_id is not None)
+            else:
+                part.send(msg)
+        except (InvalidMessageException, MessageTooBig) as error:
+            self._send_failed(msg, part, error, sequence_id is not None)
 
     def _reconnect(self) -> None:
         """Lab extension: register with the broker again after a restart (``ProducerImpl.connectionOpened``);
@@ -313,12 +481,15 @@ class Producer:
             p.handle = self._service.register_producer(self._id, self._name, p.topic)
 
     def flush(self) -> None:
-        """Send every open batch now."""
+        """Send every open batch now; with chunks still waiting for the wire, wait (in virtual time) for them."""
         for p in self._partitions:
             p.flush()
+        if self._chunk_send_interval_ms and any(p.outbound for p in self._partitions):
+            self._lab.wait_for(lambda: not any(p.outbound for p in self._partitions), None,
+                               what="the producer's chunks to be sent")
 
     def close(self) -> None:
-        """Flush pending batches, then close."""
+        """Flush pending batches (and chunks), then close."""
         if self._closed:
             return
         self.flush()
@@ -327,6 +498,21 @@ class Producer:
             self._service.unregister_producer(p.handle)
         if self._events.enabled:
             self._events.append(ev.PRODUCER_CLOSED, self._now(), producer=self._id)
+
+    def crash(self) -> None:
+        """Lab extension: the producer's process dies. The open batch and the chunks not yet on the wire are
+        lost (their sends never complete); a chunked message cut short stays incomplete on the topic."""
+        if self._closed:
+            return
+        self._closed = True
+        chunks = messages = 0
+        for p in self._partitions:
+            c, m = p.drop_unsent()
+            chunks += c
+            messages += m
+            self._service.unregister_producer(p.handle)
+        if self._events.enabled:
+            self._events.append(PRODUCER_CRASHED, self._now(), producer=self._id, chunks=chunks, messages=messages)
 
     def __repr__(self) -> str:
         return f"<Producer {self._name!r} on {self._topic}>"
