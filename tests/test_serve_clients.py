@@ -504,14 +504,16 @@ def test_chunked_payloads_round_trip_under_a_small_max_message_size():
     assert b"".join(p[0] for _, p in chunks) == bytes(i % 251 for i in range(5120))
     assert served["markDeletePosition"] == f"3:{n - 1}" and served["individuallyDeletedMessages"] == "[]"
 
-    # in process: the same chunk entries, published through the broker's SEND surface and acked one by one
+    # in process: the same chunk entries, published through the broker's SEND surface; the in-process consumer
+    # reassembles them into one message whose ack expands to every chunk
     lab2 = pl.Lab(version="4.0", seed=1, broker_config={"maxMessageSize": 1024})
     c2 = lab2.client().subscribe(TOPIC, "ch")
     handle = lab2.service.register_producer(lab2.service.new_producer_id(), chunks[0][0].producer_name, TOPIC)
     for meta, payloads in chunks:
         lab2.service.publish(handle, pl.messages.EntryData(meta, [(None, payloads[0])]))
-    for _ in range(n):
-        c2.acknowledge(c2.receive(0))
+    whole = c2.receive(0)
+    assert whole.data() == bytes(i % 251 for i in range(5120)) and str(whole.message_id()) == f"3:0:-1;3:{n - 1}:-1"
+    c2.acknowledge(whole)
     lab2.run_until_idle()
     assert served == cursor_state(lab2.admin.topics.stats_internal(TOPIC), "ch")
 
