@@ -11,13 +11,22 @@ from .profiles import DEFAULT_PROFILE, PROFILES, Profile, get_profile
 from .ids import MessageId
 from .errors import (
     ConsumerBusyException,
+    IllegalArgumentException,
     InvalidConfigurationException,
+    PulsarClientException,
     ServerMetadataException,
     SubscriptionBusyException,
 )
 from .client.batching import BatchingType, ClientLibrary
 from .client.routing import PartitionsRoutingMode
-from .client.policies import ConsumerKeySharedPolicy, ConsumerType, InitialPosition, KeySharedMode
+from .client.policies import (
+    ConsumerDeadLetterPolicy,
+    ConsumerKeySharedPolicy,
+    ConsumerType,
+    InitialPosition,
+    KeySharedMode,
+)
+from .client.negative_acks import MultiplierRedeliveryBackoff
 from .lab import Lab
 
 __version__ = "0.1.0"
@@ -26,13 +35,16 @@ __all__ = [
     "BatchingType",
     "ClientLibrary",
     "ConsumerBusyException",
+    "ConsumerDeadLetterPolicy",
     "ConsumerKeySharedPolicy",
     "ConsumerType",
+    "IllegalArgumentException",
     "InitialPosition",
     "InvalidConfigurationException",
     "KeySharedMode",
     "Lab",
     "MessageId",
+    "MultiplierRedeliveryBackoff",
     "PartitionsRoutingMode",
     "ServerMetadataException",
     "SubscriptionBusyException",
@@ -40,6 +52,7 @@ __all__ = [
     "PROFILES",
     "EventLog",
     "Profile",
+    "PulsarClientException",
     "PulsarError",
     "Scheduler",
     "Timeout",
