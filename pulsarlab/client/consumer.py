@@ -240,23 +240,25 @@ class _ConsumerImpl:
                 append(Message(payload, meta, single, mid, topic, redelivery_count, n))
                 i += 1
             return
-        queued: list[Message] | None = [] if dead_letter else None
+        # an entry whose ack is still pending is dropped before the dead-letter logic (messageReceived's isDuplicate)
+        batch_messages: list[Message] | None = [] if dead_letter and not (
+            check_duplicates and tracker.is_duplicate(trusted_message_id(ledger, entry, partition, -1))) else None
         for i, (single, payload) in enumerate(zip(data.rows, data.payloads)):
             if ack_set is not None and not (ack_set >> i) & 1:
                 skipped += 1
                 continue
             mid = trusted_message_id(ledger, entry, partition, i)
+            msg = Message(payload, meta, single, mid, topic, redelivery_count, n)
+            if batch_messages is not None:  # possibleToDeadLetter: before the duplicate check, as Pulsar
+                batch_messages.append(msg)
             if check_duplicates and tracker.is_duplicate(mid):
                 skipped += 1
                 if events is not None:
                     events.append_row(ev.DUPLICATE_DROPPED, parent._scheduler.now(), parent._id, ledger, entry, i)
                 continue
-            msg = Message(payload, meta, single, mid, topic, redelivery_count, n)
             queue.append(msg)
-            if queued is not None:
-                queued.append(msg)
-        if queued:
-            self._dead_letter_check(ledger, entry, queued, redelivery_count)  # a batch stays queued either way
+        if batch_messages:
+            self._dead_letter_check(ledger, entry, batch_messages, redelivery_count)  # the batch stays queued
         if skipped:
             self.increase_available_permits(skipped)
 
@@ -803,9 +805,9 @@ class Consumer:
             self._events.append_row(_ACKNOWLEDGED, self._scheduler.now(), self._id, mid.ledger, mid.entry,
                                     mid.batch_index, 0)
         impl.tracker.add_acknowledgment(mid, message._batch_size, _INDIVIDUAL)
+        # the parent's unAckedMessageTracker.remove(topicMessageId) drops one message's id: with entry-level ids
+        # that is the entry once all its messages are acked
         self._after_individual_ack(impl, mid, message._batch_size)
-        if self._unacked is not None:  # MultiTopicsConsumerImpl: unAckedMessageTracker.remove(topicMessageId)
-            self._unacked.remove(mid)
 
     # --- redelivery ----------------------------------------------------------------------------------
     def redeliver_unacknowledged_messages(self) -> None:
