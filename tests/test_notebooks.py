@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from pathlib import Path
@@ -33,6 +34,8 @@ def kernel_env(monkeypatch):
     monkeypatch.setenv("PYSPARK_PYTHON", sys.executable)
     monkeypatch.setenv("PYSPARK_DRIVER_PYTHON", sys.executable)
     monkeypatch.setenv("PYDEVD_DISABLE_FILE_VALIDATION", "1")
+    # the kernel imports this checkout's pulsarlab and widgets (the venv's editable install may point elsewhere)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p))
 
 
 def _need(path: Path | None) -> Path:

@@ -97,7 +97,8 @@ def _nacks(fig: go.Figure, t: ClientTrackersSnap, now: int) -> None:
                        for lab, n in zip(labels, t.nacks)], hoverinfo="text", showlegend=False), row=1, col=2)
         if buckets:
             for due in sorted({n.due_ms for n in t.nacks}):
-                fig.add_vrect(x0=due, x1=due + t.nack_step_ms, fillcolor=BUCKET_COLOR, line_width=0, row=1, col=2)
+                fig.add_vrect(x0=due, x1=due + t.nack_step_ms, fillcolor=BUCKET_COLOR, line_width=1,
+                              line_color="rgba(255, 127, 14, 0.5)", row=1, col=2)
     if not buckets and t.next_nack_ms is not None:
         for k in range(1, 4):
             fig.add_vline(x=t.next_nack_ms + k * t.nack_step_ms, line=dict(color="#bbbbbb", dash="dot", width=1),
