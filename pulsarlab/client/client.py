@@ -41,10 +41,14 @@ class Client:
 
     def subscribe(self, topic: str, subscription_name: str, **kwargs: Any) -> Consumer:
         """``Client.subscribe(topic, subscription_name, consumer_type=ConsumerType.Exclusive, receiver_queue_size=1000,
-        max_total_receiver_queue_size_across_partitions=50000, consumer_name=None,
-        initial_position=InitialPosition.Latest, priority_level=0, key_shared_policy=None,
-        batch_index_ack_enabled=None)``; lab extras: ``ack_group_time_ms=100``, ``max_ack_group_size=1000``.
-        ``batch_index_ack_enabled=None`` takes the profile's client default (true from 4.1)."""
+        max_total_receiver_queue_size_across_partitions=50000, consumer_name=None, unacked_messages_timeout_ms=None,
+        negative_ack_redelivery_delay_ms=60000, initial_position=InitialPosition.Latest, priority_level=0,
+        key_shared_policy=None, batch_index_ack_enabled=None, dead_letter_policy=None)``; lab extras:
+        ``ack_group_time_ms=100``, ``max_ack_group_size=1000``, and from the Java client ``tick_duration_ms=1000``
+        (``ackTimeoutTickTime``), ``negative_ack_redelivery_backoff=None`` (a `MultiplierRedeliveryBackoff`) and
+        ``retry_enable=False`` (``enableRetry``: subscribe to the retry topic too, for ``reconsume_later``).
+        ``batch_index_ack_enabled=None`` takes the profile's client default (true from 4.1). The ack timeout follows
+        Java's rule (0/None or >= 1000 ms); the C++ client under the Python one asks for >= 10 s."""
         self._check()
         consumer = Consumer(self, topic, subscription_name, **kwargs)
         self._consumers.append(consumer)
