@@ -58,6 +58,8 @@ VIEW_KINDS = frozenset({
     "entry_persisted", "replay_added", "consumer_blocked", "dispatcher_blocked", "active_consumer_change",
     "active_consumer_picked", "cursor_rewound", "redeliver_requested", "recently_joined", "draining_hash",
     "hash_blocked", "ack_queued", "acks_flushed", "acks_lost", "duplicate_dropped",
+    "negative_acked", "nack_timer_fired", "ack_timeout_tick", "redeliver_ids", "redelivery_counted",
+    "dead_letter_candidate", "dead_lettered", "reconsumed_later", "letter_producer_created",
 })
 
 _ID_WORDS = re.compile(r"\b(consumer|subscription|topic) (-?\d+)\b")

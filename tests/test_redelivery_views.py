@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 import pytest
 
 import pulsarlab as pl
-from pulsarlab.lab_snapshot import Recorder, snapshot
+from pulsarlab.lab_snapshot import VIEW_KINDS, Recorder, snapshot
 from pulsarlab.redelivery_snapshot import (
     ACKED,
     COUNTED,
@@ -209,3 +209,19 @@ def test_player_steps_through_the_redelivery_views(run):
     player.step()
     player.back()
     assert len(player.figures) == 2
+
+
+def test_view_kinds_keep_the_redelivery_frames():
+    lab = pl.Lab(version="4.0", seed=1)
+    rec = Recorder(lab, every=VIEW_KINDS)
+    client = lab.client()
+    consumer = client.subscribe("orders", "sub", consumer_type=pl.ConsumerType.Shared,
+                                negative_ack_redelivery_delay_ms=100, dead_letter_policy=pl.ConsumerDeadLetterPolicy(1))
+    client.create_producer("orders").send(b"m")
+    for _ in range(2):
+        consumer.negative_acknowledge(consumer.receive(timeout_millis=1000))
+    lab.advance(1000)
+    kinds = set(rec.kinds())
+    assert {"negative_acked", "nack_timer_fired", "redeliver_ids", "redelivery_counted", "dead_letter_candidate",
+            "dead_lettered", "letter_producer_created"} <= kinds
+    assert message_lives(rec[-1].snapshot.redelivery)[0].outcome == "dead-lettered"
