@@ -360,8 +360,8 @@ def _trackers(lab: "Lab") -> list[ClientTrackersSnap]:
             ring=tuple(tuple((m.ledger, m.entry, m.partition) for m in p) for p in unacked.partitions)
             if unacked is not None else (),
             next_tick_ms=unacked.next_tick_ms if unacked is not None else None,
-            nack_form=form, nack_delay_ms=c._nack_delay_ms, nack_step_ms=step, nacks=tuple(sorted(nacks, key=lambda n: (n.due_ms, n.ledger,
-                                                                                                   n.entry))),
+            nack_form=form, nack_delay_ms=c._nack_delay_ms, nack_step_ms=step,
+            nacks=tuple(sorted(nacks, key=lambda n: (n.due_ms, n.ledger, n.entry))),
             next_nack_ms=next_nack,
             max_redeliver_count=policy.max_redeliver_count if policy is not None else None,
             dead_letter_topics=tuple(sorted(set(c.dead_letter_topics().values()))),

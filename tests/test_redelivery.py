@@ -217,7 +217,8 @@ def test_redelivery_count_goes_up_only_on_client_requests_not_on_disconnect():
 
 
 def test_key_shared_counts_redeliveries_too():
-    lab, _client, consumer, producer = setup(consumer_type=pl.ConsumerType.KeyShared, negative_ack_redelivery_delay_ms=500)
+    lab, _client, consumer, producer = setup(consumer_type=pl.ConsumerType.KeyShared,
+                                             negative_ack_redelivery_delay_ms=500)
     producer.send(b"m", partition_key="k")
     for expected in range(3):
         msg = consumer.receive(timeout_millis=5000)
@@ -563,7 +564,8 @@ def test_retry_defaults_and_legacy_names():
     lab = pl.Lab(seed=1)
     consumer = lab.client().subscribe("orders", "sub", consumer_type=SHARED, retry_enable=True)
     assert consumer.dead_letter_policy.max_redeliver_count == MAX_RECONSUMETIMES == 16
-    assert (consumer.dead_letter_policy.retry_letter_topic, consumer.dead_letter_policy.dead_letter_topic) == (RETRY, DLQ)
+    policy = consumer.dead_letter_policy
+    assert (policy.retry_letter_topic, policy.dead_letter_topic) == (RETRY, DLQ)
     lab = pl.Lab(seed=1)
     lab.admin.topics.create_non_partitioned_topic("sub-RETRY")  # the pre-2.8 name exists: it is used
     consumer = lab.client().subscribe("orders", "sub", consumer_type=SHARED, retry_enable=True)

@@ -127,7 +127,8 @@ def test_four_x_trackers_show_buckets():
     lab = pl.Lab(version="4.0", seed=1)
     client = lab.client()
     consumer = client.subscribe("orders", "sub", consumer_type=pl.ConsumerType.Shared, consumer_name="c1",
-                                negative_ack_redelivery_delay_ms=1000, dead_letter_policy=pl.ConsumerDeadLetterPolicy(1))
+                                negative_ack_redelivery_delay_ms=1000,
+                                dead_letter_policy=pl.ConsumerDeadLetterPolicy(1))
     producer = client.create_producer("orders")
     producer.send(b"m")
     lab.advance(300)

@@ -64,11 +64,10 @@ STYLE = {  # kind -> (symbol, colour)
 }
 OUTCOME_TEXT = {"waiting": "not delivered yet", "in flight": "in flight", "acked": "acked",
                 "retried": "→ retry topic", "dead-lettered": "→ DLQ"}
-
-
-EVENT_TEXT = {"negative_acked": "negative ack", "ack_timeout_tick": "ack timeout", "nack_timer_fired": "nack delay over",
-              "redeliver_ids": "redelivery asked", "redelivery_counted": "redelivery counted",
-              "reconsumed_later": "retried", "dead_lettered": "dead-lettered", "dispatched": "delivery"}
+EVENT_TEXT = {"negative_acked": "negative ack", "ack_timeout_tick": "ack timeout",
+              "nack_timer_fired": "nack delay over", "redeliver_ids": "redelivery asked",
+              "redelivery_counted": "redelivery counted", "reconsumed_later": "retried",
+              "dead_lettered": "dead-lettered", "dispatched": "delivery"}
 
 
 def _row_label(life: MessageLife, via: str | None) -> str:

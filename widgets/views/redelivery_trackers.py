@@ -143,7 +143,8 @@ def redelivery_trackers_view(
     if t.max_redeliver_count is not None:
         cands = ", ".join(f"{l}:{e}" for l, e in t.dlq_candidates) or "none"
         parts.append(f"maxRedeliverCount {t.max_redeliver_count}, DLQ candidates: {cands}")
-    fired = [f for _k, f in events_of(events, "ack_timeout_tick") if f.get("consumer") == t.consumer and f.get("timed_out")]
+    fired = [f for _k, f in events_of(events, "ack_timeout_tick")
+             if f.get("consumer") == t.consumer and f.get("timed_out")]
     if fired:
         parts.append(f"this step: {sum(f['timed_out'] for f in fired)} timed out")
     fig.update_layout(title=dict(text=f"{head}<br><sup>{' · '.join(parts)}</sup>"), height=380,
