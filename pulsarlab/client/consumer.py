@@ -457,7 +457,8 @@ class Consumer:
         if policy is not None and ack_timeout == 0:
             ack_timeout = lab.profile.dead_letter_default_ack_timeout_ms
         self._multi_topics = bool(partitions) or self._retry_enable  # a MultiTopicsConsumerImpl in Pulsar
-        self._dead_letter_producer: LetterProducer | None = None  # shared by the inner consumers' setup
+        self._unacked: UnAckedMessageTracker | None = None  # made once subscribed, before the first FLOW
+        self._entry_hooks = policy is not None or ack_timeout > 0
         self._impls: dict[int, _ConsumerImpl] = {}
         self._retry_impls: dict[str, _ConsumerImpl] = {}
         self._ledger_owner: dict[int, _ConsumerImpl] = {}  # retry mode: whose message a bare MessageId is
@@ -489,12 +490,10 @@ class Consumer:
                 impl.connected = False
                 self._service.close_consumer(impl.broker_consumer, "subscribe_failed")
             raise
-        self._unacked: UnAckedMessageTracker | None = None
         if ack_timeout > 0:
             self._unacked = UnAckedMessageTracker(self._scheduler, self._on_ack_timeout, ack_timeout,
                                                   tick_duration_ms, tick_listener=self._ack_timeout_ticked,
                                                   idle_stop=True)
-        self._entry_hooks = self._unacked is not None or policy is not None
         for impl in self._all_impls:
             if impl.queue_size > 0:
                 impl.send_flow(impl.queue_size)
