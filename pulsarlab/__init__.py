@@ -11,14 +11,23 @@ from .profiles import DEFAULT_PROFILE, PROFILES, Profile, get_profile
 from .ids import MessageId
 from .errors import (
     ConsumerBusyException,
+    IllegalArgumentException,
     InvalidConfigurationException,
+    PulsarClientException,
     ServerMetadataException,
     SubscriptionBusyException,
 )
 from .client.batching import BatchingType, ClientLibrary
 from .client.chunking import ChunkMessageId, MessageTooBig
 from .client.routing import PartitionsRoutingMode
-from .client.policies import ConsumerKeySharedPolicy, ConsumerType, InitialPosition, KeySharedMode
+from .client.policies import (
+    ConsumerDeadLetterPolicy,
+    ConsumerKeySharedPolicy,
+    ConsumerType,
+    InitialPosition,
+    KeySharedMode,
+)
+from .client.negative_acks import MultiplierRedeliveryBackoff
 from .lab import Lab
 
 __version__ = "0.1.0"
@@ -28,14 +37,17 @@ __all__ = [
     "ChunkMessageId",
     "ClientLibrary",
     "ConsumerBusyException",
+    "ConsumerDeadLetterPolicy",
     "ConsumerKeySharedPolicy",
     "ConsumerType",
+    "IllegalArgumentException",
     "InitialPosition",
     "InvalidConfigurationException",
     "KeySharedMode",
     "Lab",
     "MessageId",
     "MessageTooBig",
+    "MultiplierRedeliveryBackoff",
     "PartitionsRoutingMode",
     "ServerMetadataException",
     "SubscriptionBusyException",
@@ -43,6 +55,7 @@ __all__ = [
     "PROFILES",
     "EventLog",
     "Profile",
+    "PulsarClientException",
     "PulsarError",
     "Scheduler",
     "Timeout",

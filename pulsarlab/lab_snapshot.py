@@ -29,7 +29,8 @@ permits and `AcknowledgmentsGroupingTracker` state, reached through the broker c
 model client's per-partition consumer). It never calls anything that changes the model. Everything is
 copied into frozen dataclasses of
 ints, strings, tuples and None, so a snapshot never changes after it is taken and
-``to_dict()`` / ``to_json()`` give plain JSON.
+``to_dict()`` / ``to_json()`` give plain JSON. ``redelivery`` holds each message's redelivery steps and the
+client trackers' internals (`pulsarlab.redelivery_snapshot`).
 
 Simplifies: a frame is taken inside the event log's listener, i.e. at the instant the event was logged;
 a model operation may not be finished then (after a ``dispatched`` event the entry is not yet in the
@@ -388,6 +389,7 @@ class LabSnapshot:
     partitioned: tuple[tuple[str, int], ...]
     config: tuple[tuple[str, Any], ...]
     history: History | None = None
+    redelivery: Any = None  # a pulsarlab.redelivery_snapshot.RedeliverySnap
 
     def setting(self, name: str) -> Any:
         return dict(self.config)[name]
@@ -493,6 +495,9 @@ class SnapshotBuilder:
         self.lab = lab
         self._wanted = None if topics is None else {lab.service.normalize(t) for t in topics}
         self._ledger_cache: dict[tuple[str, int], LedgerSnap] = {}
+        from .redelivery_snapshot import RedeliverySnapshotBuilder  # it imports this module
+
+        self._redelivery = RedeliverySnapshotBuilder(lab)
         # selector -> (selector, consumer ids, assignments): assignments change only when consumers do
         self._assignment_cache: dict[int, tuple[Any, tuple[int, ...], tuple[HashAssignment, ...]]] = {}
 
@@ -512,7 +517,8 @@ class SnapshotBuilder:
         partitioned = tuple(sorted((n, p) for n, p in svc.partitioned.items() if self._topic_wanted(n)
                                    or any(self._topic_wanted(f"{n}-partition-{i}") for i in range(p))))
         return LabSnapshot(version=lab.profile.name, time=lab.now(), event_index=len(lab.events) - 1,
-                           topics=topics, partitioned=partitioned, config=config, history=history)
+                           topics=topics, partitioned=partitioned, config=config, history=history,
+                           redelivery=self._redelivery.build())
 
     # --- topics and ledgers --------------------------------------------------------------------
     def _ledger(self, topic: str, ml: Any, lid: int, open_: bool) -> LedgerSnap:
@@ -642,7 +648,7 @@ class SnapshotBuilder:
         parent = getattr(cnx, "parent", None)
         if parent is not None and hasattr(parent, "receiver_queue"):
             msgs = parent.receiver_queue
-            queue = sum(1 for m in msgs if m.message_id().partition == partition)
+            queue = sum(1 for m in msgs if m.topic_name() == cnx.topic)
             queue_size = getattr(cnx, "queue_size", None)
             client_permits = getattr(cnx, "available_permits", None)
             tracker = getattr(cnx, "tracker", None)

@@ -87,6 +87,12 @@ class Profile:
     delayed_tracker: DelayedTrackerForm = DelayedTrackerForm.PRIORITY_QUEUE
     batch_index_ack_enabled: bool = False  # client batchIndexAckEnabled default (true from 4.1, PIP-391)
     max_delivery_delay_setting: bool = False  # delayedDeliveryMaxDelayInMillis exists (4.0+, PIP-315)
+    # --- client redelivery, retry and dead letters (reference §8) ---
+    dead_letter_default_ack_timeout_ms: int = 0  # 30000 up to 2.11: a DLQ policy implied ackTimeout (#19486)
+    negative_ack_double_redelivery: bool = False  # MultiTopics nack kept the id in the parent's ack-timeout
+    # tracker (and batch ids were not removed) until #20750 (3.1.0; 3.0.7)
+    retry_topic_always_shared: bool = True  # the retry topic is subscribed as Shared (#23859: 3.0.10, 4.0.3)
+    retry_real_subscription_property: bool = False  # 4.x copies also carry REAL_SUBSCRIPTION
     # --- broker.conf defaults that differ per line (reference §2.0, §3) ---
     broker_defaults: dict[str, Any] = dataclasses.field(default_factory=dict)
 
@@ -143,6 +149,7 @@ BROKER_DEFAULTS: dict[str, Any] = {
     "delayedDeliveryMaxIndexesPerBucketSnapshotSegment": 5000,
     "delayedDeliveryMaxNumBuckets": -1,
     "subscriptionRedeliveryTrackerEnabled": True,
+    "statsUpdateFrequencyInSecs": 60,
 }
 
 _3X = dict(
@@ -165,26 +172,30 @@ _4X = dict(
     shared_dispatcher=SharedDispatcherForm.V4,
     negative_ack_tracker=NegativeAckTrackerForm.TIME_BUCKETS,
     max_delivery_delay_setting=True,
+    retry_real_subscription_property=True,
 )
+# patch levels before #20750 (3.0.7) and #23859 (3.0.10)
+_BEFORE_NACK_FIX = dict(negative_ack_double_redelivery=True, retry_topic_always_shared=False)
 
 PROFILES: dict[str, Profile] = {
     "2.10": Profile(
         name="2.10",
         consistent_hashing=ConsistentHashingVariant.LEGACY,
         sticky_ranges=StickyRangesVariant.LEGACY,
-        **{**_3X, "sticky_ranges_errors": ErrorDelivery.THROW},
+        dead_letter_default_ack_timeout_ms=30_000,
+        **{**_3X, **_BEFORE_NACK_FIX, "sticky_ranges_errors": ErrorDelivery.THROW},
     ),
     "3.0.0": Profile(
         name="3.0.0",
         consistent_hashing=ConsistentHashingVariant.LEGACY,
         sticky_ranges=StickyRangesVariant.PAIR,
-        **_3X,
+        **_3X, **_BEFORE_NACK_FIX,
     ),
     "3.0.3": Profile(
         name="3.0.3",
         consistent_hashing=ConsistentHashingVariant.V3_COUNTERS,
         sticky_ranges=StickyRangesVariant.PAIR,
-        **_3X,
+        **_3X, **_BEFORE_NACK_FIX,
     ),
     "3.0": Profile(
         name="3.0",

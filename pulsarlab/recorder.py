@@ -60,6 +60,8 @@ VIEW_KINDS = frozenset({
     "hash_blocked", "ack_queued", "acks_flushed", "acks_lost", "duplicate_dropped",
     "chunk_published", "chunk_received", "chunk_discarded", "chunked_message_assembled", "chunked_message_evicted",
     "chunked_message_expired", "chunked_message_acked", "chunk_pinned", "chunk_held",
+    "negative_acked", "nack_timer_fired", "ack_timeout_tick", "redeliver_ids", "redelivery_counted",
+    "dead_letter_candidate", "dead_lettered", "reconsumed_later", "letter_producer_created",
 })
 
 _ID_WORDS = re.compile(r"\b(consumer|subscription|topic) (-?\d+)\b")

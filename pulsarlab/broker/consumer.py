@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from .. import model_events as ev
 from .draining import PendingAcksMap
 from .ledger import format_timestamp
+from .redelivery import MessageRate
 
 if TYPE_CHECKING:  # pragma: no cover
     from .subscription import PersistentSubscription
@@ -75,6 +76,7 @@ class Consumer:
         svc = subscription.topic.service
         self._events = svc.events if svc.events.enabled else None
         self._clock = svc.scheduler
+        self.msg_redeliver = MessageRate(svc.config["statsUpdateFrequencyInSecs"] * 1000)  # msgRateRedeliver
 
     # Pulsar's Consumer.toString() (used in error texts)
     def __str__(self) -> str:
@@ -250,7 +252,7 @@ class Consumer:
             "msgThroughputOut": 0.0,
             "bytesOutCounter": self.bytes_out_counter,
             "msgOutCounter": self.msg_out_counter,
-            "msgRateRedeliver": 0.0,
+            "msgRateRedeliver": self.msg_redeliver.rate(self._clock.now()),
             "messageAckRate": 0.0,
             "chunkedMessageRate": 0.0,
             "consumerName": self.name,

@@ -28,6 +28,8 @@ Models `PersistentDispatcherMultipleConsumers` of branch-3.0 and branch-4.0 (and
   assignor still reads the permits a consumer had when it left, so the rest of that message (and its chunks
   returned from the consumer's pending acks) go to the closed consumer, whose pending-acks map refuses them:
   they are lost to an ack hole until the topic is reloaded (``chunk_lost`` events say so).
+* A client's redeliver request (all pending acks, or the listed ids among them) puts the positions in the
+  replay set and counts one more redelivery for each (reference §8.3); a consumer leaving counts none.
 
 Simplifies: reads complete synchronously (no pending read to cancel, no read backoff, no
 ``minReplayedPosition`` race), consumers are always writable, no dispatch rate limits, no filters, no
@@ -39,12 +41,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Sequence
 
 from .. import model_events as ev
-from ..profiles import SharedDispatcherForm
 from ..client.ack_grouping import ack_set_mask
+from ..profiles import SharedDispatcherForm
+from ..redelivery_events import REDELIVERY_COUNTED
 from .batch_size import classic_batch_entries, get_max_entries_in_this_batch
-from .delayed_dispatch import DelayedDelivery
-from .consumer import popcount
 from .chunk_assignor import CHUNK_HELD, CHUNK_LOST, CHUNK_PINNED, ReplayReason, SharedConsumerAssignor
+from .consumer import popcount
+from .delayed_dispatch import DelayedDelivery
 from .position import Position
 from .redelivery import InMemoryRedeliveryTracker, MessageRedeliveryController, RedeliveryTrackerDisabled
 from .round_robin import SharedConsumerList
@@ -402,53 +405,51 @@ class SharedDispatcher:
         pass
 
     def redeliver_unacknowledged_messages(self, consumer: "Consumer",
-                                          positions: "Sequence[tuple[int, int]] | None" = None) -> None:
-        """`Consumer.redeliverUnacknowledgedMessages` + the dispatcher's: every pending ack (or, with
-        ``positions``, those of them the consumer holds) goes to replay and its redelivery count goes up."""
-        if positions is not None:
-            self._redeliver_positions(consumer, positions)
-            return
+                                          positions: Sequence[tuple[int, int]] | None = None) -> None:
+        """`Consumer.redeliverUnacknowledgedMessages` + the dispatcher's, on a client's redeliver request.
+
+        ``positions`` None (a command without ids): every pending ack of the consumer; its unacked count is
+        cleared. Else only those of ``positions`` the consumer holds as pending acks; their unacked messages
+        are subtracted. Either way the consumer is unblocked, the positions go to the replay set and each one
+        added there counts one more redelivery (`InMemoryRedeliveryTracker.incrementAndGetRedeliveryCount`).
+        """
         pending = consumer.pending_acks
-        positions = sorted(p for p, _ in pending.items())
-        hashes = {p: v[1] for p, v in pending.items()}
-        consumer.clear_unacked()
-        for ledger, entry in positions:
+        if positions is None:
+            items = sorted(pending.items())
+            consumer.clear_unacked()
+        else:
+            items = []
+            for ledger, entry in positions:
+                value = pending.get(ledger, entry)
+                if value is not None:
+                    items.append(((ledger, entry), value))
+        total = 0
+        for (ledger, entry), (batch_size, _h) in items:
+            total += self._unacked_count(ledger, entry, batch_size)
             pending.remove(ledger, entry)
-        for ledger, entry in positions:
-            h = hashes[(ledger, entry)] if self.redelivery_keeps_hash() else 0
-            if self.add_message_to_replay(ledger, entry, h):
-                self.redelivery_tracker.increment_and_get(ledger, entry)
+        if positions is not None:
+            consumer.add_unacked(-total)
+            consumer._set_blocked(False)
+        now = self.scheduler.now()
+        consumer.msg_redeliver.record(now, total)
+        keep_hash = self.redelivery_keeps_hash()
+        tracker = self.redelivery_tracker
+        events = self.events if self.events.enabled else None
+        for (ledger, entry), (_bs, h) in items:
+            if self.add_message_to_replay(ledger, entry, h if keep_hash else 0):
+                count = tracker.increment_and_get(ledger, entry)
+                if events is not None and count:
+                    events.append_row(REDELIVERY_COUNTED, now, self.subscription.id, ledger, entry, count)
         consumer.flow_consumer_blocked_permits()
         self.read_more_entries()
 
-    def _redeliver_positions(self, consumer: "Consumer", positions: "Sequence[tuple[int, int]]") -> None:
-        """`Consumer.redeliverUnacknowledgedMessages(List<MessageIdData>)`: only positions in the consumer's
-        pending acks count; its unacked count drops by their unacked messages and it is unblocked."""
-        pending = consumer.pending_acks
-        cursor = self.cursor
-        batch_level = self.subscription.batch_index_level
-        chosen = []
-        total = 0
-        for ledger, entry in positions:
-            value = pending.get(ledger, entry)
-            if value is None:
-                continue
-            unacked = value[0]
-            if batch_level:
-                words = cursor.batch_deleted_indexes(Position(ledger, entry))
-                if words is not None:
-                    unacked = popcount(ack_set_mask(words))
-            pending.remove(ledger, entry)
-            total += unacked
-            chosen.append((ledger, entry, value[1]))
-        consumer.add_unacked(-total)
-        consumer._set_blocked(False)
-        keep_hash = self.redelivery_keeps_hash()
-        for ledger, entry, h in chosen:
-            if self.add_message_to_replay(ledger, entry, h if keep_hash else 0):
-                self.redelivery_tracker.increment_and_get(ledger, entry)
-        consumer.flow_consumer_blocked_permits()
-        self.read_more_entries()
+    def _unacked_count(self, ledger: int, entry: int, batch_size: int) -> int:
+        """`getUnAckedCountForBatchIndexLevelEnabled`: the messages of an entry not yet acked at the broker."""
+        if self.subscription.batch_index_level:
+            words = self.cursor.batch_deleted_indexes(Position(ledger, entry))
+            if words is not None:
+                return popcount(ack_set_mask(words))
+        return batch_size
 
     def redelivery_keeps_hash(self) -> bool:
         return False

@@ -17,7 +17,7 @@ consumer that stopped being active; no read backoff, rate limiting or compaction
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 from .. import model_events as ev
 from ..errors import ConsumerBusyException
@@ -189,8 +189,10 @@ class SingleActiveConsumerDispatcher:
     def after_ack(self, mark_delete_moved: bool) -> None:
         pass
 
-    def redeliver_unacknowledged_messages(self, consumer: "Consumer", positions: Any = None) -> None:
-        """`redeliverUnacknowledgedMessages` of the active consumer: rewind and read again (ids are ignored)."""
+    def redeliver_unacknowledged_messages(self, consumer: "Consumer",
+                                          positions: Sequence[tuple[int, int]] | None = None) -> None:
+        """`redeliverUnacknowledgedMessages` of the active consumer: rewind and read again, whatever the ids
+        (the redelivery count stays 0: `RedeliveryTrackerDisabled`)."""
         if consumer is not self.list.active or self.read_on_active_task is not None:
             return  # "Only the active consumer can call resend" / "waiting for cursor to be rewinded"
         self.waiting_for = None

@@ -15,6 +15,7 @@ only.
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any, Sequence
 
 from .. import model_events as ev
@@ -22,6 +23,7 @@ from ..client.ack_grouping import AckCommand
 from ..client.policies import ConsumerKeySharedPolicy, ConsumerType, InitialPosition, KeySharedMode
 from ..errors import IllegalArgumentException, PulsarError, ServerMetadataException
 from .bucket_snapshot import InMemoryBucketSnapshotStorage
+from ..redelivery_events import REDELIVER_IDS
 from .consumer import Consumer
 from .delayed_factory import load_delayed_delivery_tracker_factory
 from .ledger import LedgerIdAllocator
@@ -156,6 +158,13 @@ class BrokerService:
     def register_producer(self, producer_id: int, name: str, topic: str) -> ProducerHandle:
         return self.get_topic(topic).add_producer(producer_id, name)
 
+    def create_initial_subscription(self, topic: str, subscription: str) -> None:
+        """CommandProducer's ``initial_subscription_name``: create the subscription (at the end of the topic, or
+        of each partition) when the producer connects, if it does not exist yet."""
+        n = self.ensure_topic(topic)
+        for name in [f"{topic}-partition-{i}" for i in range(n)] if n else [topic]:
+            self.get_topic(name).get_or_create_subscription(subscription, InitialPosition.Latest.value)
+
     def unregister_producer(self, handle: ProducerHandle) -> None:
         handle.topic.producers.pop(handle.producer_id, None)
 
@@ -216,23 +225,30 @@ class BrokerService:
 
     def redeliver_unacknowledged(self, consumer: Consumer,
                                  positions: Sequence[tuple[int, int]] | None = None) -> None:
-        """REDELIVER_UNACKNOWLEDGED_MESSAGES: ``positions`` None redelivers all the consumer's pending messages;
-        a list redelivers only those (Shared / Key_Shared, redelivery counts go up); Exclusive / Failover
-        rewind whatever ids are given, as `ServerCnx.handleRedeliverUnacknowledged` does."""
+        """REDELIVER_UNACKNOWLEDGED_MESSAGES (`ServerCnx.handleRedeliverUnacknowledged`).
+
+        ``positions`` None (or empty: a command without message ids) asks for everything the consumer has
+        pending. A list of ``(ledger, entry)`` asks for those among the consumer's pending acks: Shared and
+        Key_Shared put only those in the replay set and count a redelivery for each; Exclusive and Failover
+        (no individual acks) redeliver everything unacked by rewinding the cursor, whatever the ids.
+        """
         if consumer.closed:
             return
         d = consumer.subscription.dispatcher
-        individual = positions is not None and consumer.individual_ack_mode
-        if self.events.enabled:
-            if individual:
-                n = len(positions)  # type: ignore[arg-type]
-            else:
-                n = len(consumer.pending_acks) if consumer.pending_acks is not None else -1
-            self.events.append_row(ev.REDELIVER_REQUESTED, self.scheduler.now(), consumer.id, n)
-        if individual:
-            d.redeliver_unacknowledged_messages(consumer, positions)
-        else:
-            d.redeliver_unacknowledged_messages(consumer)
+        events = self.events if self.events.enabled else None
+        ids = _positions(positions) if positions else None
+        if ids and consumer.individual_ack_mode:
+            if events is not None:
+                pending = consumer.pending_acks
+                held = sum(1 for p in ids if p in pending)
+                text = json.dumps([list(p) for p in ids], separators=(",", ":"))
+                events.append_row(REDELIVER_IDS, self.scheduler.now(), consumer.id, len(ids), held, events.intern(text))
+            d.redeliver_unacknowledged_messages(consumer, ids)
+            return
+        if events is not None:
+            n = len(consumer.pending_acks) if consumer.pending_acks is not None else -1
+            events.append_row(ev.REDELIVER_REQUESTED, self.scheduler.now(), consumer.id, n)
+        d.redeliver_unacknowledged_messages(consumer)
 
     # --- SEEK ----------------------------------------------------------------------------------
     def reset_cursor(self, consumer: Consumer, position: Position | None = None, *,
@@ -287,3 +303,14 @@ class BrokerService:
             raise ServerMetadataException("Unconnected or shared consumer attempting to unsubscribe")
         self.close_consumer(consumer, "unsubscribed")
         sub.topic.delete_subscription(sub.name)
+
+
+def _positions(positions: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The ``(ledger, entry)`` pairs of a redeliver command, checked (a clear error for anything else)."""
+    out = []
+    for p in positions:
+        if (not isinstance(p, (tuple, list)) or len(p) != 2
+                or not all(isinstance(x, int) and not isinstance(x, bool) for x in p)):
+            raise TypeError(f"a position to redeliver is a (ledger, entry) pair of ints, not {p!r}")
+        out.append((p[0], p[1]))
+    return out

@@ -303,6 +303,7 @@ class PersistentSubscription:
                     draining_totals[1] += extra["drainingHashesClearedTotal"]
                     draining_totals[2] += extra["drainingHashesUnackedMessages"]
             out["consumers"].append(cs)
+            out["msgRateRedeliver"] += cs["msgRateRedeliver"]
         if isinstance(d, KeySharedDispatcher) and not d.classic:
             out["drainingHashesCount"] = draining_totals[0]
             out["drainingHashesClearedTotal"] = draining_totals[1]

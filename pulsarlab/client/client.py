@@ -49,13 +49,17 @@ class Client:
 
     def subscribe(self, topic: str, subscription_name: str, **kwargs: Any) -> Consumer:
         """``Client.subscribe(topic, subscription_name, consumer_type=ConsumerType.Exclusive, receiver_queue_size=1000,
-        max_total_receiver_queue_size_across_partitions=50000, consumer_name=None,
-        initial_position=InitialPosition.Latest, priority_level=0, key_shared_policy=None,
-        batch_index_ack_enabled=None, max_pending_chunked_message=10,
+        max_total_receiver_queue_size_across_partitions=50000, consumer_name=None, unacked_messages_timeout_ms=None,
+        negative_ack_redelivery_delay_ms=60000, initial_position=InitialPosition.Latest, priority_level=0,
+        key_shared_policy=None, batch_index_ack_enabled=None, dead_letter_policy=None, max_pending_chunked_message=10,
         auto_ack_oldest_chunked_message_on_queue_full=False)``; lab extras: ``ack_group_time_ms=100``,
         ``max_ack_group_size=1000``, ``expire_time_of_incomplete_chunked_message_ms=60000`` (the C++
-        ``ConsumerConfiguration`` setting, which the Python client does not expose).
-        ``batch_index_ack_enabled=None`` takes the profile's client default (true from 4.1)."""
+        ``ConsumerConfiguration`` setting, which the Python client does not expose), and from the Java client
+        ``tick_duration_ms=1000`` (``ackTimeoutTickTime``), ``negative_ack_redelivery_backoff=None`` (a
+        `MultiplierRedeliveryBackoff`) and ``retry_enable=False`` (``enableRetry``: subscribe to the retry topic
+        too, for ``reconsume_later``). ``batch_index_ack_enabled=None`` takes the profile's client default (true
+        from 4.1). The ack timeout follows Java's rule (0/None or >= 1000 ms); the C++ client under the Python one
+        asks for >= 10 s."""
         self._check()
         consumer = Consumer(self, topic, subscription_name, **kwargs)
         self._consumers.append(consumer)

@@ -1,8 +1,8 @@
-"""The consumer: receiver queue, FLOW permits, receive, acknowledgements through the grouping tracker.
+"""The consumer: receiver queue, FLOW permits, receive, acknowledgements, ack timeout, negative acks, retry, DLQ.
 
-Models the Python ``pulsar.Consumer`` over `ConsumerImpl` (one per topic or partition; a partitioned topic
-gets a `MultiTopicsConsumerImpl`-like parent whose queue merges the partitions' messages in arrival order)
-and `ZeroQueueConsumerImpl` (reference §6, §7.1):
+Models the Python ``pulsar.Consumer`` over `ConsumerImpl` (one per topic or partition; a partitioned topic,
+or a topic with its retry topic, gets a `MultiTopicsConsumerImpl`-like parent whose queue merges the inner
+consumers' messages in arrival order) and `ZeroQueueConsumerImpl` (reference §6, §7.1, §8):
 
 * On subscribe each partition consumer sends FLOW(receiver queue size) (per partition
   ``min(receiver_queue_size, max_total_receiver_queue_size_across_partitions / partitions)``); none with 0.
@@ -13,6 +13,18 @@ and `ZeroQueueConsumerImpl` (reference §6, §7.1):
   Pulsar's text; ``receive(timeout_millis=...)`` is refused as the C++ client refuses it.
 * Acks go through `AcknowledgmentsGroupingTracker` (group time, size, batch ack sets, duplicates);
   cumulative acks on Shared / Key_Shared fail with Pulsar's text.
+* Ack timeout (``unacked_messages_timeout_ms``, tick ``tick_duration_ms``): a received message enters the
+  `UnAckedMessageTracker` (the parent's on a multi-topic consumer) until it is acked or nacked; when it times
+  out, Shared and Key_Shared ask the broker to redeliver those ids (in commands of at most 1000), Exclusive and
+  Failover redeliver everything unacked (the broker rewinds the cursor).
+* ``negative_acknowledge``: the inner consumer's `NegativeAcksTracker` (3.x deadline map or 4.x time buckets, by
+  profile; optional `MultiplierRedeliveryBackoff`) redelivers after ``negative_ack_redelivery_delay_ms``; the
+  id leaves the ack-timeout tracker (not on a multi-topic consumer, nor for a batch id, before #20750: the
+  profile switch ``negative_ack_double_redelivery``).
+* ``dead_letter_policy``: see `client.dead_letter` (by redelivery count, Shared / Key_Shared only). With a
+  policy the 2.x lines imply a 30 s ack timeout (``dead_letter_default_ack_timeout_ms``); 3.0+ do not.
+* ``retry_enable=True`` (Java's ``enableRetry``; the Python client has none): the consumer also subscribes to
+  the retry topic (as Shared since 3.0.10 / 4.0.3) and ``reconsume_later`` writes copies there (`client.retry`).
 * ``crash()`` (a lab extension): the process dies - pending acks are lost, the broker sees the connection close.
 * Chunked messages (reference §9): each chunk entry goes to the partition consumer's `ChunkedMessageTracker`
   (``max_pending_chunked_message``, ``auto_ack_oldest_chunked_message_on_queue_full``, and the lab extra
@@ -22,17 +34,31 @@ and `ZeroQueueConsumerImpl` (reference §6, §7.1):
   ack-timeout tracking go to `_ConsumerImpl.track_message`, which does nothing while the consumer has no ack
   timeout.
 
-Simplifies: no ack timeout, negative acks, dead-letter policy, listeners, pause/resume or seek (later
-issues); no reconnection (the model's connections never drop by themselves).
+Simplifies: no listeners, pause/resume or seek; no reconnection (the model's connections never drop by
+themselves), so no consumer epochs: a redeliver-all clears the queue before the broker resends. Reactions to a
+message the broker is still delivering (redelivering one over ``maxRedeliverCount``) run right after it, on
+the scheduler, as they run on the client's own thread in Pulsar. The ack-timeout tracker keeps entry-level ids
+(the Java parent tracker keeps each batch message's id; an entry then times out until all its messages are
+acked either way).
 """
 
 from __future__ import annotations
 
+import json
 from collections import deque
-from typing import TYPE_CHECKING, Any, Iterable
+from datetime import timedelta
+from functools import partial
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from .. import model_events as ev
-from ..errors import InvalidConfigurationException, InvalidMessageException, Timeout
+from .. import redelivery_events as rev
+from ..errors import (
+    IllegalArgumentException,
+    InvalidConfigurationException,
+    InvalidMessageException,
+    PulsarClientException,
+    Timeout,
+)
 from ..ids import MessageId, trusted_message_id
 from ..messages import ROW_EVENT_TIME as _ROW_EVENT_TIME
 from ..messages import ROW_ORDERING_KEY as _ROW_ORDERING_KEY
@@ -46,13 +72,26 @@ from .chunk_reassembly import (
     ChunkedMessageTracker,
 )
 from .chunking import ChunkMessageId
-from .policies import ConsumerKeySharedPolicy, ConsumerType, InitialPosition
+from .dead_letter import (
+    DeadLetterPolicy,
+    DeadLetters,
+    LetterProducer,
+    resolve_consumer_policy,
+    resolve_retry_policy,
+)
+from .negative_acks import MultiplierRedeliveryBackoff, NegativeAcksTracker
+from .policies import ConsumerDeadLetterPolicy, ConsumerKeySharedPolicy, ConsumerType, InitialPosition
 from .producer import AlreadyClosedException
+from .retry import RECONSUME_LATER_CUMULATIVE_NOT_ALLOWED, RECONSUME_LATER_ERROR_MSG, RetryLetters, delay_millis
+from .unacked_tracker import DEFAULT_TICK_DURATION_MILLIS, UnAckedMessageTracker, check_ack_timeout, check_tick_time
 
 if TYPE_CHECKING:  # pragma: no cover
     from .client import Client
 
 CUMULATIVE_NOT_ALLOWED = "Cannot use cumulative acks on a non-exclusive/non-failover subscription"
+MAX_REDELIVER_UNACKNOWLEDGED = 1000  # ConsumerImpl: ids per redeliver command
+TOPICS_CONSUMER_QUEUE_SIZE = "Receiver queue size needs to be greater than 0 for Topics Consumer"
+DEFAULT_NEGATIVE_ACK_REDELIVERY_DELAY_MS = 60_000
 _RECEIVED = ev.RECEIVED
 _ACKNOWLEDGED = ev.ACKNOWLEDGED
 _INDIVIDUAL = AckType.INDIVIDUAL
@@ -125,18 +164,25 @@ class Message:
     def producer_name(self) -> str:
         return self._meta.producer_name
 
+    def _ordering_key_bytes(self) -> bytes | None:
+        row = self._single
+        key = self._meta.ordering_key if row is None else row[_ROW_ORDERING_KEY]
+        return key.encode("utf-8") if isinstance(key, str) else key
+
     def __repr__(self) -> str:
         return f"Message(id={self._id}, key={self.partition_key()!r}, data={self._data[:32]!r})"
 
 
 class _ConsumerImpl:
-    """`ConsumerImpl` of one topic or partition: permits, tracker, the broker-side handle."""
+    """`ConsumerImpl` of one topic or partition: permits, trackers, the broker-side handle."""
 
-    def __init__(self, parent: "Consumer", topic: str, partition: int, queue_size: int) -> None:
+    def __init__(self, parent: "Consumer", topic: str, partition: int, queue_size: int,
+                 sub_type: ConsumerType) -> None:
         self.parent = parent
         self.topic = topic
         self.partition = partition
         self.queue_size = queue_size
+        self.sub_type = sub_type
         self.available_permits = 0  # returned permits not yet sent in a FLOW
         self.connected = False
         self.batch_sizes: dict[tuple[int, int], int] = {}
@@ -153,6 +199,10 @@ class _ConsumerImpl:
         self.broker_consumer = None
         self.chunk_tracker: ChunkedMessageTracker | None = None  # made at the first chunk
         self.chunked_ids: dict[MessageId, tuple[MessageId, ...]] = {}  # unAckedChunkedMessageIdSequenceMap
+        self.nacks: NegativeAcksTracker | None = None  # created at the first negative ack
+        self.dead_letters: DeadLetters | None = None
+        self.retry: RetryLetters | None = None
+        parent._setup_letters(self)
 
     def _send_ack(self, cmd: Any) -> None:
         if self.broker_consumer is not None:
@@ -175,8 +225,12 @@ class _ConsumerImpl:
             if meta.uuid is not None and meta.is_chunk:
                 self._chunk_received(mid, data, redelivery_count)
                 return
-            parent._queue.append(
-                Message(data.payloads[0], meta, None, mid, self.topic, redelivery_count, 0))
+            msg = Message(data.payloads[0], meta, None, mid, self.topic, redelivery_count, 0)
+            if redelivery_count and self.dead_letters is not None and self._dead_letter_check(
+                    ledger, entry, [msg], redelivery_count):
+                self.increase_available_permits(1)  # skipped: over maxRedeliverCount, not shown
+                return
+            parent._queue.append(msg)
             return
         if parent._receiver_queue_size == 0:
             # ZeroQueueConsumerImpl: the consumer closes and the pending receive fails (see receive())
@@ -193,7 +247,8 @@ class _ConsumerImpl:
         topic = self.topic
         # isDuplicate per message only when the tracker holds something that may cover this entry
         check_duplicates = tracker.may_hold_duplicates(ledger, entry, partition)
-        if ack_set is None and not check_duplicates:  # the common case: every message is queued
+        dead_letter = redelivery_count and self.dead_letters is not None
+        if ack_set is None and not check_duplicates and not dead_letter:  # the common case: every message queued
             append = queue.append
             i = 0
             for single, payload in zip(data.rows, data.payloads):
@@ -205,17 +260,25 @@ class _ConsumerImpl:
                 append(Message(payload, meta, single, mid, topic, redelivery_count, n))
                 i += 1
             return
+        # an entry whose ack is still pending is dropped before the dead-letter logic (messageReceived's isDuplicate)
+        batch_messages: list[Message] | None = [] if dead_letter and not (
+            check_duplicates and tracker.is_duplicate(trusted_message_id(ledger, entry, partition, -1))) else None
         for i, (single, payload) in enumerate(zip(data.rows, data.payloads)):
             if ack_set is not None and not (ack_set >> i) & 1:
                 skipped += 1
                 continue
             mid = trusted_message_id(ledger, entry, partition, i)
+            msg = Message(payload, meta, single, mid, topic, redelivery_count, n)
+            if batch_messages is not None:  # possibleToDeadLetter: before the duplicate check, as Pulsar
+                batch_messages.append(msg)
             if check_duplicates and tracker.is_duplicate(mid):
                 skipped += 1
                 if events is not None:
                     events.append_row(ev.DUPLICATE_DROPPED, parent._scheduler.now(), parent._id, ledger, entry, i)
                 continue
-            queue.append(Message(payload, meta, single, mid, topic, redelivery_count, n))
+            queue.append(msg)
+        if batch_messages:
+            self._dead_letter_check(ledger, entry, batch_messages, redelivery_count)  # the batch stays queued
         if skipped:
             self.increase_available_permits(skipped)
 
@@ -257,8 +320,11 @@ class _ConsumerImpl:
             self.increase_available_permits(n)
 
     def track_message(self, mid: MessageId) -> None:
-        """``trackMessage``: the UnAckedMessageTracker takes the id when ack timeout is on. This lab's consumer
-        has no ack timeout, so the id stays unacknowledged at the broker until the consumer goes away."""
+        """``trackMessage``: with ack timeout on, the UnAckedMessageTracker takes the id (a chunked message left
+        for the ack timeout to redeliver); without it the id stays unacknowledged until the consumer goes away."""
+        unacked = self.parent._unacked
+        if unacked is not None:
+            unacked.add(mid)
 
     def chunk_ids_of(self, mid: MessageId) -> tuple[MessageId, ...]:
         """Every chunk's id of a chunked message not yet acked (``unAckedChunkedMessageIdSequenceMap``), or
@@ -284,6 +350,17 @@ class _ConsumerImpl:
         if self.chunk_tracker is not None:
             self.chunk_tracker.close()
 
+    def _dead_letter_check(self, ledger: int, entry: int, messages: list[Message], redelivery_count: int) -> bool:
+        """Remember an entry that reached maxRedeliverCount; one over it is redelivered (straight to the DLQ)
+        right after this delivery. True when it is over the limit."""
+        assert self.dead_letters is not None
+        if not self.dead_letters.on_received(ledger, entry, messages, redelivery_count):
+            return False
+        entry_id = MessageId(ledger, entry, self.partition)
+        self.parent._scheduler.call_later(0, partial(self.redeliver_ids, [entry_id]),
+                                          "ConsumerImpl: redeliver a message over maxRedeliverCount")
+        return True
+
     def active_consumer_changed(self, is_active: bool) -> None:
         self.parent._active[self.partition] = is_active
 
@@ -303,6 +380,89 @@ class _ConsumerImpl:
             self.available_permits = 0
             self.send_flow(n)
 
+    # --- redelivery -----------------------------------------------------------------------------
+    def nack_tracker(self) -> NegativeAcksTracker:
+        """This consumer's `NegativeAcksTracker` (the profile's form), made at the first negative ack."""
+        if self.nacks is None:
+            parent = self.parent
+            self.nacks = NegativeAcksTracker(
+                parent._scheduler, self.redeliver_ids, profile=parent._lab.profile,
+                negative_ack_redelivery_delay_micros=parent._nack_delay_ms * 1000,
+                negative_ack_redelivery_backoff=parent._nack_backoff, timer_listener=self._nack_timer_ran)
+        return self.nacks
+
+    def _nack_timer_ran(self, _now_ns: int, ids: list[MessageId]) -> None:
+        events = self.parent._events
+        held = self.nacks.nacked_messages_count() if self.nacks is not None else 0
+        if events is not None and (ids or held):
+            events.append_row(rev.NACK_TIMER_FIRED, self.parent._scheduler.now(), self.parent._id, len(ids), held,
+                              events.intern(_ids_json(ids)))
+
+    def redeliver_ids(self, ids: Iterable[MessageId], from_parent: bool = False) -> None:
+        """``ConsumerImpl.redeliverUnacknowledgedMessages(Set<MessageId>)``.
+
+        Shared / Key_Shared: queued messages at the head that are among the ids are dropped (and one more after
+        them, ``removeExpiredMessagesFromQueue``), ids waiting for the DLQ go there instead, the rest is asked
+        for in commands of at most 1000 ids. Other types redeliver everything (`redeliver_all`).
+        """
+        parent = self.parent
+        if parent._closed or not self.connected:
+            return
+        id_list = list(ids)
+        if not id_list:
+            return
+        if not self.sub_type.individual_ack_mode:
+            self.redeliver_all()
+            return
+        if not parent._multi_topics and not from_parent:
+            parent._remove_expired_from_queue(id_list)
+        positions: list[tuple[int, int]] = []
+        seen: set[tuple[int, int]] = set()
+        dead_letters = self.dead_letters
+        for mid in sorted(id_list):
+            pos = (mid.ledger, mid.entry)
+            if pos in seen:
+                continue
+            seen.add(pos)
+            if dead_letters is not None and dead_letters.process(mid):
+                continue
+            positions.append(pos)
+        service = parent._service
+        for i in range(0, len(positions), MAX_REDELIVER_UNACKNOWLEDGED):
+            if self.connected:
+                service.redeliver_unacknowledged(self.broker_consumer, positions[i:i + MAX_REDELIVER_UNACKNOWLEDGED])
+
+    def redeliver_all(self) -> None:
+        """``ConsumerImpl.redeliverUnacknowledgedMessages()``: clear this consumer's queued messages (and its own
+        ack-timeout tracker), ask for everything unacked, hand the cleared messages' permits back."""
+        parent = self.parent
+        if parent._closed or not self.connected:
+            return
+        dropped = parent._drop_queued(self)
+        if not parent._multi_topics and parent._unacked is not None:
+            parent._unacked.clear()
+        parent._service.redeliver_unacknowledged(self.broker_consumer)
+        if dropped and parent._receiver_queue_size > 0:
+            self.increase_available_permits(dropped)
+
+    def close_trackers(self) -> None:
+        if self.nacks is not None:
+            self.nacks.close()
+        for letters in (self.dead_letters, self.retry):
+            if letters is not None:
+                for producer in _letter_producers(letters):
+                    producer.close()
+
+
+def _letter_producers(letters: Any) -> list[LetterProducer]:
+    if isinstance(letters, DeadLetters):
+        return [letters.producer]
+    return [letters.retry_producer, letters.dead_letter_producer]
+
+
+def _ids_json(ids: Iterable[MessageId]) -> str:
+    return json.dumps([[m.ledger, m.entry, m.partition] for m in ids], separators=(",", ":"))
+
 
 class Consumer:
     """``pulsar.Consumer``: made by ``client.subscribe``."""
@@ -317,16 +477,22 @@ class Consumer:
         receiver_queue_size: int = 1000,
         max_total_receiver_queue_size_across_partitions: int = 50000,
         consumer_name: str | None = None,
+        unacked_messages_timeout_ms: int | None = None,
+        negative_ack_redelivery_delay_ms: int = DEFAULT_NEGATIVE_ACK_REDELIVERY_DELAY_MS,
         initial_position: InitialPosition = InitialPosition.Latest,
         priority_level: int = 0,
         key_shared_policy: ConsumerKeySharedPolicy | None = None,
         batch_index_ack_enabled: bool | None = None,
+        dead_letter_policy: ConsumerDeadLetterPolicy | None = None,
         properties: dict[str, str] | None = None,
         ack_group_time_ms: int = 100,
         max_ack_group_size: int = 1000,
         max_pending_chunked_message: int = DEFAULT_MAX_PENDING_CHUNKED_MESSAGE,
         auto_ack_oldest_chunked_message_on_queue_full: bool = False,
         expire_time_of_incomplete_chunked_message_ms: int = DEFAULT_EXPIRE_TIME_OF_INCOMPLETE_CHUNKED_MESSAGE_MS,
+        tick_duration_ms: int = DEFAULT_TICK_DURATION_MILLIS,
+        negative_ack_redelivery_backoff: MultiplierRedeliveryBackoff | None = None,
+        retry_enable: bool = False,
     ) -> None:
         _check_chunk_settings(max_pending_chunked_message, auto_ack_oldest_chunked_message_on_queue_full,
                               expire_time_of_incomplete_chunked_message_ms)
@@ -340,6 +506,9 @@ class Consumer:
             raise InvalidConfigurationException("receiverQueueSize needs to be >= 0")
         if key_shared_policy is not None and not isinstance(key_shared_policy, ConsumerKeySharedPolicy):
             raise TypeError(f"key_shared_policy must be a ConsumerKeySharedPolicy, not {key_shared_policy!r}")
+        ack_timeout = _check_redelivery_options(
+            unacked_messages_timeout_ms, tick_duration_ms, negative_ack_redelivery_delay_ms,
+            negative_ack_redelivery_backoff, dead_letter_policy, retry_enable)
         lab = client._lab
         self._client = client
         self._lab = lab
@@ -362,29 +531,53 @@ class Consumer:
         self._max_pending_chunked_message = max_pending_chunked_message
         self._auto_ack_oldest_chunked_message_on_queue_full = auto_ack_oldest_chunked_message_on_queue_full
         self._expire_time_of_incomplete_chunked_message_ms = expire_time_of_incomplete_chunked_message_ms
+        self._nack_delay_ms = negative_ack_redelivery_delay_ms
+        self._nack_backoff = negative_ack_redelivery_backoff
+        self._retry_enable = bool(retry_enable)
         self._queue: deque[Message] = deque()
         self._closed = False
         self._pending_error: Exception | None = None
         self._active: dict[int, bool] = {}
-        self._topic = lab.service.normalize(topic)
-        partitions = lab.service.ensure_topic(self._topic)
+        svc = lab.service
+        self._topic = svc.normalize(topic)
+        partitions = svc.ensure_topic(self._topic)
         if partitions and receiver_queue_size == 0:
             raise InvalidConfigurationException(
                 "Can't use receiverQueueSize=0 with a partitioned topic (ZeroQueueConsumerImpl needs a single topic)")
-        if partitions:
-            per = min(receiver_queue_size, max_total_receiver_queue_size_across_partitions // partitions)
-            specs = [(f"{self._topic}-partition-{i}", i) for i in range(partitions)]
-        else:
-            per = receiver_queue_size
-            specs = [(self._topic, -1)]
-        self._impls = {p: _ConsumerImpl(self, t, p, per) for t, p in specs}
+        if retry_enable and receiver_queue_size == 0:
+            raise IllegalArgumentException(TOPICS_CONSUMER_QUEUE_SIZE)
+        policy = DeadLetterPolicy.of(dead_letter_policy) if dead_letter_policy is not None else None
+        if retry_enable:
+            policy = resolve_retry_policy(policy, self._topic, subscription_name,
+                                          lambda name: name in svc.topics or name in svc.partitioned)
+        self._dead_letter_policy = policy
+        if policy is not None and ack_timeout == 0:
+            ack_timeout = lab.profile.dead_letter_default_ack_timeout_ms
+        self._multi_topics = bool(partitions) or self._retry_enable  # a MultiTopicsConsumerImpl in Pulsar
+        self._unacked: UnAckedMessageTracker | None = None  # made once subscribed, before the first FLOW
+        self._entry_hooks = policy is not None or ack_timeout > 0
+        self._impls: dict[int, _ConsumerImpl] = {}
+        self._retry_impls: dict[str, _ConsumerImpl] = {}
+        self._ledger_owner: dict[int, _ConsumerImpl] = {}  # retry mode: whose message a bare MessageId is
+        for t, p, per in _specs(self._topic, partitions, receiver_queue_size,
+                                max_total_receiver_queue_size_across_partitions):
+            self._impls[p] = _ConsumerImpl(self, t, p, per, consumer_type)
+        if retry_enable:
+            assert policy is not None
+            retry_topic = svc.normalize(policy.retry_letter_topic)
+            retry_type = ConsumerType.Shared if lab.profile.retry_topic_always_shared else consumer_type
+            for t, p, per in _specs(retry_topic, svc.ensure_topic(retry_topic), receiver_queue_size,
+                                    max_total_receiver_queue_size_across_partitions):
+                self._retry_impls[t] = _ConsumerImpl(self, t, p, per, retry_type)
+        self._all_impls = list(self._impls.values()) + list(self._retry_impls.values())
         subscribed: list[_ConsumerImpl] = []
         try:
-            for impl in self._impls.values():
+            for impl in self._all_impls:
                 impl.broker_consumer = self._service.subscribe(
                     impl, consumer_id=self._id, topic=impl.topic, subscription=subscription_name,
-                    sub_type=consumer_type, name=self._name, priority=priority_level,
-                    initial_position=initial_position, key_shared_policy=key_shared_policy,
+                    sub_type=impl.sub_type, name=self._name, priority=priority_level,
+                    initial_position=initial_position,
+                    key_shared_policy=key_shared_policy if impl.sub_type is ConsumerType.KeyShared else None,
                     partition_index=impl.partition,
                 )
                 impl.connected = True
@@ -394,9 +587,31 @@ class Consumer:
                 impl.connected = False
                 self._service.close_consumer(impl.broker_consumer, "subscribe_failed")
             raise
-        for impl in self._impls.values():
+        if ack_timeout > 0:
+            self._unacked = UnAckedMessageTracker(self._scheduler, self._on_ack_timeout, ack_timeout,
+                                                  tick_duration_ms, tick_listener=self._ack_timeout_ticked,
+                                                  idle_stop=True)
+        for impl in self._all_impls:
             if impl.queue_size > 0:
                 impl.send_flow(impl.queue_size)
+
+    def _setup_letters(self, impl: _ConsumerImpl) -> None:
+        """The inner consumer's dead-letter and retry state (`ConsumerImpl` constructor)."""
+        policy = self._dead_letter_policy
+        if policy is None:
+            return
+        resolved = resolve_consumer_policy(policy, impl.topic, self._subscription)
+        profile = self._lab.profile
+        make = partial(self._client.create_producer, batching_enabled=False)
+        dlq = LetterProducer(self._lab, make, self._id, "dead letter", resolved.dead_letter_topic,
+                             resolved.initial_subscription_name)
+        common = dict(consumer_id=self._id, subscription=self._subscription, multi_topics=self._multi_topics,
+                      real_subscription=profile.retry_real_subscription_property)
+        impl.dead_letters = DeadLetters(self._lab, resolved, producer=dlq,
+                                        acknowledge=partial(self._ack_entry, impl), **common)
+        if self._retry_enable:
+            retry = LetterProducer(self._lab, make, self._id, "retry letter", resolved.retry_letter_topic)
+            impl.retry = RetryLetters(self._lab, resolved, retry_producer=retry, dead_letter_producer=dlq, **common)
 
     # --- identity ---------------------------------------------------------------------------------
     def topic(self) -> str:
@@ -423,7 +638,7 @@ class Consumer:
     @property
     def available_permits(self) -> int:
         """Permits handed back by the application and not yet sent in a FLOW (sum over partitions)."""
-        return sum(i.available_permits for i in self._impls.values())
+        return sum(i.available_permits for i in self._all_impls)
 
     @property
     def is_active(self) -> bool | None:
@@ -435,6 +650,42 @@ class Consumer:
     def ack_tracker(self, partition: int = -1) -> AcknowledgmentsGroupingTracker:
         """The grouping tracker of one partition consumer (-1 on a non-partitioned topic)."""
         return self._impls[partition].tracker
+
+    # --- redelivery state (read-only, for views and tests) ---------------------------------------------
+    @property
+    def unacked_message_tracker(self) -> UnAckedMessageTracker | None:
+        """The ack-timeout tracker (the parent's on a multi-topic consumer), None with the ack timeout off."""
+        return self._unacked
+
+    def negative_acks_tracker(self, topic_or_partition: int | str = -1) -> NegativeAcksTracker | None:
+        """An inner consumer's NegativeAcksTracker (None before its first negative ack)."""
+        return self._inner(topic_or_partition).nacks
+
+    @property
+    def dead_letter_policy(self) -> DeadLetterPolicy | None:
+        """The policy as subscribed (with the retry path's names filled in); each inner consumer resolves a
+        blank dead-letter topic for its own topic (`dead_letter_topics`)."""
+        return self._dead_letter_policy
+
+    def dead_letter_topics(self) -> dict[str, str]:
+        """Inner consumer topic -> the dead-letter topic it writes to."""
+        return {i.topic: i.dead_letters.policy.dead_letter_topic for i in self._all_impls if i.dead_letters}
+
+    @property
+    def retry_letter_topic(self) -> str | None:
+        return self._dead_letter_policy.retry_letter_topic if self._retry_enable and self._dead_letter_policy else None
+
+    def topics(self) -> list[str]:
+        """Every topic (or partition) this consumer is subscribed to, retry topic included."""
+        return [i.topic for i in self._all_impls]
+
+    def _inner(self, key: int | str) -> _ConsumerImpl:
+        if isinstance(key, str):
+            for impl in self._all_impls:
+                if impl.topic == key or impl.topic == self._service.normalize(key):
+                    return impl
+            raise KeyError(f"{key!r} is not one of this consumer's topics: {self.topics()}")
+        return self._impls[key]
 
     # --- receive ---------------------------------------------------------------------------------
     def receive(self, timeout_millis: int | None = None) -> Message:
@@ -468,7 +719,11 @@ class Consumer:
                 raise Timeout("Pulsar error: TimeOut")
         msg = queue.popleft()
         mid = msg._id
-        impl = self._impls[mid.partition]
+        if self._retry_impls:
+            impl = self._retry_impls.get(msg._topic) or self._impls[mid.partition]
+            self._ledger_owner[mid.ledger] = impl
+        else:
+            impl = self._impls[mid.partition]
         events = self._events
         if events is not None:
             events.append_row(_RECEIVED, self._scheduler.now(), self._id, mid.ledger, mid.entry, mid.batch_index,
@@ -478,6 +733,8 @@ class Consumer:
             if permits >= impl.queue_size // 2 and impl.queue_size > 0:
                 impl.available_permits = 0
                 impl.send_flow(permits)
+        if self._unacked is not None:  # trackMessage: the ack timeout starts when the application takes it
+            self._unacked.add(mid)
         return msg
 
     def _raise_pending_error(self) -> None:
@@ -492,26 +749,40 @@ class Consumer:
             raise AlreadyClosedException("Consumer already closed")
 
     # --- acknowledgements ----------------------------------------------------------------------------
-    def _resolve(self, message: Message | MessageId) -> tuple[MessageId, int]:
+    def _impl_of(self, message: Message) -> _ConsumerImpl:
+        if self._retry_impls:
+            impl = self._retry_impls.get(message._topic)
+            if impl is not None:
+                return impl
+        return self._impl_for(message._id)
+
+    def _impl_of_id(self, mid: MessageId) -> _ConsumerImpl:
+        if self._retry_impls:
+            impl = self._ledger_owner.get(mid.ledger)
+            if impl is not None:
+                return impl
+        return self._impl_for(mid)
+
+    def _resolve(self, message: Message | MessageId) -> tuple[MessageId, int, _ConsumerImpl]:
         if isinstance(message, Message):
-            return message._id, message._batch_size
+            return message._id, message._batch_size, self._impl_of(message)
         if isinstance(message, MessageId):
-            impl = self._impls.get(message.partition)
-            size = impl.batch_sizes.get((message.ledger, message.entry), 0) if impl is not None else 0
-            return message, size if message.batch_index >= 0 else 0
+            impl = self._impl_of_id(message)
+            size = impl.batch_sizes.get((message.ledger, message.entry), 0)
+            return message, size if message.batch_index >= 0 else 0, impl
         raise TypeError(f"acknowledge takes a Message or a MessageId, not {type(message).__name__}")
 
     def acknowledge(self, message: Message | MessageId) -> None:
         """Acknowledge one message (grouped; sent at the next flush)."""
         if self._closed:
             raise AlreadyClosedException("Consumer already closed")
-        if type(message) is Message:
+        if type(message) is Message and not self._retry_impls:
             mid, batch_size = message._id, message._batch_size
+            impl = self._impls.get(mid.partition)
+            if impl is None:
+                impl = self._impl_for(mid)
         else:
-            mid, batch_size = self._resolve(message)
-        impl = self._impls.get(mid.partition)
-        if impl is None:
-            impl = self._impl_for(mid)
+            mid, batch_size, impl = self._resolve(message)
         events = self._events
         if events is not None:
             events.append_row(_ACKNOWLEDGED, self._scheduler.now(), self._id, mid.ledger, mid.entry, mid.batch_index,
@@ -520,14 +791,34 @@ class Consumer:
             impl.acknowledge_chunked(mid, False)
             return
         impl.tracker.add_acknowledgment(mid, batch_size, _INDIVIDUAL)
+        if self._entry_hooks:
+            self._after_individual_ack(impl, mid, batch_size)
+
+    def _after_individual_ack(self, impl: _ConsumerImpl, mid: MessageId, batch_size: int) -> None:
+        """Once an entry is acked as a whole: it leaves the ack-timeout tracker and the DLQ candidates."""
+        if mid.batch_index >= 0 and batch_size > 0 and impl.tracker.batch_ack_set(mid) is not None:
+            return  # other messages of the batch are still unacked
+        if self._unacked is not None:
+            self._unacked.remove(mid)
+        if impl.dead_letters is not None:
+            impl.dead_letters.forget(mid.ledger, mid.entry)
+
+    def _ack_entry(self, impl: _ConsumerImpl, mid: MessageId) -> None:
+        """``acknowledgeAsync(entry id)`` from inside the client (a message written to the DLQ)."""
+        if self._events is not None:
+            self._events.append_row(_ACKNOWLEDGED, self._scheduler.now(), self._id, mid.ledger, mid.entry, -1, 0)
+        impl.tracker.add_acknowledgment(mid, 0, _INDIVIDUAL)
+        self._after_individual_ack(impl, mid, 0)
 
     def acknowledge_cumulative(self, message: Message | MessageId) -> None:
         """Acknowledge every message up to this one (Exclusive and Failover only)."""
         self._check_open()
         if self._type.individual_ack_mode:
             raise InvalidConfigurationException(CUMULATIVE_NOT_ALLOWED)
-        mid, batch_size = self._resolve(message)
-        impl = self._impl_for(mid)
+        mid, batch_size, impl = self._resolve(message)
+        self._ack_cumulative(impl, mid, batch_size)
+
+    def _ack_cumulative(self, impl: _ConsumerImpl, mid: MessageId, batch_size: int) -> None:
         if self._events is not None:
             self._events.append_row(ev.ACKNOWLEDGED, self._scheduler.now(), self._id, mid.ledger, mid.entry,
                                     mid.batch_index, 1)
@@ -535,6 +826,12 @@ class Consumer:
             impl.acknowledge_chunked(mid, True)
             return
         impl.tracker.add_acknowledgment(mid, batch_size, AckType.CUMULATIVE)
+        if self._unacked is not None:
+            if self._multi_topics:
+                self._unacked.remove_messages_till(
+                    mid, lambda m: m.partition == mid.partition and self._impl_of_id(m) is impl)
+            else:
+                self._unacked.remove_messages_till(mid)
 
     def _impl_for(self, mid: MessageId) -> _ConsumerImpl:
         impl = self._impls.get(mid.partition)
@@ -542,22 +839,156 @@ class Consumer:
             raise ValueError(f"message id {mid} does not belong to a partition of {self._topic}")
         return impl
 
-    def redeliver_unacknowledged_messages(self) -> None:
-        """Ask the broker to send every unacked message again; the receiver queue is cleared."""
+    # --- negative acks, retry ------------------------------------------------------------------------
+    def negative_acknowledge(self, message: Message | MessageId) -> None:
+        """Tell the broker, after ``negative_ack_redelivery_delay_ms``, to deliver this message again.
+
+        A `Message` passes its redelivery count to the redelivery backoff; a `MessageId` counts as 0. The id
+        leaves the ack-timeout tracker (see the module docstring for the pre-#20750 lines).
+        """
         self._check_open()
-        for impl in self._impls.values():
-            dropped = sum(1 for m in self._queue if m._id.partition == impl.partition)
-            self._queue = deque(m for m in self._queue if m._id.partition != impl.partition)
-            self._service.redeliver_unacknowledged(impl.broker_consumer)
-            if dropped and self._receiver_queue_size > 0:
-                impl.increase_available_permits(dropped)
+        if isinstance(message, Message):
+            mid, count, impl = message._id, message._redelivery_count, self._impl_of(message)
+        elif isinstance(message, MessageId):
+            mid, count, impl = message, 0, self._impl_of_id(message)
+        else:
+            raise TypeError(f"negative_acknowledge takes a Message or a MessageId, not {type(message).__name__}")
+        tracker = impl.nack_tracker()
+        due = tracker.due_ms(count)
+        tracker.add(mid, count)
+        unacked = self._unacked
+        if unacked is not None:
+            double = self._lab.profile.negative_ack_double_redelivery
+            if self._multi_topics:
+                if not double:
+                    unacked.remove(mid)
+            elif not double or mid.batch_index < 0:
+                unacked.remove(mid)
+        if self._events is not None:
+            self._events.append_row(rev.NEGATIVE_ACKED, self._scheduler.now(), self._id, mid.ledger, mid.entry,
+                                    mid.batch_index, due, self._events.intern(tracker.form.value))
+
+    def reconsume_later(self, message: Message, delay: timedelta | int,
+                        properties: Mapping[str, str] | None = None) -> None:
+        """Write a copy to the retry topic, delivered after ``delay`` (a timedelta, or ms), and ack this one.
+
+        Java's ``reconsumeLater(message, customProperties, delay, unit)`` with ``enableRetry`` (the Python client
+        has no retry): needs ``subscribe(..., retry_enable=True)``; past ``maxRedeliverCount`` retries the copy
+        goes to the dead-letter topic instead.
+        """
+        impl, delay_ms = self._retry_target(message, delay)
+        assert impl.retry is not None
+        impl.retry.reconsume_later(message, delay_ms, properties,
+                                   partial(self._ack_retried, impl, message))
+
+    def reconsume_later_cumulative(self, message: Message, delay: timedelta | int,
+                                   properties: Mapping[str, str] | None = None) -> None:
+        """`reconsume_later`, then a cumulative ack (Exclusive and Failover only, as Java's
+        ``reconsumeLaterCumulative``)."""
+        impl, delay_ms = self._retry_target(message, delay)
+        if self._type.individual_ack_mode or impl.sub_type.individual_ack_mode:
+            raise InvalidConfigurationException(RECONSUME_LATER_CUMULATIVE_NOT_ALLOWED)
+        assert impl.retry is not None
+        impl.retry.reconsume_later(message, delay_ms, properties,
+                                   partial(self._ack_cumulative, impl, message._id, message._batch_size))
+
+    def _retry_target(self, message: Message, delay: timedelta | int) -> tuple[_ConsumerImpl, int]:
+        self._check_open()
+        if not self._retry_enable:
+            raise PulsarClientException(RECONSUME_LATER_ERROR_MSG)
+        if not isinstance(message, Message):
+            raise TypeError(f"reconsume_later takes a Message (its payload and properties are copied), "
+                            f"not {type(message).__name__}")
+        return self._impl_of(message), delay_millis(delay)
+
+    def _ack_retried(self, impl: _ConsumerImpl, message: Message) -> None:
+        mid = message._id
+        if self._events is not None:
+            self._events.append_row(_ACKNOWLEDGED, self._scheduler.now(), self._id, mid.ledger, mid.entry,
+                                    mid.batch_index, 0)
+        impl.tracker.add_acknowledgment(mid, message._batch_size, _INDIVIDUAL)
+        # the parent's unAckedMessageTracker.remove(topicMessageId) drops one message's id: with entry-level ids
+        # that is the entry once all its messages are acked
+        self._after_individual_ack(impl, mid, message._batch_size)
+
+    # --- redelivery ----------------------------------------------------------------------------------
+    def redeliver_unacknowledged_messages(self) -> None:
+        """Ask the broker to send every unacked message again; the receiver queue and ack-timeout tracker are
+        cleared (Shared/Key_Shared: all pending acks go to the replay set, each counting one redelivery;
+        Exclusive/Failover: the cursor rewinds)."""
+        self._check_open()
+        for impl in self._all_impls:
+            impl.redeliver_all()
+        if self._unacked is not None:
+            self._unacked.clear()
+
+    def _on_ack_timeout(self, ids: list[MessageId]) -> None:
+        """The ack-timeout tracker's ``redeliverUnacknowledgedMessages(ids)`` (the parent's on multi-topics)."""
+        if self._closed:
+            return
+        if not self._multi_topics:
+            self._impls[next(iter(self._impls))].redeliver_ids(ids)
+            return
+        if not self._type.individual_ack_mode:
+            self.redeliver_unacknowledged_messages()
+            return
+        id_list = list(ids)
+        self._remove_expired_from_queue(id_list)
+        by_impl: dict[int, tuple[_ConsumerImpl, list[MessageId]]] = {}
+        for mid in id_list:
+            try:
+                impl = self._impl_of_id(mid)
+            except ValueError:
+                continue
+            by_impl.setdefault(id(impl), (impl, []))[1].append(mid)
+        for impl, group in by_impl.values():
+            impl.redeliver_ids(group, from_parent=True)
+
+    def _ack_timeout_ticked(self, _now: int, ids: list[MessageId]) -> None:
+        events = self._events
+        tracked = self._unacked.size() if self._unacked is not None else 0
+        if events is not None and (ids or tracked):
+            events.append_row(rev.ACK_TIMEOUT_TICK, self._scheduler.now(), self._id, len(ids), tracked,
+                              events.intern(_ids_json(ids)))
+
+    def _remove_expired_from_queue(self, ids: list[MessageId]) -> int:
+        """``removeExpiredMessagesFromQueue``: if the queue's head is among ``ids``, drop queued messages up to and
+        including the first one that is not (whose id joins ``ids``); their permits go back."""
+        queue = self._queue
+        if not queue:
+            return 0
+        wanted = {m.discard_batch() for m in ids}
+        if queue[0]._id.discard_batch() not in wanted:
+            return 0
+        per_impl: dict[int, tuple[_ConsumerImpl, int]] = {}
+        removed = 0
+        while queue:
+            m = queue.popleft()
+            removed += 1
+            impl = self._impl_of(m)
+            per_impl[id(impl)] = (impl, per_impl.get(id(impl), (impl, 0))[1] + 1)
+            mid = m._id.discard_batch()
+            if mid not in wanted:
+                ids.append(mid)
+                break
+        if self._receiver_queue_size > 0:
+            for impl, n in per_impl.values():
+                impl.increase_available_permits(n)
+        return removed
+
+    def _drop_queued(self, impl: _ConsumerImpl) -> int:
+        """Remove ``impl``'s messages from the receiver queue; returns how many."""
+        mine = [m for m in self._queue if m._topic == impl.topic]
+        if mine:
+            self._queue = deque(m for m in self._queue if m._topic != impl.topic)
+        return len(mine)
 
     # --- closing ----------------------------------------------------------------------------------
     def close(self) -> None:
         """Flush pending acks, then CLOSE_CONSUMER."""
         if self._closed:
             return
-        for impl in self._impls.values():
+        for impl in self._all_impls:
             impl.tracker.close()
         self._close("closed")
 
@@ -566,14 +997,16 @@ class Consumer:
         the broker sees the connection close and hands the unacked messages to other consumers."""
         if self._closed:
             return
-        for impl in self._impls.values():
+        for impl in self._all_impls:
             impl.tracker.abandon()
         self._close("crashed")
 
     def _close(self, reason: str) -> None:
         self._closed = True
-        for impl in self._impls.values():
+        self._stop_redelivery()
+        for impl in self._all_impls:
             impl.close_chunks()
+        for impl in self._all_impls:
             if impl.connected:
                 impl.connected = False
                 self._service.close_consumer(impl.broker_consumer, reason)
@@ -593,27 +1026,37 @@ class Consumer:
         self._queue.clear()
         self._pending_error = None
         self._active.clear()
-        for impl in self._impls.values():
+        for impl in self._all_impls:
             impl.available_permits = 0
             impl.broker_consumer = self._service.subscribe(
-                impl, consumer_id=self._id, topic=impl.topic, subscription=self._subscription, sub_type=self._type,
-                name=self._name, priority=self._priority, initial_position=self._initial_position,
-                key_shared_policy=self._key_shared_policy, partition_index=impl.partition,
+                impl, consumer_id=self._id, topic=impl.topic, subscription=self._subscription,
+                sub_type=impl.sub_type, name=self._name, priority=self._priority,
+                initial_position=self._initial_position,
+                key_shared_policy=self._key_shared_policy if impl.sub_type is ConsumerType.KeyShared else None,
+                partition_index=impl.partition,
             )
             impl.connected = True
-        for impl in self._impls.values():
+        for impl in self._all_impls:
             if impl.queue_size > 0:
                 impl.send_flow(impl.queue_size)
+
+    def _stop_redelivery(self) -> None:
+        """``closeConsumerTasks``: stop the ack-timeout and negative-ack timers, close the letter producers."""
+        if self._unacked is not None:
+            self._unacked.close()
+        for impl in self._all_impls:
+            impl.close_trackers()
 
     def unsubscribe(self) -> None:
         """Close and delete the subscription (only when this is its last consumer)."""
         self._check_open()
-        for impl in self._impls.values():
+        for impl in self._all_impls:
             self._service.unsubscribe(impl.broker_consumer)
-        for impl in self._impls.values():
+        for impl in self._all_impls:
             impl.tracker.close()
             impl.close_chunks()
         self._closed = True
+        self._stop_redelivery()
         self._queue.clear()
 
     def __repr__(self) -> str:
@@ -633,6 +1076,34 @@ def _check_chunk_settings(max_pending: Any, auto_ack: Any, expire_ms: Any) -> No
                         ("expire_time_of_incomplete_chunked_message_ms", expire_ms)):
         if value < 0:
             raise ValueError(f"{name} must be >= 0 (0 turns it off), got {value}")
+
+
+def _specs(topic: str, partitions: int, receiver_queue_size: int, max_total: int) -> list[tuple[str, int, int]]:
+    """``(topic, partition index, receiver queue size)`` of the inner consumers of one topic."""
+    if partitions:
+        per = min(receiver_queue_size, max_total // partitions)
+        return [(f"{topic}-partition-{i}", i, per) for i in range(partitions)]
+    return [(topic, -1, receiver_queue_size)]
+
+
+def _check_redelivery_options(ack_timeout: Any, tick: Any, nack_delay: Any, backoff: Any, policy: Any,
+                              retry_enable: Any) -> int:
+    """Type and range checks of the redelivery options, with Pulsar's texts; returns the ack timeout in ms."""
+    if ack_timeout is None:
+        ack_timeout = 0
+    check_ack_timeout(ack_timeout)  # "Ack timeout should be greater than 1000 ms"
+    check_tick_time(tick)  # "Ack timeout tick time should be greater than 100 ms"
+    if not isinstance(nack_delay, int) or isinstance(nack_delay, bool):
+        raise TypeError(f"negative_ack_redelivery_delay_ms must be an int of ms, not {nack_delay!r}")
+    if nack_delay < 0:
+        raise IllegalArgumentException("redeliveryDelay needs to be >= 0")
+    if backoff is not None and not isinstance(backoff, MultiplierRedeliveryBackoff):
+        raise TypeError(f"negative_ack_redelivery_backoff must be a MultiplierRedeliveryBackoff, not {backoff!r}")
+    if policy is not None and not isinstance(policy, ConsumerDeadLetterPolicy):
+        raise TypeError(f"dead_letter_policy must be a pulsarlab.ConsumerDeadLetterPolicy, not {policy!r}")
+    if not isinstance(retry_enable, bool):
+        raise TypeError(f"retry_enable must be a bool, not {retry_enable!r}")
+    return ack_timeout
 
 
 def _ids(messages: Iterable[Message]) -> list[MessageId]:

@@ -167,6 +167,11 @@ class NegativeAcksTracker:
         """``getNackedMessagesCount()``."""
         raise NotImplementedError
 
+    def due_ms(self, redelivery_count: int = 0) -> int:
+        """When an id added now becomes due, in scheduler ms: 3.x its deadline (redelivered at the first timer
+        run after it), 4.x its bucket (redelivered when the timer reaches the bucket)."""
+        raise NotImplementedError
+
     @property
     def next_timer_ns(self) -> int | None:
         """When the armed timeout fires, in the clock's nanoseconds, or None."""
@@ -244,6 +249,11 @@ class DeadlineMapNegativeAcksTracker(NegativeAcksTracker):
     def nacked_messages_count(self) -> int:
         return len(self._nacked)
 
+    def due_ms(self, redelivery_count: int = 0) -> int:
+        backoff_ms = self._backoff_ms(redelivery_count)
+        delay_ns = backoff_ms * _NS_PER_MS if backoff_ms is not None else self.nack_delay_ns
+        return -(-(self.clock.nano_time() + delay_ns) // self.clock.nanos_per_unit)
+
     def deadlines_ns(self) -> dict[MessageId, int]:
         """Every held id with its deadline (``nanoTime`` ns), for views."""
         return {MessageId(l, e, p): d for (l, e), (p, d) in sorted(self._nacked.items())}
@@ -305,6 +315,12 @@ class TimeBucketNegativeAcksTracker(NegativeAcksTracker):
 
     def nacked_messages_count(self) -> int:
         return self._count
+
+    def due_ms(self, redelivery_count: int = 0) -> int:
+        backoff_ms = self._backoff_ms(redelivery_count)
+        delay_ms = backoff_ms if backoff_ms is not None else self.nack_delay_ms
+        bucket = self.trim(self.clock.current_time_millis() + delay_ms)
+        return (bucket - self.clock.epoch_ms) * _NS_PER_MS // self.clock.nanos_per_unit
 
     def buckets(self) -> list[tuple[int, list[tuple[int, list[int]]]]]:
         """``[(bucket_ms, [(ledger, sorted entries), ...]), ...]`` in time order, for views."""

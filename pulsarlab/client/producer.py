@@ -88,7 +88,7 @@ def _deliver_at_time(now: int, deliver_at: int | None, deliver_after: timedelta 
     if deliver_after is not None:
         if not isinstance(deliver_after, timedelta):
             raise TypeError(f"deliver_after must be a datetime.timedelta, not {type(deliver_after).__name__}")
-        when = now + int(deliver_after.total_seconds() * 1000)
+        when = now + deliver_after // timedelta(milliseconds=1)  # exact (float seconds lose a ms)
     assert when is not None
     return when
 

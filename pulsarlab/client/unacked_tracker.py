@@ -6,7 +6,9 @@ ceil(ackTimeout / tick) + 1 sets; `add` fills the newest, each tick takes the ol
 ids in one request and re-appends it empty, so a message times out after more than
 ceil(ackTimeout/tick)·tick ms and at most one tick later. Simplifies: no chunked-id expansion, no
 `ackTimeoutRedeliveryBackoff` path (`UnAckedMessageRedeliveryTracker`), no OTel counter; the timer
-fires exactly at its deadline.
+fires exactly at its deadline. ``idle_stop=True`` (what a lab consumer uses) lets the timer rest while the ring
+is empty and re-arms it on the next `add` at the same phase (creation time + k·tick): ticks over an empty ring
+change nothing, and a lab with nothing to do can run until idle.
 """
 
 from __future__ import annotations
@@ -69,6 +71,7 @@ class UnAckedMessageTracker:
         tick_duration_millis: int = DEFAULT_TICK_DURATION_MILLIS,
         *,
         tick_listener: TickListener | None = None,
+        idle_stop: bool = False,
     ) -> None:
         if check_ack_timeout(ack_timeout_millis) == 0:
             raise IllegalArgumentException(
@@ -85,6 +88,9 @@ class UnAckedMessageTracker:
         self._time_partitions: deque[set[MessageId]] = deque(set() for _ in range(blank_partitions + 1))
         self._partition_of: dict[MessageId, set[MessageId]] = {}
         self._ordered: SortedList = SortedList()  # the tracked ids, for removeMessagesTill
+        self._idle_stop = bool(idle_stop)
+        self._epoch = scheduler.now()
+        self._closed = False
         self._timeout: Timer | None = scheduler.call_later(
             self.tick_duration_in_ms, self._tick, "UnAckedMessageTracker tick"
         )
@@ -100,6 +106,11 @@ class UnAckedMessageTracker:
         self._partition_of[mid] = newest
         newest.add(mid)
         self._ordered.add(mid)
+        if self._timeout is None and self._idle_stop and not self._closed:
+            tick = self.tick_duration_in_ms
+            now = self._scheduler.now()
+            due = self._epoch + ((now - self._epoch) // tick + 1) * tick
+            self._timeout = self._scheduler.call_at(due, self._tick, "UnAckedMessageTracker tick")
         return True
 
     def remove(self, message_id: MessageId | Iterable[int]) -> bool:
@@ -112,14 +123,24 @@ class UnAckedMessageTracker:
         self._ordered.remove(mid)
         return True
 
-    def remove_messages_till(self, message_id: MessageId | Iterable[int]) -> int:
-        """Stop tracking every id ``<= message_id`` (a cumulative ack); returns how many."""
+    def remove_messages_till(self, message_id: MessageId | Iterable[int],
+                             accept: Callable[[MessageId], bool] | None = None) -> int:
+        """Stop tracking every id ``<= message_id`` (a cumulative ack); returns how many.
+
+        ``accept`` limits it to some ids (a multi-topic parent: those of the acked topic's partition).
+        """
         upto = MessageId.of(message_id)
         cut = self._ordered.bisect_right(upto)
-        for mid in self._ordered[:cut]:
+        if accept is None:
+            for mid in self._ordered[:cut]:
+                self._partition_of.pop(mid).discard(mid)
+            del self._ordered[:cut]
+            return cut
+        doomed = [mid for mid in self._ordered[:cut] if accept(mid)]
+        for mid in doomed:
             self._partition_of.pop(mid).discard(mid)
-        del self._ordered[:cut]
-        return cut
+            self._ordered.remove(mid)
+        return len(doomed)
 
     def clear(self) -> None:
         """Forget every tracked id; the ticks go on."""
@@ -130,6 +151,7 @@ class UnAckedMessageTracker:
 
     def close(self) -> None:
         """Stop ticking and forget everything (Pulsar's ``close`` / ``stop``)."""
+        self._closed = True
         if self._timeout is not None:
             self._timeout.cancel()
             self._timeout = None
@@ -169,9 +191,12 @@ class UnAckedMessageTracker:
             self._ordered.remove(mid)
         head.clear()
         self._time_partitions.append(head)
-        self._timeout = self._scheduler.call_later(
-            self.tick_duration_in_ms, self._tick, "UnAckedMessageTracker tick"
-        )
+        if self._idle_stop and not self._partition_of:
+            self._timeout = None
+        else:
+            self._timeout = self._scheduler.call_later(
+                self.tick_duration_in_ms, self._tick, "UnAckedMessageTracker tick"
+            )
         if self._tick_listener is not None:
             self._tick_listener(self._scheduler.now(), timed_out)
         if timed_out:
@@ -219,11 +244,13 @@ def unacked_message_tracker_for(
     tick_duration_millis: int = DEFAULT_TICK_DURATION_MILLIS,
     *,
     tick_listener: TickListener | None = None,
+    idle_stop: bool = False,
 ) -> UnAckedMessageTracker | UnAckedMessageTrackerDisabled:
     """What ``ConsumerImpl`` builds: the disabled tracker for ackTimeout 0, else the ring."""
     check_tick_time(tick_duration_millis)
     if check_ack_timeout(ack_timeout_millis) == 0:
         return UNACKED_MESSAGE_TRACKER_DISABLED
     return UnAckedMessageTracker(
-        scheduler, redeliver, ack_timeout_millis, tick_duration_millis, tick_listener=tick_listener
+        scheduler, redeliver, ack_timeout_millis, tick_duration_millis, tick_listener=tick_listener,
+        idle_stop=idle_stop,
     )
