@@ -324,7 +324,7 @@ def test_ack_timeout_redelivers_then_dead_letters():
         dead = dlq.receive(15_000)  # ... and the next one dead-letters it
         served = _wait_cursor(server, TOPIC, "s", lambda cur: cur["markDeletePosition"] == "4:0",
                               "the client to ack what it dead-lettered")
-        redeliveries = server.call(lambda: [e.fields["messages"] for e in lab.events.of_kind("redeliver_requested")])
+        redeliveries = server.call(lambda: [e.fields["requested"] for e in lab.events.of_kind("redeliver_ids")])
     assert (first.redelivery_count(), again.redelivery_count()) == (0, 1)
     # one REDELIVER(ids) from the ack timeout; at the second timeout the client dead-letters instead
     assert dead.data() == b"late" and redeliveries == [1]
