@@ -88,9 +88,9 @@ class KeySharedDispatcher(SharedDispatcher):
         self.skip_next_replay = False  # 4.x skipNextReplayToTriggerLookAhead
         self._reschedule_timer = None
         self._key_range = self.selector.key_hash_range()
-        self._hash_cache: dict[tuple[int, int], int] = {}  # (ledger, entry) -> sticky hash
-        # (ordering key, partition key, base64 flag) -> sticky hash, for keyed entries (bounded)
-        self._key_hash_cache: dict[tuple, int] = {}
+        self._hash_cache: dict[tuple[int, int], int] = {}  # (ledger, entry) -> sticky hash of a keyless entry
+        # ordering key (bytes) | partition key (str) | (base64 partition key,) -> sticky hash (bounded)
+        self._key_hash_memo: dict[Any, int] = {}
         self._look_ahead_cache: tuple[int, int] = (-1, 0)  # (consumers, _effective_look_ahead_limit())
 
     def _uses_classic(self) -> bool:
@@ -101,23 +101,35 @@ class KeySharedDispatcher(SharedDispatcher):
 
     # --- hashes --------------------------------------------------------------------------------
     def sticky_key_hash(self, pos: Position, data: Any) -> int:
+        meta = data.metadata
+        ordering_key = meta.ordering_key
+        # keyed entries: the sticky key (and so its hash) is a pure function of the key, memoised per key
+        # (an ordering key is bytes and a partition key str, so they never collide in one dict)
+        if ordering_key is None:
+            memo_key = meta.partition_key
+            if type(memo_key) is not str:
+                return self._keyless_hash(pos, meta)
+            if meta.partition_key_b64_encoded:
+                memo_key = (memo_key,)
+        elif type(ordering_key) is bytes:
+            memo_key = ordering_key
+        else:
+            return self._keyless_hash(pos, meta)
+        h = self._key_hash_memo.get(memo_key)
+        if h is None:
+            h = self.selector.make_sticky_key_hash(meta.sticky_key(self.profile))
+            memo = self._key_hash_memo
+            if len(memo) >= 4096:
+                memo.clear()
+            memo[memo_key] = h
+        return h
+
+    def _keyless_hash(self, pos: Position, meta: Any) -> int:
+        """The hash of an entry without a plain key (4.x hashes producer name and sequence id), per position."""
         key = (pos.ledger_id, pos.entry_id)
         h = self._hash_cache.get(key)
         if h is None:
-            meta = data.metadata
-            ordering_key, partition_key = meta.ordering_key, meta.partition_key
-            if type(ordering_key) is bytes or (ordering_key is None and type(partition_key) is str):
-                # the sticky key (and so its hash) is a pure function of these fields
-                fields = (ordering_key, partition_key, meta.partition_key_b64_encoded)
-                by_fields = self._key_hash_cache
-                h = by_fields.get(fields)
-                if h is None:
-                    h = self.selector.make_sticky_key_hash(meta.sticky_key(self.profile))
-                    if len(by_fields) >= 4096:
-                        by_fields.clear()
-                    by_fields[fields] = h
-            else:
-                h = self.selector.make_sticky_key_hash(meta.sticky_key(self.profile))
+            h = self.selector.make_sticky_key_hash(meta.sticky_key(self.profile))
             if len(self._hash_cache) > 100_000:
                 self._hash_cache.clear()
             self._hash_cache[key] = h
@@ -261,7 +273,7 @@ class KeySharedDispatcher(SharedDispatcher):
 
     # --- reading -------------------------------------------------------------------------------
     def _effective_look_ahead_limit(self) -> int:
-        n = len(self.consumer_list)
+        n = len(self.consumer_list.consumers)
         cached = self._look_ahead_cache
         if cached[0] == n:
             return cached[1]
@@ -286,9 +298,7 @@ class KeySharedDispatcher(SharedDispatcher):
         return limit
 
     def _replay_below_limit(self) -> bool:
-        cached = self._look_ahead_cache
-        limit = cached[1] if cached[0] == len(self.consumer_list) else self._effective_look_ahead_limit()
-        return len(self.redelivery_messages) < limit
+        return len(self.redelivery_messages) < self._effective_look_ahead_limit()
 
     def ks_available_permits(self, c: "Consumer") -> int:
         """4.x `getAvailablePermits(consumer)`: permits capped by the unacked-limit estimate, in entries."""
@@ -314,9 +324,10 @@ class KeySharedDispatcher(SharedDispatcher):
             return True
         if not self._replay_below_limit():
             return False
-        permits_of = self.ks_available_permits
         for c in self.consumer_list.consumers:
-            if not c.blocked and permits_of(c) > 0:
+            # ks_available_permits(c) > 0 (its unacked estimate is >= 1 whenever an unacked message is left)
+            if (not c.blocked and c.cnx_active and c.available_permits > 0
+                    and (c.max_unacked_messages <= 0 or c.unacked_messages < c.max_unacked_messages)):
                 return True
         return False
 
@@ -389,10 +400,12 @@ class KeySharedDispatcher(SharedDispatcher):
 
     def _send_group(self, consumer: "Consumer", group: list, hashes: list[int], read_type: int) -> tuple[int, int]:
         if read_type == REPLAY:
+            remove = self.redelivery_messages.remove
             for pos, _ in group:
-                self.redelivery_messages.remove(pos.ledger_id, pos.entry_id)
-        sent_entries, msgs, acked = consumer.send_messages(group, hashes, self.redelivery_tracker,
-                                                           self.subscription.batch_ack_sets(group))
+                remove(pos.ledger_id, pos.entry_id)
+        subscription = self.subscription
+        ack_sets = subscription.batch_ack_sets(group) if subscription.batch_index_level else None
+        sent_entries, msgs, acked = consumer.send_messages(group, hashes, self.redelivery_tracker, ack_sets)
         self.total_available_permits -= msgs - acked
         return sent_entries, msgs
 
@@ -461,73 +474,76 @@ class KeySharedDispatcher(SharedDispatcher):
     def _send_pip379(self, read_type: int, entries: list) -> bool:
         """`filterAndGroupEntriesForDispatching` + sending; True to read again (progress or look-ahead)."""
         select = self.selector.select
-        look_ahead_allowed = self._replay_below_limit()
-        permits_for: dict[int, list] = {}
-        groups: dict[int, tuple[Any, list, list]] = {}
-        blocked_by_hash: dict[int, Any] = {}
-        seen_consumers: set[int] = set()
-        already_blocked: set[int] = set()
-        replay_set = self.redelivery_messages
-        draining = self.draining
         sticky_key_hash = self.sticky_key_hash
-        permits_of = self.ks_available_permits
-        log_blocked = self.events.enabled
-        for pos, data in entries:
+        normal = read_type == NORMAL
+        look_ahead_allowed = self._replay_below_limit()
+        replay_has_hash = self.redelivery_messages.contains_sticky_key_hash
+        draining = self.draining
+        # consumer id -> entry permits left in this read; its keys are the consumers seen in the read
+        permits_for: dict[int, int] = {}
+        groups: dict[int, tuple[Any, list, list]] = {}  # consumer id -> (consumer, entries, hashes)
+        # made on first use (most reads block nothing): hashes blocked in this read, consumers blocked with permits
+        already_blocked: set[int] | None = None
+        blocked_with_permits: dict[int, Any] | None = None
+        for entry in entries:
+            pos, data = entry
             h = sticky_key_hash(pos, data)
             consumer = None
-            dispatch = False
-            reason = ev.REASON_NO_CONSUMER
-            if h not in already_blocked:
+            if already_blocked is None or h not in already_blocked:
                 consumer = select(h)
+                reason = ev.REASON_NO_CONSUMER
                 if consumer is not None:
-                    seen_consumers.add(consumer.id)
-                    slot = permits_for.get(consumer.id)
-                    if slot is None:
-                        slot = permits_for[consumer.id] = [permits_of(consumer)]
+                    cid = consumer.id
+                    permits = permits_for.get(cid)
+                    if permits is None:
+                        permits = self.ks_available_permits(consumer)
                     reason = ev.REASON_NO_PERMITS
-                    if slot[0] > 0:
-                        if read_type == NORMAL and replay_set.contains_sticky_key_hash(h):
+                    if permits > 0:
+                        if normal and replay_has_hash(h):
                             reason = ev.REASON_REPLAY
                         elif draining is not None and draining.should_block_sticky_key_hash(consumer, h):
                             reason = ev.REASON_DRAINING
                         else:
-                            slot[0] -= 1
-                            dispatch = True
-                        if not dispatch and look_ahead_allowed and read_type == NORMAL:
-                            blocked_by_hash[consumer.id] = consumer
+                            permits_for[cid] = permits - 1
+                            group = groups.get(cid)
+                            if group is None:
+                                groups[cid] = (consumer, [entry], [h])
+                            else:
+                                group[1].append(entry)
+                                group[2].append(h)
+                            continue
+                        if look_ahead_allowed and normal:
+                            if blocked_with_permits is None:
+                                blocked_with_permits = {}
+                            blocked_with_permits[cid] = consumer
+                    permits_for[cid] = permits
             else:
                 reason = "hash_already_blocked_in_this_read"
-            if dispatch:
-                g = groups.get(consumer.id)
-                if g is None:
-                    g = groups[consumer.id] = (consumer, [], [])
-                g[1].append((pos, data))
-                g[2].append(h)
-            else:
-                already_blocked.add(h)
-                self.add_message_to_replay(pos.ledger_id, pos.entry_id, h)
-                if log_blocked:
-                    self._hash_blocked(consumer, h, pos.ledger_id, pos.entry_id, reason)
-        trigger_look_ahead = False
-        if look_ahead_allowed and not groups:
-            if read_type == NORMAL:
-                for cid, c in blocked_by_hash.items():
-                    if permits_for[cid][0] > 0:
-                        trigger_look_ahead = True
-                        break
-            if not trigger_look_ahead:
-                for c in self.consumer_list.consumers:
-                    if c.id not in seen_consumers and self.ks_available_permits(c) > 0:
-                        trigger_look_ahead = True
-                        break
+            if already_blocked is None:
+                already_blocked = set()
+            already_blocked.add(h)
+            self.add_message_to_replay(pos.ledger_id, pos.entry_id, h)
+            self._hash_blocked(consumer, h, pos.ledger_id, pos.entry_id, reason)
+        if not groups:
+            if look_ahead_allowed and self._look_ahead_useful(permits_for, blocked_with_permits if normal else None):
+                self.skip_next_replay = True
+                return True
+            return False
         total_entries = 0
         for c, group, hashes in groups.values():
-            sent_entries, _ = self._send_group(c, group, hashes, read_type)
-            total_entries += sent_entries
-        if trigger_look_ahead:
-            self.skip_next_replay = True
-            return True
+            total_entries += self._send_group(c, group, hashes, read_type)[0]
         return total_entries > 0
+
+    def _look_ahead_useful(self, permits_for: dict[int, int], blocked_with_permits: dict[int, Any] | None) -> bool:
+        """Nothing was sent: does a consumer still have permits for the entries after these (trigger look-ahead)?"""
+        if blocked_with_permits:
+            for cid in blocked_with_permits:
+                if permits_for[cid] > 0:
+                    return True
+        for c in self.consumer_list.consumers:
+            if c.id not in permits_for and self.ks_available_permits(c) > 0:
+                return True
+        return False
 
     # --- stats ---------------------------------------------------------------------------------
     def stats(self) -> dict[str, Any]:
