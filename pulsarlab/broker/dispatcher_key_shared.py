@@ -147,7 +147,7 @@ class KeySharedDispatcher(SharedDispatcher):
             pending = consumer.pending_acks
             pending.add_handler = self._handle_adding_pending_ack
             draining = self.draining
-            pending.remove_handler = lambda c, l, e, h, closing: draining.reduce_ref_count(c, h, closing)
+            pending.remove_handler = draining.pending_ack_removed
             pending.start_batch = draining.start_batch
             pending.end_batch = draining.end_batch
             consumer.draining_stats = draining.consumer_stats
@@ -391,7 +391,7 @@ class KeySharedDispatcher(SharedDispatcher):
 
     # --- sending -------------------------------------------------------------------------------
     def try_send_messages_to_consumers(self, read_type: int, entries: list) -> bool:
-        if not len(self.consumer_list):
+        if not self.consumer_list.consumers:
             self.subscription.rewind_cursor()
             return False
         if self.classic:

@@ -19,6 +19,8 @@ class MessageRedeliveryController:
     """``redeliveryMessages``: what a Shared / Key_Shared dispatcher must send again, in position order.
 
     ``allow_out_of_order_delivery=True`` keeps no hash maps, so the set never blocks a hash (§3.3).
+    ``_hashes`` (position -> sticky hash) holds exactly the positions of ``_positions`` in both modes: it answers
+    membership and size without a sorted-list call; the hash counts are kept only when hashes are tracked.
     """
 
     __slots__ = ("_positions", "_hashes", "_hash_counts", "_track_hashes")
@@ -30,36 +32,33 @@ class MessageRedeliveryController:
         self._hash_counts: dict[int, int] = {}
 
     def __len__(self) -> int:
-        return len(self._positions)
+        return len(self._hashes)
 
     def is_empty(self) -> bool:
-        return not self._positions
+        return not self._hashes
 
     def __contains__(self, pos: Pos) -> bool:
-        return pos in self._positions
+        return pos in self._hashes
 
     def add(self, ledger: int, entry: int, sticky_hash: int = 0) -> bool:
         """Add a position (with its sticky hash when hashes are tracked); False if it was already there."""
         pos = (ledger, entry)
-        if self._track_hashes:
-            if pos in self._hashes:
-                return False
-            self._hashes[pos] = sticky_hash
-            self._hash_counts[sticky_hash] = self._hash_counts.get(sticky_hash, 0) + 1
-        elif pos in self._positions:
+        hashes = self._hashes
+        if pos in hashes:
             return False
+        hashes[pos] = sticky_hash
+        if self._track_hashes:
+            self._hash_counts[sticky_hash] = self._hash_counts.get(sticky_hash, 0) + 1
         self._positions.add(pos)
         return True
 
     def remove(self, ledger: int, entry: int) -> bool:
         pos = (ledger, entry)
-        if self._track_hashes:
-            h = self._hashes.pop(pos, None)
-            if h is None:
-                return False
-            self._dec(h)
-        elif pos not in self._positions:
+        h = self._hashes.pop(pos, None)
+        if h is None:
             return False
+        if self._track_hashes:
+            self._dec(h)
         self._positions.remove(pos)
         return True
 
@@ -75,15 +74,16 @@ class MessageRedeliveryController:
         positions = self._positions
         while positions and positions[0] <= (ledger, entry):
             pos = positions.pop(0)
+            h = self._hashes.pop(pos)
             if self._track_hashes:
-                self._dec(self._hashes.pop(pos))
+                self._dec(h)
 
     def contains_sticky_key_hash(self, sticky_hash: int) -> bool:
         """``containsStickyKeyHash``: False when hashes are not tracked (out-of-order delivery allowed)."""
         return sticky_hash in self._hash_counts
 
     def hash_of(self, ledger: int, entry: int) -> int | None:
-        return self._hashes.get((ledger, entry))
+        return self._hashes.get((ledger, entry)) if self._track_hashes else None
 
     def first(self) -> Pos | None:
         return self._positions[0] if self._positions else None
@@ -126,14 +126,17 @@ class InMemoryRedeliveryTracker:
         self._counts.setdefault((ledger, entry), 0)
 
     def get(self, ledger: int, entry: int) -> int:
-        return self._counts.get((ledger, entry), 0)
+        counts = self._counts
+        return counts.get((ledger, entry), 0) if counts else 0
 
     def remove(self, ledger: int, entry: int) -> None:
         self._counts.pop((ledger, entry), None)
 
     def remove_batch(self, positions: Iterable[Pos]) -> None:
-        for pos in positions:
-            self._counts.pop(pos, None)
+        counts = self._counts
+        if counts:
+            for pos in positions:
+                counts.pop(pos, None)
 
     def remove_up_to(self, ledger: int, entry: int) -> None:
         if self._counts:
