@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import operator
+import struct
 from array import array
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
@@ -127,7 +128,8 @@ class EventLog:
         # before any read), so the stored form, the sizes and the digest are what per-event appends give.
         self._pending: list[int] = []
         self._count = 0  # events appended: stored + pending
-        self._flush_at = _FLUSH_EVENTS - 1  # the sequence number whose append flushes the pending rows
+        # the sequence number whose append flushes the pending rows; -1 (every append) while listeners wait
+        self._flush_at = _FLUSH_EVENTS - 1
 
     # -- writing ------------------------------------------------------------------------------
     def append(self, kind: str | EventType, time: int, **values: Any) -> int:
@@ -147,7 +149,7 @@ class EventLog:
         pending += _PADS[et.code][len(row)]
         seq = self._count
         self._count = seq + 1
-        if seq >= self._flush_at or self._listeners:
+        if seq >= self._flush_at:
             return self._flush_and_notify()
         return seq
 
@@ -173,7 +175,7 @@ class EventLog:
         pending += pad
         seq = self._count
         self._count = seq + 1
-        if seq >= self._flush_at or self._listeners:
+        if seq >= self._flush_at:
             return self._flush_and_notify()
         return seq
 
@@ -191,19 +193,22 @@ class EventLog:
         rows = self._pending
         if not rows:
             return
-        self._flush_at = self._count + _FLUSH_EVENTS - 1
+        self._flush_at = self._next_flush_at()
         try:
-            times = array("q", rows[0::_ROW])
-            kinds = array("H", rows[1::_ROW])
-            cols = [array("q", rows[i::_ROW]) for i in range(2, _ROW)]
-        except (TypeError, OverflowError, ValueError):
+            # struct converts the ints in one C loop (array(..., list) parses each item); then strided slices
+            flat = array("q", struct.pack(f"{len(rows)}q", *rows))
+            kinds = array("H", struct.pack(f"{len(rows) // _ROW}H", *rows[1::_ROW]))
+        except (struct.error, TypeError, OverflowError, ValueError):
             self._flush_slowly()
             return
         rows.clear()
-        self._time.extend(times)
+        self._time.extend(flat[0::_ROW])
         self._kind.extend(kinds)
-        for col, values in zip(self._cols, cols):
-            col.extend(values)
+        for i, col in enumerate(self._cols, 2):
+            col.extend(flat[i::_ROW])
+
+    def _next_flush_at(self) -> int:
+        return -1 if self._listeners else self._count + _FLUSH_EVENTS - 1
 
     def _flush_slowly(self) -> None:
         """Row by row: keep the good rows, drop malformed ones and raise for the first (a caller's bug)."""
@@ -224,7 +229,7 @@ class EventLog:
             for col, value in zip(self._cols, cols):
                 col.extend(value)
         self._count = len(self._time)
-        self._flush_at = self._count + _FLUSH_EVENTS - 1
+        self._flush_at = self._next_flush_at()
         if error is not None:
             raise error
 
@@ -252,7 +257,13 @@ class EventLog:
     def subscribe(self, listener: Callable[[Event], None]) -> Callable[[], None]:
         """Call ``listener(event)`` on every append; returns an unsubscribe function."""
         self._listeners.append(listener)
-        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
+        self._flush_at = -1
+        return lambda: self._unsubscribe(listener)
+
+    def _unsubscribe(self, listener: Callable[[Event], None]) -> None:
+        if listener in self._listeners:
+            self._listeners.remove(listener)
+        self._flush_at = self._next_flush_at()
 
     # -- reading ------------------------------------------------------------------------------
     def __len__(self) -> int:
