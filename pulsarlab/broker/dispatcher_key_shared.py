@@ -298,7 +298,9 @@ class KeySharedDispatcher(SharedDispatcher):
         return limit
 
     def _replay_below_limit(self) -> bool:
-        return len(self.redelivery_messages) < self._effective_look_ahead_limit()
+        cached = self._look_ahead_cache
+        limit = cached[1] if cached[0] == len(self.consumer_list.consumers) else self._effective_look_ahead_limit()
+        return len(self.redelivery_messages) < limit
 
     def ks_available_permits(self, c: "Consumer") -> int:
         """4.x `getAvailablePermits(consumer)`: permits capped by the unacked-limit estimate, in entries."""
@@ -322,7 +324,7 @@ class KeySharedDispatcher(SharedDispatcher):
     def is_normal_read_allowed(self) -> bool:
         if self.classic:
             return True
-        if not self._replay_below_limit():
+        if self.redelivery_messages and not self._replay_below_limit():
             return False
         for c in self.consumer_list.consumers:
             # ks_available_permits(c) > 0 (its unacked estimate is >= 1 whenever an unacked message is left)
@@ -334,7 +336,9 @@ class KeySharedDispatcher(SharedDispatcher):
     def max_entries_read_limit(self) -> int:
         if self.classic:
             return self.read_batch_size
-        limit = self._effective_look_ahead_limit() - len(self.redelivery_messages)
+        cached = self._look_ahead_cache
+        limit = cached[1] if cached[0] == len(self.consumer_list.consumers) else self._effective_look_ahead_limit()
+        limit -= len(self.redelivery_messages)
         return limit if limit > 1 else 1
 
     def messages_to_replay_now(self, max_messages: int) -> list[tuple[int, int]]:
@@ -343,7 +347,7 @@ class KeySharedDispatcher(SharedDispatcher):
                 self.stuck_on_replays = False
                 return []
             return self.redelivery_messages.messages_to_replay_now(max_messages)
-        if self.redelivery_messages.is_empty():
+        if not self.redelivery_messages:
             return []
         if self.skip_next_replay:  # canReplayMessages
             self.skip_next_replay = False
