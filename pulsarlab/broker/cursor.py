@@ -252,6 +252,13 @@ class ManagedCursor:
         md_l, md_e = md.ledger_id, md.entry_id
         idm = self.individually_deleted_messages
         filtering = not idm.is_empty()
+        entries = ml._entries.get(l)
+        if (not filtering and entries is not None and 0 <= e < len(entries) and (l > md_l or (l == md_l and e > md_e))
+                and (e + max_entries < len(entries) or not self._has_more(l, len(entries)))):
+            # one step of the loop below, the common case: a run of this ledger fills the read or ends the topic
+            hi = min(e + max_entries, len(entries))
+            self.read_position = ml.position_of(l, hi)
+            return list(zip(ml._positions[l][e:hi], entries[e:hi]))
         while True:
             entries = ml._entries.get(l)
             if entries is None or (not entries and l != ml._current_id):

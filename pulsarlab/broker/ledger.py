@@ -394,7 +394,7 @@ class ManagedLedger:
         positions = self._positions.get(ledger_id)
         if positions is not None and 0 <= entry_id < len(positions):
             return positions[entry_id]
-        return Position(ledger_id, entry_id)
+        return make_position(ledger_id, entry_id)
 
     def _ceiling_ledger(self, ledger_id: int) -> int | None:
         """`ledgers.ceilingKey(ledger_id)`."""

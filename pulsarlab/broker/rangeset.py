@@ -541,7 +541,10 @@ class OpenLongPairRangeSet:
         return sum(runs.num_runs() for runs in self._ledgers.values())
 
     def is_empty(self) -> bool:
-        return all(runs.is_empty() for runs in self._ledgers.values())
+        for runs in self._ledgers.values():
+            if runs.firsts:
+                return False
+        return True
 
     def __bool__(self) -> bool:
         return not self.is_empty()
