@@ -224,9 +224,13 @@ class ManagedLedger:
             n = data.metadata.num_messages_in_batch
             log.append_row(ENTRY_WRITTEN, self.scheduler.now(), name_sid, lid, pos.entry_id, 1 if n is None else n,
                            size)
-        why = self._current_ledger_full()
-        if why is not None:
-            self._roll(why)
+        # currentLedgerIsFull(), asked only when a limit may be reached (the common write reaches none)
+        if (self.current_ledger_entries >= self.max_entries_per_ledger
+                or self.current_ledger_size >= self._max_ledger_bytes
+                or self.scheduler.now() - self.last_ledger_created_timestamp >= self._max_rollover_ms):
+            why = self._current_ledger_full()
+            if why is not None:
+                self._roll(why)
         return pos
 
     def _current_ledger_full(self) -> str | None:
