@@ -258,7 +258,7 @@ class ManagedCursor:
             # one step of the loop below, the common case: a run of this ledger fills the read or ends the topic
             hi = min(e + max_entries, len(entries))
             self.read_position = ml.position_of(l, hi)
-            return list(zip(ml._positions[l][e:hi], entries[e:hi]))
+            return ml.read_run(l, e, hi)
         while True:
             entries = ml._entries.get(l)
             if entries is None or (not entries and l != ml._current_id):
@@ -280,10 +280,10 @@ class ManagedCursor:
                             first = j
                         j += 1
                     if first != -1:
-                        out.extend(zip(ml._positions[l][first:j], entries[first:j]))
+                        out.extend(ml.read_run(l, first, j))
                     e = j
                 else:
-                    out.extend(zip(ml._positions[l][e:hi], entries[e:hi]))
+                    out.extend(ml.read_run(l, e, hi))
                     e = hi
             if l > md_l or (l == md_l and e > md_e):  # setReadPosition only moves past the mark-delete position
                 self.read_position = ml.position_of(l, e)

@@ -181,7 +181,6 @@ class ManagedLedger:
         self._ids: list[int] = []  # ledger ids, ascending (the ledgers map's key order)
         self._info: dict[int, LedgerInfo] = {}
         self._entries: dict[int, list[EntryData]] = {}
-        self._positions: dict[int, list[Position]] = {}  # one Position object per entry, shared by every read
         self.cursors: dict[str, ManagedCursor] = {}
 
         self.entries_added_counter = 0
@@ -204,7 +203,6 @@ class ManagedLedger:
         entries = self._current_entries
         pos = make_position(lid, len(entries))
         entries.append(data)
-        self._current_positions.append(pos)
         if size is None:
             size = data.size
         info = self._current_info
@@ -262,7 +260,6 @@ class ManagedLedger:
         self._current_id = lid
         self._current_info = info
         self._current_entries = self._entries[lid] = []
-        self._current_positions = self._positions[lid] = []
         self.current_ledger_entries = 0
         self.current_ledger_size = 0
         self.last_ledger_created_timestamp = self.scheduler.now()
@@ -290,7 +287,7 @@ class ManagedLedger:
     def _drop_ledger(self, lid: int) -> None:
         i = self._ids.index(lid)
         del self._ids[i], self.ledgers[i]
-        del self._info[lid], self._entries[lid], self._positions[lid]
+        del self._info[lid], self._entries[lid]
 
     # ------------------------------------------------------------------ reading
 
@@ -394,11 +391,14 @@ class ManagedLedger:
                            end_inclusive.ledger_id, end_inclusive.entry_id, True)
 
     def position_of(self, ledger_id: int, entry_id: int) -> Position:
-        """The Position object for (ledger, entry), shared with the stored entry when there is one."""
-        positions = self._positions.get(ledger_id)
-        if positions is not None and 0 <= entry_id < len(positions):
-            return positions[entry_id]
+        """The Position (ledger, entry). Positions are made when asked for, not stored per entry: a stored one
+        would be one more object per entry for every full garbage collection to walk."""
         return make_position(ledger_id, entry_id)
+
+    def read_run(self, ledger_id: int, first: int, end: int) -> list[tuple[Position, EntryData]]:
+        """Entries ``first .. end-1`` of one ledger with their positions (for the cursor's reads; trusted bounds)."""
+        entries = self._entries[ledger_id]
+        return [(make_position(ledger_id, i), entries[i]) for i in range(first, end)]
 
     def _ceiling_ledger(self, ledger_id: int) -> int | None:
         """`ledgers.ceilingKey(ledger_id)`."""
