@@ -116,9 +116,13 @@ class EventLog:
 
     def __init__(self, enabled: bool = True) -> None:
         self.enabled = enabled
+        # The columns: stored events are the first ``_stored`` items of each array. The arrays grow by half their
+        # length at a time (array.extend grows by 1/16, so a growing log was copied whole every few flushes); the
+        # slack past ``_stored`` is zeros and never read.
         self._time = array("q")
         self._kind = array("H")
         self._cols = [array("q") for _ in range(MAX_FIELDS)]
+        self._stored = 0
         self._strings: list[str] = []
         self._string_ids: dict[str, int] = {}
         self._listeners: list[Callable[[Event], None]] = []
@@ -181,7 +185,7 @@ class EventLog:
 
     def _flush_and_notify(self) -> int:
         self._flush()
-        seq = len(self._time) - 1
+        seq = self._stored - 1
         if self._listeners:
             ev = self[seq]
             for listener in list(self._listeners):
@@ -202,10 +206,20 @@ class EventLog:
             self._flush_slowly()
             return
         rows.clear()
-        self._time.extend(flat[0::_ROW])
-        self._kind.extend(kinds)
-        for i, col in enumerate(self._cols, 2):
-            col.extend(flat[i::_ROW])
+        self._store(flat[0::_ROW], kinds, [flat[i::_ROW] for i in range(2, _ROW)])
+
+    def _store(self, times: array, kinds: array, cols: list[array]) -> None:
+        """Append equal-length arrays to the columns."""
+        start = self._stored
+        end = start + len(times)
+        columns = (self._time, self._kind, *self._cols)
+        if end > len(self._time):
+            capacity = max(end, len(self._time) * 3 // 2, _FLUSH_EVENTS)
+            for col in columns:
+                col.frombytes(bytes(col.itemsize * (capacity - len(col))))
+        for col, values in zip(columns, (times, kinds, *cols)):
+            col[start:end] = values
+        self._stored = end
 
     def _next_flush_at(self) -> int:
         return -1 if self._listeners else self._count + _FLUSH_EVENTS - 1
@@ -224,11 +238,8 @@ class EventLog:
                     et = _BY_CODE[row[1]]
                     error = TypeError(f"event {et.name} at t={row[0]!r}: bad field values {row[2:]!r} ({e})")
                 continue
-            self._time.extend(t)
-            self._kind.extend(k)
-            for col, value in zip(self._cols, cols):
-                col.extend(value)
-        self._count = len(self._time)
+            self._store(t, k, cols)
+        self._count = self._stored
         self._flush_at = self._next_flush_at()
         if error is not None:
             raise error
@@ -304,7 +315,7 @@ class EventLog:
     def of_kind(self, *kinds: str) -> list[Event]:
         codes = {get_event_type(k).code for k in kinds}
         self._flush()
-        return [self[i] for i, c in enumerate(self._kind) if c in codes]
+        return [self[i] for i, c in enumerate(self._kind[:self._stored]) if c in codes]
 
     def explain(self, seq: int) -> str:
         return self[seq].explain()
@@ -312,16 +323,17 @@ class EventLog:
     # -- sizes, identity, export --------------------------------------------------------------
     @property
     def nbytes(self) -> int:
-        """Bytes held by the columns (strings excluded: they are interned once)."""
+        """Bytes the stored events take in the columns (strings excluded: they are interned once; the columns'
+        growth slack excluded)."""
         self._flush()
-        return sum(a.itemsize * len(a) for a in (self._time, self._kind, *self._cols))
+        return sum(a.itemsize * self._stored for a in (self._time, self._kind, *self._cols))
 
     def digest(self) -> str:
         """SHA-256 over the log's content: equal for the same scenario and seed on every machine."""
         self._flush()
         h = hashlib.sha256()
         for col in (self._time, self._kind, *self._cols):
-            h.update(col.tobytes())
+            h.update(memoryview(col)[:self._stored])
         for s in self._strings:
             h.update(s.encode("utf-8") + b"\0")
         return h.hexdigest()
