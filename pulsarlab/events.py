@@ -13,6 +13,7 @@ import json
 import operator
 import struct
 from array import array
+from bisect import bisect_right
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
@@ -20,6 +21,7 @@ MAX_FIELDS = 6
 _NONE = -(2**63)  # stored for a missing int / str / json field
 _ROW = 2 + MAX_FIELDS  # ints per pending row: time, type code, the field columns
 _FLUSH_EVENTS = 4096  # pending events moved into the columns at once
+_BYTES_PER_EVENT = array("q").itemsize * (1 + MAX_FIELDS) + array("H").itemsize  # time, fields, type code
 
 
 @dataclass(frozen=True)
@@ -116,13 +118,12 @@ class EventLog:
 
     def __init__(self, enabled: bool = True) -> None:
         self.enabled = enabled
-        # The columns: stored events are the first ``_stored`` items of each array. The arrays grow by half their
-        # length at a time (array.extend grows by 1/16, so a growing log was copied whole every few flushes); the
-        # slack past ``_stored`` is zeros and never read.
-        self._time = array("q")
-        self._kind = array("H")
-        self._cols = [array("q") for _ in range(MAX_FIELDS)]
-        self._stored = 0
+        # The columns, in chunks of about _FLUSH_EVENTS events: each chunk is (times, kinds, field column 0..5),
+        # parallel arrays; ``_chunk_starts`` holds each chunk's first sequence number. Chunks are never copied again
+        # once full (one growing array per column was copied whole every few flushes, array.extend growing by 1/16).
+        self._chunks: list[tuple[array, ...]] = []
+        self._chunk_starts: list[int] = []
+        self._stored = 0  # events in the chunks
         self._strings: list[str] = []
         self._string_ids: dict[str, int] = {}
         self._listeners: list[Callable[[Event], None]] = []
@@ -209,17 +210,15 @@ class EventLog:
         self._store(flat[0::_ROW], kinds, [flat[i::_ROW] for i in range(2, _ROW)])
 
     def _store(self, times: array, kinds: array, cols: list[array]) -> None:
-        """Append equal-length arrays to the columns."""
-        start = self._stored
-        end = start + len(times)
-        columns = (self._time, self._kind, *self._cols)
-        if end > len(self._time):
-            capacity = max(end, len(self._time) * 3 // 2, _FLUSH_EVENTS)
-            for col in columns:
-                col.frombytes(bytes(col.itemsize * (capacity - len(col))))
-        for col, values in zip(columns, (times, kinds, *cols)):
-            col[start:end] = values
-        self._stored = end
+        """Append equal-length arrays (owned by the log from now on) to the columns."""
+        chunks = self._chunks
+        if chunks and len(chunks[-1][0]) < _FLUSH_EVENTS:  # the last chunk is not full: it grows
+            for col, values in zip(chunks[-1], (times, kinds, *cols)):
+                col.extend(values)
+        else:
+            chunks.append((times, kinds, *cols))
+            self._chunk_starts.append(self._stored)
+        self._stored += len(times)
 
     def _next_flush_at(self) -> int:
         return -1 if self._listeners else self._count + _FLUSH_EVENTS - 1
@@ -287,12 +286,14 @@ class EventLog:
             seq += len(self)
         if not 0 <= seq < len(self):
             raise IndexError(f"event {seq} is outside the log (0..{len(self) - 1})")
-        et = _BY_CODE[self._kind[seq]]
+        k = bisect_right(self._chunk_starts, seq) - 1
+        chunk = self._chunks[k]
+        i = seq - self._chunk_starts[k]
+        et = _BY_CODE[chunk[1][i]]
         values = {}
-        for i, (fname, ftype) in enumerate(et.fields):
-            raw = self._cols[i][seq]
-            values[fname] = self._decode(raw, ftype)
-        return Event(seq, self._time[seq], et.name, values)
+        for j, (fname, ftype) in enumerate(et.fields):
+            values[fname] = self._decode(chunk[2 + j][i], ftype)
+        return Event(seq, chunk[0][i], et.name, values)
 
     def _decode(self, raw: int, ftype: str) -> Any:
         if raw == _NONE:
@@ -315,7 +316,8 @@ class EventLog:
     def of_kind(self, *kinds: str) -> list[Event]:
         codes = {get_event_type(k).code for k in kinds}
         self._flush()
-        return [self[i] for i, c in enumerate(self._kind[:self._stored]) if c in codes]
+        return [self[start + i] for start, chunk in zip(self._chunk_starts, self._chunks)
+                for i, c in enumerate(chunk[1]) if c in codes]
 
     def explain(self, seq: int) -> str:
         return self[seq].explain()
@@ -323,17 +325,17 @@ class EventLog:
     # -- sizes, identity, export --------------------------------------------------------------
     @property
     def nbytes(self) -> int:
-        """Bytes the stored events take in the columns (strings excluded: they are interned once; the columns'
-        growth slack excluded)."""
+        """Bytes held by the columns (strings excluded: they are interned once)."""
         self._flush()
-        return sum(a.itemsize * self._stored for a in (self._time, self._kind, *self._cols))
+        return self._stored * _BYTES_PER_EVENT
 
     def digest(self) -> str:
         """SHA-256 over the log's content: equal for the same scenario and seed on every machine."""
         self._flush()
         h = hashlib.sha256()
-        for col in (self._time, self._kind, *self._cols):
-            h.update(memoryview(col)[:self._stored])
+        for column in range(_ROW):  # column by column, as one array per column would hash
+            for chunk in self._chunks:
+                h.update(chunk[column])
         for s in self._strings:
             h.update(s.encode("utf-8") + b"\0")
         return h.hexdigest()
