@@ -19,7 +19,8 @@ zero retention would delete fully consumed ledgers), no offload, no periodic tim
 ``LedgerInfo.entries``/``size`` hold the true counts for every ledger; stats-internal prints 0 for the
 open ledger as Pulsar's ledger metadata does. ``managedLedgerMinLedgerRolloverTimeMinutes`` defaults to
 0 here (Pulsar's broker default is 10) unless the config sets it, so small labs roll at once, as
-Pulsar's own ManagedCursorTest does.
+Pulsar's own ManagedCursorTest does. Entries are kept as plain tuples (`EntryData.stored`) and every read
+returns new, equal `EntryData` objects, so the many stored entries stay out of the garbage collector's walks.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from __future__ import annotations
 import datetime as _dt
 from bisect import bisect_left
 from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..clock import Scheduler
@@ -149,6 +151,26 @@ def _config_int(config: dict[str, Any], key: str, default: int, minimum: int) ->
     return value
 
 
+_from_stored = EntryData.from_stored
+
+
+class _LedgerEntries(Sequence):
+    """A read-only view of one ledger's stored entries, made into `EntryData` objects as they are read."""
+
+    __slots__ = ("_stored",)
+
+    def __init__(self, stored: list[tuple]) -> None:
+        self._stored = stored
+
+    def __len__(self) -> int:
+        return len(self._stored)
+
+    def __getitem__(self, i):  # type: ignore[override]
+        if isinstance(i, slice):
+            return [_from_stored(s) for s in self._stored[i]]
+        return _from_stored(self._stored[i])
+
+
 class ManagedLedger:
     """One topic's managed ledger and its cursors (one per subscription).
 
@@ -180,7 +202,9 @@ class ManagedLedger:
         self.ledgers: list[LedgerInfo] = []
         self._ids: list[int] = []  # ledger ids, ascending (the ledgers map's key order)
         self._info: dict[int, LedgerInfo] = {}
-        self._entries: dict[int, list[EntryData]] = {}
+        # per ledger, its entries in `EntryData.stored` form (untracked by the cyclic garbage collector); reads
+        # make `EntryData` objects from them
+        self._entries: dict[int, list[tuple]] = {}
         self.cursors: dict[str, ManagedCursor] = {}
 
         self.entries_added_counter = 0
@@ -202,7 +226,7 @@ class ManagedLedger:
         lid = self._current_id
         entries = self._current_entries
         pos = make_position(lid, len(entries))
-        entries.append(data)
+        entries.append(data.stored())
         if size is None:
             size = data.size
         info = self._current_info
@@ -303,11 +327,11 @@ class ManagedLedger:
             raise ManagedLedgerException("Incorrect parameter input")  # BKException IncorrectParameterException
         if e >= len(entries):
             raise NonRecoverableLedgerException("Error while reading ledger")  # BKException ReadException
-        return entries[e]
+        return _from_stored(entries[e])
 
-    def entries_of(self, ledger_id: int) -> list[EntryData]:
+    def entries_of(self, ledger_id: int) -> Sequence[EntryData]:
         """The entries written to one ledger, in entry-id order (read-only view for snapshots)."""
-        return self._entries[ledger_id]
+        return _LedgerEntries(self._entries[ledger_id])
 
     @property
     def current_ledger_id(self) -> int:
@@ -398,7 +422,7 @@ class ManagedLedger:
     def read_run(self, ledger_id: int, first: int, end: int) -> list[tuple[Position, EntryData]]:
         """Entries ``first .. end-1`` of one ledger with their positions (for the cursor's reads; trusted bounds)."""
         entries = self._entries[ledger_id]
-        return [(make_position(ledger_id, i), entries[i]) for i in range(first, end)]
+        return [(make_position(ledger_id, i), _from_stored(entries[i])) for i in range(first, end)]
 
     def _ceiling_ledger(self, ledger_id: int) -> int | None:
         """`ledgers.ceilingKey(ledger_id)`."""
