@@ -92,6 +92,7 @@ class KeySharedDispatcher(SharedDispatcher):
         # ordering key (bytes) | partition key (str) | (base64 partition key,) -> sticky hash (bounded)
         self._key_hash_memo: dict[Any, int] = {}
         self._look_ahead_cache: tuple[int, int] = (-1, 0)  # (consumers, _effective_look_ahead_limit())
+        self._replay_positions = self.redelivery_messages.position_hashes()  # len() is the replay set's size
 
     def _uses_classic(self) -> bool:
         return not self.profile.is_4x or bool(self.config["subscriptionKeySharedUseClassicPersistentImplementation"])
@@ -300,7 +301,7 @@ class KeySharedDispatcher(SharedDispatcher):
     def _replay_below_limit(self) -> bool:
         cached = self._look_ahead_cache
         limit = cached[1] if cached[0] == len(self.consumer_list.consumers) else self._effective_look_ahead_limit()
-        return len(self.redelivery_messages) < limit
+        return len(self._replay_positions) < limit
 
     def ks_available_permits(self, c: "Consumer") -> int:
         """4.x `getAvailablePermits(consumer)`: permits capped by the unacked-limit estimate, in entries."""
@@ -324,7 +325,7 @@ class KeySharedDispatcher(SharedDispatcher):
     def is_normal_read_allowed(self) -> bool:
         if self.classic:
             return True
-        if self.redelivery_messages and not self._replay_below_limit():
+        if self._replay_positions and not self._replay_below_limit():
             return False
         for c in self.consumer_list.consumers:
             # ks_available_permits(c) > 0 (its unacked estimate is >= 1 whenever an unacked message is left)
@@ -338,7 +339,7 @@ class KeySharedDispatcher(SharedDispatcher):
             return self.read_batch_size
         cached = self._look_ahead_cache
         limit = cached[1] if cached[0] == len(self.consumer_list.consumers) else self._effective_look_ahead_limit()
-        limit -= len(self.redelivery_messages)
+        limit -= len(self._replay_positions)
         return limit if limit > 1 else 1
 
     def messages_to_replay_now(self, max_messages: int) -> list[tuple[int, int]]:
@@ -347,7 +348,7 @@ class KeySharedDispatcher(SharedDispatcher):
                 self.stuck_on_replays = False
                 return []
             return self.redelivery_messages.messages_to_replay_now(max_messages)
-        if not self.redelivery_messages:
+        if not self._replay_positions:
             return []
         if self.skip_next_replay:  # canReplayMessages
             self.skip_next_replay = False

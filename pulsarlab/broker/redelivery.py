@@ -34,6 +34,11 @@ class MessageRedeliveryController:
     def __len__(self) -> int:
         return len(self._hashes)
 
+    def position_hashes(self) -> dict[Pos, int]:
+        """The live position -> sticky hash map of the set (read-only for callers): its size and truth are the
+        set's, for hot checks that cannot afford a method call."""
+        return self._hashes
+
     def is_empty(self) -> bool:
         return not self._hashes
 
