@@ -14,7 +14,7 @@ import operator
 import struct
 from array import array
 from bisect import bisect_right
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 MAX_FIELDS = 6
@@ -30,6 +30,8 @@ class EventType:
 
     ``fields`` is a tuple of ``"name:type"`` with type one of int, bool, str, json. ``template`` is
     ``str.format`` text over the fields; ``rule`` names the Pulsar rule it follows (shown to learners).
+    ``explainer``, when given, makes the text from the field values instead (for an event whose explanation
+    depends on them).
     """
 
     code: int
@@ -37,10 +39,11 @@ class EventType:
     fields: tuple[tuple[str, str], ...]
     template: str
     rule: str = ""
+    explainer: Callable[[dict[str, Any]], str] | None = field(default=None, compare=False)
 
     def explain(self, values: dict[str, Any]) -> str:
         try:
-            text = self.template.format(**values)
+            text = self.explainer(values) if self.explainer is not None else self.template.format(**values)
         except (KeyError, IndexError, ValueError):
             text = f"{self.name} {values}"
         return f"{text} ({self.rule})" if self.rule else text
@@ -60,7 +63,8 @@ def _pads(n_fields: int) -> tuple[tuple[int, ...], ...]:
     )
 
 
-def event_type(name: str, fields: str = "", template: str = "", rule: str = "") -> EventType:
+def event_type(name: str, fields: str = "", template: str = "", rule: str = "",
+               explainer: Callable[[dict[str, Any]], str] | None = None) -> EventType:
     """Declare (or fetch, if identical) an event type. Modules declare theirs at import time."""
     parsed: list[tuple[str, str]] = []
     for spec in fields.split():
@@ -76,7 +80,7 @@ def event_type(name: str, fields: str = "", template: str = "", rule: str = "") 
         if existing.fields != tuple(parsed):
             raise ValueError(f"event type {name} is already declared with other fields")
         return existing
-    et = EventType(len(_BY_CODE), name, tuple(parsed), template or name, rule)
+    et = EventType(len(_BY_CODE), name, tuple(parsed), template or name, rule, explainer)
     _TYPES[name] = et
     _BY_CODE.append(et)
     _FIELD_NAMES.append(frozenset(f for f, _ in et.fields))

@@ -142,6 +142,8 @@ class ManagedCursor:
         self.active = True  # openCursor calls setActive()
         self.waiting_read_op = False
         self.last_ledger_switch_timestamp = ledger.scheduler.now()
+        # when the mark-delete position last moved (PersistentSubscription.lastMarkDeleteAdvancedTimestamp), 0 never
+        self.last_mark_delete_advanced_timestamp = 0
         self._closed = False
         # initializeCursorPosition(getLastPositionAndCounter() / getFirstPositionAndCounter())
         lce = ledger.last_confirmed_entry
@@ -433,6 +435,7 @@ class ManagedCursor:
     def _commit_fast_advance(self, l: int, e: int) -> None:
         """The fast path's mark-delete move: the same end state `setAcknowledgedPosition` reaches with an empty set."""
         self.mark_delete_position = self._ledger.position_of(l, e)
+        self.last_mark_delete_advanced_timestamp = self._ledger.scheduler.now()
         self._forget_up_to(l, e)
 
     def _forget_up_to(self, l: int, e: int) -> None:
@@ -515,6 +518,7 @@ class ManagedCursor:
             self.messages_consumed_counter += skipped
             new = ml.position_of(l, e)
             self.mark_delete_position = new
+            self.last_mark_delete_advanced_timestamp = ml.scheduler.now()
         else:
             new = old
         if not idm.is_empty():
@@ -592,6 +596,7 @@ class ManagedCursor:
         self.state = "NoLedger"
         self.waiting_read_op = False
         self.last_ledger_switch_timestamp = ml.scheduler.now()
+        self.last_mark_delete_advanced_timestamp = 0  # a reloaded topic's subscription has not seen it move
 
     # ------------------------------------------------------------------ stats
 

@@ -277,6 +277,7 @@ class PersistentSubscription:
             "lastConsumedFlowTimestamp": self.last_consumed_flow_timestamp,
             "lastConsumedTimestamp": max((c.last_consumed_timestamp for c in consumers), default=0),
             "lastAckedTimestamp": max((c.last_acked_timestamp for c in consumers), default=0),
+            "lastMarkDeleteAdvancedTimestamp": cursor.last_mark_delete_advanced_timestamp,
             "consumers": [],
             "isDurable": True,
             "isReplicated": False,
