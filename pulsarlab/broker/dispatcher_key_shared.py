@@ -416,19 +416,22 @@ class KeySharedDispatcher(SharedDispatcher):
 
     def _send_classic(self, read_type: int, entries: list) -> bool:
         select = self.selector.select
-        groups: dict[int, tuple[Any, list, list]] = {}
-        for pos, data in entries:
-            h = self.sticky_key_hash(pos, data)
+        sticky_key_hash = self.sticky_key_hash
+        groups: dict[int, tuple[Any, list, list]] = {}  # consumer id -> (consumer, entries, hashes)
+        for entry in entries:
+            pos, data = entry
+            h = sticky_key_hash(pos, data)
             c = select(h)
             if c is None:
                 self.add_message_to_replay(pos.ledger_id, pos.entry_id, h)
                 self._hash_blocked(None, h, pos.ledger_id, pos.entry_id, ev.REASON_NO_CONSUMER)
                 continue
-            g = groups.get(c.id)
-            if g is None:
-                g = groups[c.id] = (c, [], [])
-            g[1].append((pos, data))
-            g[2].append(h)
+            group = groups.get(c.id)
+            if group is None:
+                groups[c.id] = (c, [entry], [h])
+            else:
+                group[1].append(entry)
+                group[2].append(h)
         total_sent = 0
         for c, group, hashes in groups.values():
             n = len(group)
@@ -437,6 +440,9 @@ class KeySharedDispatcher(SharedDispatcher):
                 permits = min(permits, max(c.max_unacked_messages - c.unacked_messages, 0))
             max_for_c = min(n, permits)
             count = self._restricted_max_entries(c, group, max_for_c, read_type, hashes)
+            if count == n:
+                total_sent += self._send_group(c, group, hashes, read_type)[1]
+                continue
             if count > 0:
                 _, msgs = self._send_group(c, group[:count], hashes[:count], read_type)
                 total_sent += msgs
@@ -456,11 +462,12 @@ class KeySharedDispatcher(SharedDispatcher):
         self._last_cut_reason = ev.REASON_NO_PERMITS
         if max_messages == 0:
             return 0
-        if read_type == NORMAL and any(self.redelivery_messages.contains_sticky_key_hash(h) for h in hashes):
+        if read_type == NORMAL and self._replay_positions and any(
+                self.redelivery_messages.contains_sticky_key_hash(h) for h in hashes):
             self._last_cut_reason = ev.REASON_REPLAY
             return 0
         rj = self.recently_joined
-        if rj is None:
+        if not rj:
             return max_messages
         self._remove_consumers_from_recently_joined()
         max_read = rj.get(c)
