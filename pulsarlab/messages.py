@@ -160,7 +160,7 @@ class EntryData:
         entry.metadata = metadata
         entry.payloads = payloads
         entry.rows = rows
-        entry.size = sum(len(p) for p in payloads)
+        entry.size = sum(map(len, payloads))
         return entry
 
     @classmethod

@@ -177,7 +177,11 @@ class ManagedCursor:
     def has_more_entries(self) -> bool:
         """`hasMoreEntries`: is there an entry at or after the read position?"""
         read = self.read_position
-        return self._has_more(read.ledger_id, read.entry_id)
+        lce = self._ledger.last_confirmed_entry
+        if lce.entry_id != -1:  # _has_more(read), inlined: asked before every dispatcher read
+            return read.ledger_id < lce.ledger_id or (read.ledger_id == lce.ledger_id
+                                                      and read.entry_id <= lce.entry_id)
+        return self._entries_to_read(read.ledger_id, read.entry_id) > 0
 
     def _has_more(self, l: int, e: int) -> bool:
         lce = self._ledger.last_confirmed_entry

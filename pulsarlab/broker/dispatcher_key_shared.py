@@ -489,8 +489,11 @@ class KeySharedDispatcher(SharedDispatcher):
         sticky_key_hash = self.sticky_key_hash
         normal = read_type == NORMAL
         look_ahead_allowed = self._replay_below_limit()
+        # the two blocking checks are skipped while the replay set, or the draining hashes, are empty
+        replay_positions = self._replay_positions
         replay_has_hash = self.redelivery_messages.contains_sticky_key_hash
         draining = self.draining
+        draining_hashes = self._draining_hashes
         # consumer id -> entry permits left in this read; its keys are the consumers seen in the read
         permits_for: dict[int, int] = {}
         groups: dict[int, tuple[Any, list, list]] = {}  # consumer id -> (consumer, entries, hashes)
@@ -511,9 +514,9 @@ class KeySharedDispatcher(SharedDispatcher):
                         permits = self.ks_available_permits(consumer)
                     reason = ev.REASON_NO_PERMITS
                     if permits > 0:
-                        if normal and replay_has_hash(h):
+                        if normal and replay_positions and replay_has_hash(h):
                             reason = ev.REASON_REPLAY
-                        elif draining is not None and draining.should_block_sticky_key_hash(consumer, h):
+                        elif draining_hashes and draining.should_block_sticky_key_hash(consumer, h):
                             reason = ev.REASON_DRAINING
                         else:
                             permits_for[cid] = permits - 1

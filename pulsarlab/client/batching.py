@@ -150,7 +150,7 @@ def _batch_entry(
          False)
         for m in msgs
     ])
-    return EntryData.of_rows(metadata, tuple(m.payload for m in msgs), rows)
+    return EntryData.of_rows(metadata, tuple([m.payload for m in msgs]), rows)
 
 
 def _flush_group(
