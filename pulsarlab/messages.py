@@ -177,14 +177,20 @@ class EntryData:
         """The form a ledger keeps the entry in: ``(metadata row, payloads, rows, size)``, plain values in exact
         tuples, which the cyclic garbage collector stops tracking (an `EntryData` and its `MessageMetadata` stay
         tracked, two objects per stored entry for every full collection to walk). See `from_stored`."""
-        return (self.metadata.as_row(), self.payloads, self.rows, self.size)
+        meta = self.metadata
+        meta_row = _metadata_values(meta)  # meta.as_row(), inlined (once per entry written)
+        if not meta.properties:
+            meta_row = meta_row[:_PROPERTIES] + (None,) + meta_row[_PROPERTIES + 1:]
+        return (meta_row, self.payloads, self.rows, self.size)
 
     @classmethod
     def from_stored(cls, stored: tuple) -> "EntryData":
         """The entry `stored` was made from (an equal, new object; trusted input)."""
         entry = _new_entry(cls)
         meta_row, entry.payloads, entry.rows, entry.size = stored
-        entry.metadata = MessageMetadata.from_row(meta_row)
+        entry.metadata = meta = MessageMetadata(*meta_row)  # MessageMetadata.from_row, inlined (once per read)
+        if meta.properties is None:
+            meta.properties = {}
         return entry
 
     @property

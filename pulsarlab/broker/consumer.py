@@ -223,7 +223,8 @@ class Consumer:
     def remove_own_pending_ack(self, ledger: int, entry: int) -> None:
         """`remove_pending_ack` when this consumer is known to hold the pending ack of (ledger, entry)."""
         self.pending_acks.remove(ledger, entry)
-        if self.blocked or not self.should_block_on_unacked:  # else _after_pending_ack_removed does nothing
+        # else _after_pending_ack_removed does nothing (should_block_on_unacked, inlined: once per acked entry)
+        if self.blocked or not (self.individual_ack_mode and self.max_unacked_messages > 0):
             self._after_pending_ack_removed(self)
 
     def _after_pending_ack_removed(self, owner: "Consumer") -> None:

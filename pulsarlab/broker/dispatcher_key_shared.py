@@ -488,9 +488,10 @@ class KeySharedDispatcher(SharedDispatcher):
         select = self.selector.select
         sticky_key_hash = self.sticky_key_hash
         normal = read_type == NORMAL
-        look_ahead_allowed = self._replay_below_limit()
-        # the two blocking checks are skipped while the replay set, or the draining hashes, are empty
+        # the blocking checks are skipped while the replay set, or the draining hashes, are empty (an empty replay
+        # set is below any look-ahead limit: the limit is at least 1)
         replay_positions = self._replay_positions
+        look_ahead_allowed = not replay_positions or self._replay_below_limit()
         replay_has_hash = self.redelivery_messages.contains_sticky_key_hash
         draining = self.draining
         draining_hashes = self._draining_hashes
