@@ -257,7 +257,7 @@ class ManagedCursor:
         md = self.mark_delete_position
         md_l, md_e = md.ledger_id, md.entry_id
         idm = self.individually_deleted_messages
-        filtering = not idm.is_empty()
+        filtering = idm.has_any_from(l, e)  # acked entries before the read position filter nothing
         entries = ml._entries.get(l)
         if (not filtering and entries is not None and 0 <= e < len(entries) and (l > md_l or (l == md_l and e > md_e))
                 and (e + max_entries < len(entries) or not self._has_more(l, len(entries)))):
