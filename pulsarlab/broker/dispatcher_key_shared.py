@@ -347,6 +347,8 @@ class KeySharedDispatcher(SharedDispatcher):
             if self.stuck_on_replays:
                 self.stuck_on_replays = False
                 return []
+            if not self._replay_positions:
+                return []
             return self.redelivery_messages.messages_to_replay_now(max_messages)
         if not self._replay_positions:
             return []
