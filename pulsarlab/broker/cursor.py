@@ -40,7 +40,7 @@ from .ledger import (
     ManagedLedgerException,
     format_timestamp,
 )
-from .position import Position
+from .position import Position, make_position
 from .rangeset import OpenLongPairRangeSet
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -263,7 +263,7 @@ class ManagedCursor:
                 and (e + max_entries < len(entries) or not self._has_more(l, len(entries)))):
             # one step of the loop below, the common case: a run of this ledger fills the read or ends the topic
             hi = min(e + max_entries, len(entries))
-            self.read_position = ml.position_of(l, hi)
+            self.read_position = make_position(l, hi)
             return ml.read_run(l, e, hi)
         while True:
             entries = ml._entries.get(l)

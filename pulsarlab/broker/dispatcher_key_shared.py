@@ -437,10 +437,13 @@ class KeySharedDispatcher(SharedDispatcher):
         total_sent = 0
         for c, group, hashes in groups.values():
             n = len(group)
-            permits = max(c.available_permits, 0)
+            # max_for_c = min(n, permits capped by the unacked room), without the builtin calls
+            permits = c.available_permits
             if c.max_unacked_messages > 0:
-                permits = min(permits, max(c.max_unacked_messages - c.unacked_messages, 0))
-            max_for_c = min(n, permits)
+                room = c.max_unacked_messages - c.unacked_messages
+                if room < permits:
+                    permits = room
+            max_for_c = n if n < permits else (permits if permits > 0 else 0)
             count = self._restricted_max_entries(c, group, max_for_c, read_type, hashes)
             if count == n:
                 total_sent += self._send_group(c, group, hashes, read_type)[1]
