@@ -259,10 +259,11 @@ class ManagedCursor:
         idm = self.individually_deleted_messages
         filtering = idm.has_any_from(l, e)  # acked entries before the read position filter nothing
         entries = ml._entries.get(l)
-        if (not filtering and entries is not None and 0 <= e < len(entries) and (l > md_l or (l == md_l and e > md_e))
-                and (e + max_entries < len(entries) or not self._has_more(l, len(entries)))):
+        count = len(entries) if entries is not None else 0
+        if (not filtering and 0 <= e < count and (l > md_l or (l == md_l and e > md_e))
+                and (e + max_entries < count or not self._has_more(l, count))):
             # one step of the loop below, the common case: a run of this ledger fills the read or ends the topic
-            hi = min(e + max_entries, len(entries))
+            hi = min(e + max_entries, count)
             self.read_position = make_position(l, hi)
             return ml.read_run(l, e, hi)
         while True:

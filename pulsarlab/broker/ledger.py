@@ -152,6 +152,37 @@ def _config_int(config: dict[str, Any], key: str, default: int, minimum: int) ->
 
 
 _from_stored = EntryData.from_stored
+_BLOCK = 1024  # stored entries per block
+
+
+class _StoredEntries:
+    """One ledger's entries in `EntryData.stored` form: full blocks of _BLOCK entries as tuples, the rest in a list.
+
+    A block is a tuple of untracked tuples, which the cyclic garbage collector stops tracking: a full collection
+    then walks a few blocks instead of every entry of the ledger (one list of entries costs it a memory access per
+    entry, on each full collection)."""
+
+    __slots__ = ("blocks", "tail")
+
+    def __init__(self) -> None:
+        self.blocks: list[tuple] = []
+        self.tail: list[tuple] = []
+
+    def append(self, stored: tuple) -> None:
+        tail = self.tail
+        tail.append(stored)
+        if len(tail) == _BLOCK:
+            self.blocks.append(tuple(tail))
+            self.tail = []
+
+    def __len__(self) -> int:
+        return len(self.blocks) * _BLOCK + len(self.tail)
+
+    def __getitem__(self, i: int) -> tuple:
+        """Entry ``i`` (0 <= i < len)."""
+        b, r = divmod(i, _BLOCK)
+        blocks = self.blocks
+        return blocks[b][r] if b < len(blocks) else self.tail[r]
 
 
 class _LedgerEntries(Sequence):
@@ -159,16 +190,22 @@ class _LedgerEntries(Sequence):
 
     __slots__ = ("_stored",)
 
-    def __init__(self, stored: list[tuple]) -> None:
+    def __init__(self, stored: _StoredEntries) -> None:
         self._stored = stored
 
     def __len__(self) -> int:
         return len(self._stored)
 
     def __getitem__(self, i):  # type: ignore[override]
+        stored = self._stored
         if isinstance(i, slice):
-            return [_from_stored(s) for s in self._stored[i]]
-        return _from_stored(self._stored[i])
+            return [_from_stored(stored[j]) for j in range(*i.indices(len(stored)))]
+        n = len(stored)
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError("ledger entry index out of range")
+        return _from_stored(stored[i])
 
 
 class ManagedLedger:
@@ -204,7 +241,7 @@ class ManagedLedger:
         self._info: dict[int, LedgerInfo] = {}
         # per ledger, its entries in `EntryData.stored` form (untracked by the cyclic garbage collector); reads
         # make `EntryData` objects from them
-        self._entries: dict[int, list[tuple]] = {}
+        self._entries: dict[int, _StoredEntries] = {}
         # (Position, EntryData) of the last entry written: a dispatcher waiting at the end of the topic reads it at
         # once, and gets these objects instead of new ones made from the stored form
         self._last_written: tuple[Position, EntryData] | None = None
@@ -227,13 +264,12 @@ class ManagedLedger:
 
         ``size`` is ``data.size`` when the caller already computed it."""
         lid = self._current_id
-        entries = self._current_entries
-        pos = make_position(lid, len(entries))
-        entries.append(data.stored())
+        info = self._current_info
+        pos = make_position(lid, info.entries)  # the current ledger's entry count is its next entry id
+        self._current_entries.append(data.stored())
         self._last_written = (pos, data)
         if size is None:
             size = data.size
-        info = self._current_info
         info.entries += 1
         info.size += size
         self.current_ledger_entries += 1
@@ -287,7 +323,7 @@ class ManagedLedger:
         self._info[lid] = info
         self._current_id = lid
         self._current_info = info
-        self._current_entries = self._entries[lid] = []
+        self._current_entries = self._entries[lid] = _StoredEntries()
         self.current_ledger_entries = 0
         self.current_ledger_size = 0
         self.last_ledger_created_timestamp = self.scheduler.now()
