@@ -83,6 +83,9 @@ class MessageMetadata:
 _METADATA_FIELDS = tuple(f.name for f in fields(MessageMetadata))
 _metadata_values = operator.attrgetter(*_METADATA_FIELDS)
 _PROPERTIES = _METADATA_FIELDS.index("properties")
+# EntryData.stored: every field but properties, in order (a tuple: the dataclass has more than two of them)
+_metadata_but_properties = operator.attrgetter(*(f for f in _METADATA_FIELDS if f != "properties"))
+_N_BUT_PROPERTIES = len(_METADATA_FIELDS) - 1
 
 
 @dataclass(slots=True)
@@ -174,23 +177,20 @@ class EntryData:
         return entry
 
     def stored(self) -> tuple:
-        """The form a ledger keeps the entry in: ``(metadata row, payloads, rows, size)``, plain values in exact
-        tuples, which the cyclic garbage collector stops tracking (an `EntryData` and its `MessageMetadata` stay
+        """The form a ledger keeps the entry in: one flat tuple, the metadata fields but ``properties`` in field
+        order, then ``properties`` (None when empty), ``payloads``, ``rows``, ``size``. Plain values in an exact
+        tuple, which the cyclic garbage collector stops tracking (an `EntryData` and its `MessageMetadata` stay
         tracked, two objects per stored entry for every full collection to walk). See `from_stored`."""
         meta = self.metadata
-        meta_row = _metadata_values(meta)  # meta.as_row(), inlined (once per entry written)
-        if not meta.properties:
-            meta_row = meta_row[:_PROPERTIES] + (None,) + meta_row[_PROPERTIES + 1:]
-        return (meta_row, self.payloads, self.rows, self.size)
+        return _metadata_but_properties(meta) + (meta.properties or None, self.payloads, self.rows, self.size)
 
     @classmethod
     def from_stored(cls, stored: tuple) -> "EntryData":
         """The entry `stored` was made from (an equal, new object; trusted input)."""
         entry = _new_entry(cls)
-        meta_row, entry.payloads, entry.rows, entry.size = stored
-        entry.metadata = meta = MessageMetadata(*meta_row)  # MessageMetadata.from_row, inlined (once per read)
-        if meta.properties is None:
-            meta.properties = {}
+        properties, entry.payloads, entry.rows, entry.size = stored[_N_BUT_PROPERTIES:]
+        entry.metadata = MessageMetadata(*stored[:_PROPERTIES], properties if properties is not None else {},
+                                         *stored[_PROPERTIES:_N_BUT_PROPERTIES])
         return entry
 
     @property
