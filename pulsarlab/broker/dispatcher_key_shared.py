@@ -497,7 +497,6 @@ class KeySharedDispatcher(SharedDispatcher):
         # set is below any look-ahead limit: the limit is at least 1)
         replay_positions = self._replay_positions
         look_ahead_allowed = not replay_positions or self._replay_below_limit()
-        replay_has_hash = self.redelivery_messages.contains_sticky_key_hash
         draining = self.draining
         draining_hashes = self._draining_hashes
         # consumer id -> entry permits left in this read; its keys are the consumers seen in the read
@@ -520,7 +519,7 @@ class KeySharedDispatcher(SharedDispatcher):
                         permits = self.ks_available_permits(consumer)
                     reason = ev.REASON_NO_PERMITS
                     if permits > 0:
-                        if normal and replay_positions and replay_has_hash(h):
+                        if normal and replay_positions and self.redelivery_messages.contains_sticky_key_hash(h):
                             reason = ev.REASON_REPLAY
                         elif draining_hashes and draining.should_block_sticky_key_hash(consumer, h):
                             reason = ev.REASON_DRAINING
