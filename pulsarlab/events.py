@@ -11,14 +11,17 @@ from __future__ import annotations
 import hashlib
 import json
 import operator
+import struct
 from array import array
-from dataclasses import dataclass
+from bisect import bisect_right
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 MAX_FIELDS = 6
 _NONE = -(2**63)  # stored for a missing int / str / json field
 _ROW = 2 + MAX_FIELDS  # ints per pending row: time, type code, the field columns
 _FLUSH_EVENTS = 4096  # pending events moved into the columns at once
+_BYTES_PER_EVENT = array("q").itemsize * (1 + MAX_FIELDS) + array("H").itemsize  # time, fields, type code
 
 
 @dataclass(frozen=True)
@@ -27,6 +30,8 @@ class EventType:
 
     ``fields`` is a tuple of ``"name:type"`` with type one of int, bool, str, json. ``template`` is
     ``str.format`` text over the fields; ``rule`` names the Pulsar rule it follows (shown to learners).
+    ``explainer``, when given, makes the text from the field values instead (for an event whose explanation
+    depends on them).
     """
 
     code: int
@@ -34,10 +39,11 @@ class EventType:
     fields: tuple[tuple[str, str], ...]
     template: str
     rule: str = ""
+    explainer: Callable[[dict[str, Any]], str] | None = field(default=None, compare=False)
 
     def explain(self, values: dict[str, Any]) -> str:
         try:
-            text = self.template.format(**values)
+            text = self.explainer(values) if self.explainer is not None else self.template.format(**values)
         except (KeyError, IndexError, ValueError):
             text = f"{self.name} {values}"
         return f"{text} ({self.rule})" if self.rule else text
@@ -57,7 +63,8 @@ def _pads(n_fields: int) -> tuple[tuple[int, ...], ...]:
     )
 
 
-def event_type(name: str, fields: str = "", template: str = "", rule: str = "") -> EventType:
+def event_type(name: str, fields: str = "", template: str = "", rule: str = "",
+               explainer: Callable[[dict[str, Any]], str] | None = None) -> EventType:
     """Declare (or fetch, if identical) an event type. Modules declare theirs at import time."""
     parsed: list[tuple[str, str]] = []
     for spec in fields.split():
@@ -73,7 +80,7 @@ def event_type(name: str, fields: str = "", template: str = "", rule: str = "") 
         if existing.fields != tuple(parsed):
             raise ValueError(f"event type {name} is already declared with other fields")
         return existing
-    et = EventType(len(_BY_CODE), name, tuple(parsed), template or name, rule)
+    et = EventType(len(_BY_CODE), name, tuple(parsed), template or name, rule, explainer)
     _TYPES[name] = et
     _BY_CODE.append(et)
     _FIELD_NAMES.append(frozenset(f for f, _ in et.fields))
@@ -115,9 +122,12 @@ class EventLog:
 
     def __init__(self, enabled: bool = True) -> None:
         self.enabled = enabled
-        self._time = array("q")
-        self._kind = array("H")
-        self._cols = [array("q") for _ in range(MAX_FIELDS)]
+        # The columns, in chunks of about _FLUSH_EVENTS events: each chunk is (times, kinds, field column 0..5),
+        # parallel arrays; ``_chunk_starts`` holds each chunk's first sequence number. Chunks are never copied again
+        # once full (one growing array per column was copied whole every few flushes, array.extend growing by 1/16).
+        self._chunks: list[tuple[array, ...]] = []
+        self._chunk_starts: list[int] = []
+        self._stored = 0  # events in the chunks
         self._strings: list[str] = []
         self._string_ids: dict[str, int] = {}
         self._listeners: list[Callable[[Event], None]] = []
@@ -127,7 +137,8 @@ class EventLog:
         # before any read), so the stored form, the sizes and the digest are what per-event appends give.
         self._pending: list[int] = []
         self._count = 0  # events appended: stored + pending
-        self._flush_at = _FLUSH_EVENTS - 1  # the sequence number whose append flushes the pending rows
+        # the sequence number whose append flushes the pending rows; -1 (every append) while listeners wait
+        self._flush_at = _FLUSH_EVENTS - 1
 
     # -- writing ------------------------------------------------------------------------------
     def append(self, kind: str | EventType, time: int, **values: Any) -> int:
@@ -147,7 +158,7 @@ class EventLog:
         pending += _PADS[et.code][len(row)]
         seq = self._count
         self._count = seq + 1
-        if seq >= self._flush_at or self._listeners:
+        if seq >= self._flush_at:
             return self._flush_and_notify()
         return seq
 
@@ -173,13 +184,13 @@ class EventLog:
         pending += pad
         seq = self._count
         self._count = seq + 1
-        if seq >= self._flush_at or self._listeners:
+        if seq >= self._flush_at:
             return self._flush_and_notify()
         return seq
 
     def _flush_and_notify(self) -> int:
         self._flush()
-        seq = len(self._time) - 1
+        seq = self._stored - 1
         if self._listeners:
             ev = self[seq]
             for listener in list(self._listeners):
@@ -191,19 +202,30 @@ class EventLog:
         rows = self._pending
         if not rows:
             return
-        self._flush_at = self._count + _FLUSH_EVENTS - 1
+        self._flush_at = self._next_flush_at()
         try:
-            times = array("q", rows[0::_ROW])
-            kinds = array("H", rows[1::_ROW])
-            cols = [array("q", rows[i::_ROW]) for i in range(2, _ROW)]
-        except (TypeError, OverflowError, ValueError):
+            # struct converts the ints in one C loop (array(..., list) parses each item); then strided slices
+            flat = array("q", struct.pack(f"{len(rows)}q", *rows))
+            kinds = array("H", struct.pack(f"{len(rows) // _ROW}H", *rows[1::_ROW]))
+        except (struct.error, TypeError, OverflowError, ValueError):
             self._flush_slowly()
             return
         rows.clear()
-        self._time.extend(times)
-        self._kind.extend(kinds)
-        for col, values in zip(self._cols, cols):
-            col.extend(values)
+        self._store(flat[0::_ROW], kinds, [flat[i::_ROW] for i in range(2, _ROW)])
+
+    def _store(self, times: array, kinds: array, cols: list[array]) -> None:
+        """Append equal-length arrays (owned by the log from now on) to the columns."""
+        chunks = self._chunks
+        if chunks and len(chunks[-1][0]) < _FLUSH_EVENTS:  # the last chunk is not full: it grows
+            for col, values in zip(chunks[-1], (times, kinds, *cols)):
+                col.extend(values)
+        else:
+            chunks.append((times, kinds, *cols))
+            self._chunk_starts.append(self._stored)
+        self._stored += len(times)
+
+    def _next_flush_at(self) -> int:
+        return -1 if self._listeners else self._count + _FLUSH_EVENTS - 1
 
     def _flush_slowly(self) -> None:
         """Row by row: keep the good rows, drop malformed ones and raise for the first (a caller's bug)."""
@@ -219,12 +241,9 @@ class EventLog:
                     et = _BY_CODE[row[1]]
                     error = TypeError(f"event {et.name} at t={row[0]!r}: bad field values {row[2:]!r} ({e})")
                 continue
-            self._time.extend(t)
-            self._kind.extend(k)
-            for col, value in zip(self._cols, cols):
-                col.extend(value)
-        self._count = len(self._time)
-        self._flush_at = self._count + _FLUSH_EVENTS - 1
+            self._store(t, k, cols)
+        self._count = self._stored
+        self._flush_at = self._next_flush_at()
         if error is not None:
             raise error
 
@@ -252,7 +271,13 @@ class EventLog:
     def subscribe(self, listener: Callable[[Event], None]) -> Callable[[], None]:
         """Call ``listener(event)`` on every append; returns an unsubscribe function."""
         self._listeners.append(listener)
-        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
+        self._flush_at = -1
+        return lambda: self._unsubscribe(listener)
+
+    def _unsubscribe(self, listener: Callable[[Event], None]) -> None:
+        if listener in self._listeners:
+            self._listeners.remove(listener)
+        self._flush_at = self._next_flush_at()
 
     # -- reading ------------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -265,12 +290,14 @@ class EventLog:
             seq += len(self)
         if not 0 <= seq < len(self):
             raise IndexError(f"event {seq} is outside the log (0..{len(self) - 1})")
-        et = _BY_CODE[self._kind[seq]]
+        k = bisect_right(self._chunk_starts, seq) - 1
+        chunk = self._chunks[k]
+        i = seq - self._chunk_starts[k]
+        et = _BY_CODE[chunk[1][i]]
         values = {}
-        for i, (fname, ftype) in enumerate(et.fields):
-            raw = self._cols[i][seq]
-            values[fname] = self._decode(raw, ftype)
-        return Event(seq, self._time[seq], et.name, values)
+        for j, (fname, ftype) in enumerate(et.fields):
+            values[fname] = self._decode(chunk[2 + j][i], ftype)
+        return Event(seq, chunk[0][i], et.name, values)
 
     def _decode(self, raw: int, ftype: str) -> Any:
         if raw == _NONE:
@@ -293,7 +320,8 @@ class EventLog:
     def of_kind(self, *kinds: str) -> list[Event]:
         codes = {get_event_type(k).code for k in kinds}
         self._flush()
-        return [self[i] for i, c in enumerate(self._kind) if c in codes]
+        return [self[start + i] for start, chunk in zip(self._chunk_starts, self._chunks)
+                for i, c in enumerate(chunk[1]) if c in codes]
 
     def explain(self, seq: int) -> str:
         return self[seq].explain()
@@ -303,14 +331,15 @@ class EventLog:
     def nbytes(self) -> int:
         """Bytes held by the columns (strings excluded: they are interned once)."""
         self._flush()
-        return sum(a.itemsize * len(a) for a in (self._time, self._kind, *self._cols))
+        return self._stored * _BYTES_PER_EVENT
 
     def digest(self) -> str:
         """SHA-256 over the log's content: equal for the same scenario and seed on every machine."""
         self._flush()
         h = hashlib.sha256()
-        for col in (self._time, self._kind, *self._cols):
-            h.update(col.tobytes())
+        for column in range(_ROW):  # column by column, as one array per column would hash
+            for chunk in self._chunks:
+                h.update(chunk[column])
         for s in self._strings:
             h.update(s.encode("utf-8") + b"\0")
         return h.hexdigest()

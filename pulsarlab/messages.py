@@ -11,7 +11,8 @@ docstring) rather than one object per message.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import operator
+from dataclasses import dataclass, field, fields
 
 from .hashing import sticky_key
 from .profiles import Profile
@@ -52,6 +53,21 @@ class MessageMetadata:
     def is_chunk(self) -> bool:
         return self.uuid is not None and self.num_chunks_from_msg is not None and self.num_chunks_from_msg > 1
 
+    def as_row(self) -> tuple:
+        """The stored form (see `EntryData.stored`): the fields in order, empty ``properties`` as None."""
+        row = _metadata_values(self)
+        if not self.properties:  # an empty dict would keep the row in the collector's view
+            row = row[:_PROPERTIES] + (None,) + row[_PROPERTIES + 1:]
+        return row
+
+    @classmethod
+    def from_row(cls, row: tuple) -> "MessageMetadata":
+        """The inverse of `as_row` (equal to the metadata the row was made from)."""
+        meta = cls(*row)
+        if meta.properties is None:
+            meta.properties = {}
+        return meta
+
     def sticky_key(self, profile: Profile) -> bytes:
         """The bytes a Key_Shared dispatcher hashes for this entry (reference §1.2)."""
         return sticky_key(
@@ -62,6 +78,14 @@ class MessageMetadata:
             producer_name=self.producer_name,
             sequence_id=self.sequence_id,
         )
+
+
+_METADATA_FIELDS = tuple(f.name for f in fields(MessageMetadata))
+_metadata_values = operator.attrgetter(*_METADATA_FIELDS)
+_PROPERTIES = _METADATA_FIELDS.index("properties")
+# EntryData.stored: every field but properties, in order (a tuple: the dataclass has more than two of them)
+_metadata_but_properties = operator.attrgetter(*(f for f in _METADATA_FIELDS if f != "properties"))
+_N_BUT_PROPERTIES = len(_METADATA_FIELDS) - 1
 
 
 @dataclass(slots=True)
@@ -139,7 +163,7 @@ class EntryData:
         entry.metadata = metadata
         entry.payloads = payloads
         entry.rows = rows
-        entry.size = sum(len(p) for p in payloads)
+        entry.size = sum(map(len, payloads))
         return entry
 
     @classmethod
@@ -150,6 +174,23 @@ class EntryData:
         entry.payloads = (payload,)
         entry.rows = _NON_BATCH_ROWS
         entry.size = len(payload)
+        return entry
+
+    def stored(self) -> tuple:
+        """The form a ledger keeps the entry in: one flat tuple, the metadata fields but ``properties`` in field
+        order, then ``properties`` (None when empty), ``payloads``, ``rows``, ``size``. Plain values in an exact
+        tuple, which the cyclic garbage collector stops tracking (an `EntryData` and its `MessageMetadata` stay
+        tracked, two objects per stored entry for every full collection to walk). See `from_stored`."""
+        meta = self.metadata
+        return _metadata_but_properties(meta) + (meta.properties or None, self.payloads, self.rows, self.size)
+
+    @classmethod
+    def from_stored(cls, stored: tuple) -> "EntryData":
+        """The entry `stored` was made from (an equal, new object; trusted input)."""
+        entry = _new_entry(cls)
+        properties, entry.payloads, entry.rows, entry.size = stored[_N_BUT_PROPERTIES:]
+        entry.metadata = MessageMetadata(*stored[:_PROPERTIES], properties if properties is not None else {},
+                                         *stored[_PROPERTIES:_N_BUT_PROPERTIES])
         return entry
 
     @property

@@ -30,10 +30,25 @@ CONSUMER_SUBSCRIBED = event_type(
     "consumer_subscribed", "consumer:int name:str topic:str subscription:str sub_type:str priority:int",
     "consumer {name} (id {consumer}) subscribed to {topic} / {subscription} as {sub_type}, priority {priority}",
     rule="CommandSubscribe")
+
+
+def _consumer_closed(v: dict) -> str:
+    """``pending_acks`` is -1 for an Exclusive / Failover consumer: those subscriptions keep no pending acks per
+    consumer; their unacked messages are read again from the mark-delete position."""
+    if v["pending_acks"] is not None and v["pending_acks"] < 0:
+        return ("consumer {consumer} left ({reason}); Exclusive / Failover keep no unacked messages per consumer: "
+                "the active consumer is picked again and, if it changed, the cursor rewinds to the mark-delete "
+                "position and every unacknowledged message is delivered again (with no consumer left, to the next "
+                "one to subscribe)").format(**v)
+    return ("consumer {consumer} left ({reason}); its {pending_acks} unacked message(s) go back to the replay set "
+            "for the other consumers, without counting a redelivery (with no consumer left, the replay set is "
+            "dropped and the next consumer to subscribe reads again from the mark-delete position)").format(**v)
+
+
 CONSUMER_CLOSED = event_type(
     "consumer_closed", "consumer:int reason:str pending_acks:int",
-    "consumer {consumer} left ({reason}); {pending_acks} unacked message(s) go back for redelivery",
-    rule="CommandCloseConsumer / connection closed; reference §5.2")
+    "consumer {consumer} left ({reason}) with {pending_acks} pending ack(s) (-1: Exclusive / Failover)",
+    rule="CommandCloseConsumer / connection closed; reference §4, §5.2", explainer=_consumer_closed)
 FLOW = event_type(
     "flow", "consumer:int permits:int available:int blocked:bool",
     "consumer {consumer} sent FLOW({permits}); broker permits now {available} (blocked={blocked})",

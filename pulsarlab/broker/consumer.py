@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .subscription import PersistentSubscription
 
 AVG_PERCENT = 0.9  # Consumer.avgPercent: weight of the old average
+_DISPATCHED = ev.DISPATCHED
 
 
 def popcount(mask: int) -> int:
@@ -144,42 +145,44 @@ class Consumer:
         messages_sent, acked_batch_indexes)``; 4.x Key_Shared may refuse an entry whose hash another
         consumer drains (it then went to replay).
         """
-        pending = self.pending_acks
+        add_pending_ack = self.pending_acks.add_pending_ack_if_allowed if self.pending_acks is not None else None
         events = self._events
         now = self._clock.now()
-        cnx = self.cnx
+        message_received = self.cnx.message_received
+        redelivery_count = redelivery_tracker.get if redelivery_tracker is not None else None
         total_messages = 0
         total_bytes = 0
         total_entries = 0
         acked_indexes = 0
         unacked = 0
-        for i, (pos, data) in enumerate(entries):
-            meta = data.metadata
-            batch_size = meta.num_messages_in_batch
+        i = -1
+        for pos, data in entries:
+            i += 1
+            batch_size = data.metadata.num_messages_in_batch
             if batch_size is None:
                 batch_size = 1
-            ack_set = ack_sets[i] if ack_sets is not None else None
             ledger, entry = pos.ledger_id, pos.entry_id
-            if pending is not None:
-                h = hashes[i] if hashes is not None else 0
-                if not pending.add_pending_ack_if_allowed(ledger, entry, batch_size, h):
-                    continue
+            if add_pending_ack is not None and not add_pending_ack(
+                    ledger, entry, batch_size, hashes[i] if hashes is not None else 0):
+                continue
+            ack_set = None
             n_unacked = batch_size
-            if ack_set is not None:
-                live = popcount(ack_set)
-                acked_indexes += batch_size - live
-                n_unacked = live
+            if ack_sets is not None:
+                ack_set = ack_sets[i]
+                if ack_set is not None:
+                    n_unacked = popcount(ack_set)
+                    acked_indexes += batch_size - n_unacked
             unacked += n_unacked
             total_messages += batch_size
             total_entries += 1
-            size = data.size
-            total_bytes += size
-            redelivery = redelivery_tracker.get(ledger, entry) if redelivery_tracker is not None else 0
+            total_bytes += data.size
+            redelivery = redelivery_count(ledger, entry) if redelivery_count is not None else 0
+            # the client may FLOW back while receiving (dropped duplicates), so the permits stay on self
             self.available_permits -= n_unacked
             if events is not None:
-                events.append_row(ev.DISPATCHED, now, self.id, ledger, entry, batch_size, redelivery,
+                events.append_row(_DISPATCHED, now, self.id, ledger, entry, batch_size, redelivery,
                                   self.available_permits)
-            cnx.message_received(ledger, entry, data, redelivery, ack_set)
+            message_received(ledger, entry, data, redelivery, ack_set)
         if not total_entries:
             return 0, 0, 0
         # calculate avg message per entry
@@ -222,7 +225,9 @@ class Consumer:
     def remove_own_pending_ack(self, ledger: int, entry: int) -> None:
         """`remove_pending_ack` when this consumer is known to hold the pending ack of (ledger, entry)."""
         self.pending_acks.remove(ledger, entry)
-        self._after_pending_ack_removed(self)
+        # else _after_pending_ack_removed does nothing (should_block_on_unacked, inlined: once per acked entry)
+        if self.blocked or not (self.individual_ack_mode and self.max_unacked_messages > 0):
+            self._after_pending_ack_removed(self)
 
     def _after_pending_ack_removed(self, owner: "Consumer") -> None:
         """Unblock ``owner`` at half the limit (or always, when this consumer does not block on unacked)."""

@@ -40,7 +40,7 @@ from .ledger import (
     ManagedLedgerException,
     format_timestamp,
 )
-from .position import EARLIEST, LATEST, Position
+from .position import EARLIEST, LATEST, Position, make_position
 from .rangeset import OpenLongPairRangeSet
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -151,6 +151,8 @@ class ManagedCursor:
         self.active = True  # openCursor calls setActive()
         self.waiting_read_op = False
         self.last_ledger_switch_timestamp = ledger.scheduler.now()
+        # when the mark-delete position last moved (PersistentSubscription.lastMarkDeleteAdvancedTimestamp), 0 never
+        self.last_mark_delete_advanced_timestamp = 0
         self._closed = False
         # initializeCursorPosition(getLastPositionAndCounter() / getFirstPositionAndCounter())
         lce = ledger.last_confirmed_entry
@@ -184,7 +186,11 @@ class ManagedCursor:
     def has_more_entries(self) -> bool:
         """`hasMoreEntries`: is there an entry at or after the read position?"""
         read = self.read_position
-        return self._has_more(read.ledger_id, read.entry_id)
+        lce = self._ledger.last_confirmed_entry
+        if lce.entry_id != -1:  # _has_more(read), inlined: asked before every dispatcher read
+            return read.ledger_id < lce.ledger_id or (read.ledger_id == lce.ledger_id
+                                                      and read.entry_id <= lce.entry_id)
+        return self._entries_to_read(read.ledger_id, read.entry_id) > 0
 
     def _has_more(self, l: int, e: int) -> bool:
         lce = self._ledger.last_confirmed_entry
@@ -260,7 +266,15 @@ class ManagedCursor:
         md = self.mark_delete_position
         md_l, md_e = md.ledger_id, md.entry_id
         idm = self.individually_deleted_messages
-        filtering = not idm.is_empty()
+        filtering = idm.has_any_from(l, e)  # acked entries before the read position filter nothing
+        entries = ml._entries.get(l)
+        count = len(entries) if entries is not None else 0
+        if (not filtering and 0 <= e < count and (l > md_l or (l == md_l and e > md_e))
+                and (e + max_entries < count or not self._has_more(l, count))):
+            # one step of the loop below, the common case: a run of this ledger fills the read or ends the topic
+            hi = min(e + max_entries, count)
+            self.read_position = make_position(l, hi)
+            return ml.read_run(l, e, hi)
         while True:
             entries = ml._entries.get(l)
             if entries is None or (not entries and l != ml._current_id):
@@ -282,10 +296,10 @@ class ManagedCursor:
                             first = j
                         j += 1
                     if first != -1:
-                        out.extend(zip(ml._positions[l][first:j], entries[first:j]))
+                        out.extend(ml.read_run(l, first, j))
                     e = j
                 else:
-                    out.extend(zip(ml._positions[l][e:hi], entries[e:hi]))
+                    out.extend(ml.read_run(l, e, hi))
                     e = hi
             if l > md_l or (l == md_l and e > md_e):  # setReadPosition only moves past the mark-delete position
                 self.read_position = ml.position_of(l, e)
@@ -472,6 +486,7 @@ class ManagedCursor:
     def _commit_fast_advance(self, l: int, e: int) -> None:
         """The fast path's mark-delete move: the same end state `setAcknowledgedPosition` reaches with an empty set."""
         self.mark_delete_position = self._ledger.position_of(l, e)
+        self.last_mark_delete_advanced_timestamp = self._ledger.scheduler.now()
         self._forget_up_to(l, e)
 
     def _forget_up_to(self, l: int, e: int) -> None:
@@ -554,6 +569,7 @@ class ManagedCursor:
             self.messages_consumed_counter += skipped
             new = ml.position_of(l, e)
             self.mark_delete_position = new
+            self.last_mark_delete_advanced_timestamp = ml.scheduler.now()
         else:
             new = old
         if not idm.is_empty():
@@ -640,6 +656,7 @@ class ManagedCursor:
         self.state = "NoLedger"
         self.waiting_read_op = False
         self.last_ledger_switch_timestamp = ml.scheduler.now()
+        self.last_mark_delete_advanced_timestamp = 0  # a reloaded topic's subscription has not seen it move
 
     # ------------------------------------------------------------------ stats
 

@@ -90,10 +90,11 @@ class KeySharedDispatcher(SharedDispatcher):
         self.skip_next_replay = False  # 4.x skipNextReplayToTriggerLookAhead
         self._reschedule_timer = None
         self._key_range = self.selector.key_hash_range()
-        self._hash_cache: dict[tuple[int, int], int] = {}  # (ledger, entry) -> sticky hash
-        # (ordering key, partition key, base64 flag) -> sticky hash, for keyed entries (bounded)
-        self._key_hash_cache: dict[tuple, int] = {}
+        self._hash_cache: dict[tuple[int, int], int] = {}  # (ledger, entry) -> sticky hash of a keyless entry
+        # ordering key (bytes) | partition key (str) | (base64 partition key,) -> sticky hash (bounded)
+        self._key_hash_memo: dict[Any, int] = {}
         self._look_ahead_cache: tuple[int, int] = (-1, 0)  # (consumers, _effective_look_ahead_limit())
+        self._replay_positions = self.redelivery_messages.position_hashes()  # len() is the replay set's size
 
     def _uses_classic(self) -> bool:
         return not self.profile.is_4x or bool(self.config["subscriptionKeySharedUseClassicPersistentImplementation"])
@@ -103,23 +104,35 @@ class KeySharedDispatcher(SharedDispatcher):
 
     # --- hashes --------------------------------------------------------------------------------
     def sticky_key_hash(self, pos: Position, data: Any) -> int:
+        meta = data.metadata
+        ordering_key = meta.ordering_key
+        # keyed entries: the sticky key (and so its hash) is a pure function of the key, memoised per key
+        # (an ordering key is bytes and a partition key str, so they never collide in one dict)
+        if ordering_key is None:
+            memo_key = meta.partition_key
+            if type(memo_key) is not str:
+                return self._keyless_hash(pos, meta)
+            if meta.partition_key_b64_encoded:
+                memo_key = (memo_key,)
+        elif type(ordering_key) is bytes:
+            memo_key = ordering_key
+        else:
+            return self._keyless_hash(pos, meta)
+        h = self._key_hash_memo.get(memo_key)
+        if h is None:
+            h = self.selector.make_sticky_key_hash(meta.sticky_key(self.profile))
+            memo = self._key_hash_memo
+            if len(memo) >= 4096:
+                memo.clear()
+            memo[memo_key] = h
+        return h
+
+    def _keyless_hash(self, pos: Position, meta: Any) -> int:
+        """The hash of an entry without a plain key (4.x hashes producer name and sequence id), per position."""
         key = (pos.ledger_id, pos.entry_id)
         h = self._hash_cache.get(key)
         if h is None:
-            meta = data.metadata
-            ordering_key, partition_key = meta.ordering_key, meta.partition_key
-            if type(ordering_key) is bytes or (ordering_key is None and type(partition_key) is str):
-                # the sticky key (and so its hash) is a pure function of these fields
-                fields = (ordering_key, partition_key, meta.partition_key_b64_encoded)
-                by_fields = self._key_hash_cache
-                h = by_fields.get(fields)
-                if h is None:
-                    h = self.selector.make_sticky_key_hash(meta.sticky_key(self.profile))
-                    if len(by_fields) >= 4096:
-                        by_fields.clear()
-                    by_fields[fields] = h
-            else:
-                h = self.selector.make_sticky_key_hash(meta.sticky_key(self.profile))
+            h = self.selector.make_sticky_key_hash(meta.sticky_key(self.profile))
             if len(self._hash_cache) > 100_000:
                 self._hash_cache.clear()
             self._hash_cache[key] = h
@@ -137,7 +150,7 @@ class KeySharedDispatcher(SharedDispatcher):
             pending = consumer.pending_acks
             pending.add_handler = self._handle_adding_pending_ack
             draining = self.draining
-            pending.remove_handler = lambda c, l, e, h, closing: draining.reduce_ref_count(c, h, closing)
+            pending.remove_handler = draining.pending_ack_removed
             pending.start_batch = draining.start_batch
             pending.end_batch = draining.end_batch
             consumer.draining_stats = draining.consumer_stats
@@ -263,7 +276,7 @@ class KeySharedDispatcher(SharedDispatcher):
 
     # --- reading -------------------------------------------------------------------------------
     def _effective_look_ahead_limit(self) -> int:
-        n = len(self.consumer_list)
+        n = len(self.consumer_list.consumers)
         cached = self._look_ahead_cache
         if cached[0] == n:
             return cached[1]
@@ -289,8 +302,8 @@ class KeySharedDispatcher(SharedDispatcher):
 
     def _replay_below_limit(self) -> bool:
         cached = self._look_ahead_cache
-        limit = cached[1] if cached[0] == len(self.consumer_list) else self._effective_look_ahead_limit()
-        return len(self.redelivery_messages) < limit
+        limit = cached[1] if cached[0] == len(self.consumer_list.consumers) else self._effective_look_ahead_limit()
+        return len(self._replay_positions) < limit
 
     def ks_available_permits(self, c: "Consumer") -> int:
         """4.x `getAvailablePermits(consumer)`: permits capped by the unacked-limit estimate, in entries."""
@@ -314,18 +327,21 @@ class KeySharedDispatcher(SharedDispatcher):
     def is_normal_read_allowed(self) -> bool:
         if self.classic:
             return True
-        if not self._replay_below_limit():
+        if self._replay_positions and not self._replay_below_limit():
             return False
-        permits_of = self.ks_available_permits
         for c in self.consumer_list.consumers:
-            if not c.blocked and permits_of(c) > 0:
+            # ks_available_permits(c) > 0 (its unacked estimate is >= 1 whenever an unacked message is left)
+            if (not c.blocked and c.cnx_active and c.available_permits > 0
+                    and (c.max_unacked_messages <= 0 or c.unacked_messages < c.max_unacked_messages)):
                 return True
         return False
 
     def max_entries_read_limit(self) -> int:
         if self.classic:
             return self.read_batch_size
-        limit = self._effective_look_ahead_limit() - len(self.redelivery_messages)
+        cached = self._look_ahead_cache
+        limit = cached[1] if cached[0] == len(self.consumer_list.consumers) else self._effective_look_ahead_limit()
+        limit -= len(self._replay_positions)
         return limit if limit > 1 else 1
 
     def messages_to_replay_now(self, max_messages: int) -> list[tuple[int, int]]:
@@ -335,10 +351,12 @@ class KeySharedDispatcher(SharedDispatcher):
                 return []
             if self.delayed.tracker is not None:
                 self.delayed.release_due(max_messages, self.redelivery_messages)
+            if not self._replay_positions:
+                return []
             return self.redelivery_messages.messages_to_replay_now(max_messages)
         if self.delayed.tracker is not None:
             self.delayed.release_due(max_messages, self.redelivery_messages)
-        if self.redelivery_messages.is_empty():
+        if not self._replay_positions:
             return []
         if self.skip_next_replay:  # canReplayMessages
             self.skip_next_replay = False
@@ -386,7 +404,7 @@ class KeySharedDispatcher(SharedDispatcher):
 
     # --- sending -------------------------------------------------------------------------------
     def try_send_messages_to_consumers(self, read_type: int, entries: list) -> bool:
-        if not len(self.consumer_list):
+        if not self.consumer_list.consumers:
             self.subscription.rewind_cursor()
             return False
         if self.classic:
@@ -395,38 +413,49 @@ class KeySharedDispatcher(SharedDispatcher):
 
     def _send_group(self, consumer: "Consumer", group: list, hashes: list[int], read_type: int) -> tuple[int, int]:
         if read_type == REPLAY:
+            remove = self.redelivery_messages.remove
             for pos, _ in group:
-                self.redelivery_messages.remove(pos.ledger_id, pos.entry_id)
+                remove(pos.ledger_id, pos.entry_id)
         if self.delayed.needed:
             group, hashes = self.delayed.filter_with_hashes(group, hashes)
-        sent_entries, msgs, acked = consumer.send_messages(group, hashes, self.redelivery_tracker,
-                                                           self.subscription.batch_ack_sets(group))
+        subscription = self.subscription
+        ack_sets = subscription.batch_ack_sets(group) if subscription.batch_index_level else None
+        sent_entries, msgs, acked = consumer.send_messages(group, hashes, self.redelivery_tracker, ack_sets)
         self.total_available_permits -= msgs - acked
         return sent_entries, msgs
 
     def _send_classic(self, read_type: int, entries: list) -> bool:
         select = self.selector.select
-        groups: dict[int, tuple[Any, list, list]] = {}
-        for pos, data in entries:
-            h = self.sticky_key_hash(pos, data)
+        sticky_key_hash = self.sticky_key_hash
+        groups: dict[int, tuple[Any, list, list]] = {}  # consumer id -> (consumer, entries, hashes)
+        for entry in entries:
+            pos, data = entry
+            h = sticky_key_hash(pos, data)
             c = select(h)
             if c is None:
                 self.add_message_to_replay(pos.ledger_id, pos.entry_id, h)
                 self._hash_blocked(None, h, pos.ledger_id, pos.entry_id, ev.REASON_NO_CONSUMER)
                 continue
-            g = groups.get(c.id)
-            if g is None:
-                g = groups[c.id] = (c, [], [])
-            g[1].append((pos, data))
-            g[2].append(h)
+            group = groups.get(c.id)
+            if group is None:
+                groups[c.id] = (c, [entry], [h])
+            else:
+                group[1].append(entry)
+                group[2].append(h)
         total_sent = 0
         for c, group, hashes in groups.values():
             n = len(group)
-            permits = max(c.available_permits, 0)
+            # max_for_c = min(n, permits capped by the unacked room), without the builtin calls
+            permits = c.available_permits
             if c.max_unacked_messages > 0:
-                permits = min(permits, max(c.max_unacked_messages - c.unacked_messages, 0))
-            max_for_c = min(n, permits)
+                room = c.max_unacked_messages - c.unacked_messages
+                if room < permits:
+                    permits = room
+            max_for_c = n if n < permits else (permits if permits > 0 else 0)
             count = self._restricted_max_entries(c, group, max_for_c, read_type, hashes)
+            if count == n:
+                total_sent += self._send_group(c, group, hashes, read_type)[1]
+                continue
             if count > 0:
                 _, msgs = self._send_group(c, group[:count], hashes[:count], read_type)
                 total_sent += msgs
@@ -446,11 +475,12 @@ class KeySharedDispatcher(SharedDispatcher):
         self._last_cut_reason = ev.REASON_NO_PERMITS
         if max_messages == 0:
             return 0
-        if read_type == NORMAL and any(self.redelivery_messages.contains_sticky_key_hash(h) for h in hashes):
+        if read_type == NORMAL and self._replay_positions and any(
+                self.redelivery_messages.contains_sticky_key_hash(h) for h in hashes):
             self._last_cut_reason = ev.REASON_REPLAY
             return 0
         rj = self.recently_joined
-        if rj is None:
+        if not rj:
             return max_messages
         self._remove_consumers_from_recently_joined()
         max_read = rj.get(c)
@@ -469,73 +499,79 @@ class KeySharedDispatcher(SharedDispatcher):
     def _send_pip379(self, read_type: int, entries: list) -> bool:
         """`filterAndGroupEntriesForDispatching` + sending; True to read again (progress or look-ahead)."""
         select = self.selector.select
-        look_ahead_allowed = self._replay_below_limit()
-        permits_for: dict[int, list] = {}
-        groups: dict[int, tuple[Any, list, list]] = {}
-        blocked_by_hash: dict[int, Any] = {}
-        seen_consumers: set[int] = set()
-        already_blocked: set[int] = set()
-        replay_set = self.redelivery_messages
-        draining = self.draining
         sticky_key_hash = self.sticky_key_hash
-        permits_of = self.ks_available_permits
-        log_blocked = self.events.enabled
-        for pos, data in entries:
+        normal = read_type == NORMAL
+        # the blocking checks are skipped while the replay set, or the draining hashes, are empty (an empty replay
+        # set is below any look-ahead limit: the limit is at least 1)
+        replay_positions = self._replay_positions
+        look_ahead_allowed = not replay_positions or self._replay_below_limit()
+        draining = self.draining
+        draining_hashes = self._draining_hashes
+        # consumer id -> entry permits left in this read; its keys are the consumers seen in the read
+        permits_for: dict[int, int] = {}
+        groups: dict[int, tuple[Any, list, list]] = {}  # consumer id -> (consumer, entries, hashes)
+        # made on first use (most reads block nothing): hashes blocked in this read, consumers blocked with permits
+        already_blocked: set[int] | None = None
+        blocked_with_permits: dict[int, Any] | None = None
+        for entry in entries:
+            pos, data = entry
             h = sticky_key_hash(pos, data)
             consumer = None
-            dispatch = False
-            reason = ev.REASON_NO_CONSUMER
-            if h not in already_blocked:
+            if already_blocked is None or h not in already_blocked:
                 consumer = select(h)
+                reason = ev.REASON_NO_CONSUMER
                 if consumer is not None:
-                    seen_consumers.add(consumer.id)
-                    slot = permits_for.get(consumer.id)
-                    if slot is None:
-                        slot = permits_for[consumer.id] = [permits_of(consumer)]
+                    cid = consumer.id
+                    permits = permits_for.get(cid)
+                    if permits is None:
+                        permits = self.ks_available_permits(consumer)
                     reason = ev.REASON_NO_PERMITS
-                    if slot[0] > 0:
-                        if read_type == NORMAL and replay_set.contains_sticky_key_hash(h):
+                    if permits > 0:
+                        if normal and replay_positions and self.redelivery_messages.contains_sticky_key_hash(h):
                             reason = ev.REASON_REPLAY
-                        elif draining is not None and draining.should_block_sticky_key_hash(consumer, h):
+                        elif draining_hashes and draining.should_block_sticky_key_hash(consumer, h):
                             reason = ev.REASON_DRAINING
                         else:
-                            slot[0] -= 1
-                            dispatch = True
-                        if not dispatch and look_ahead_allowed and read_type == NORMAL:
-                            blocked_by_hash[consumer.id] = consumer
+                            permits_for[cid] = permits - 1
+                            group = groups.get(cid)
+                            if group is None:
+                                groups[cid] = (consumer, [entry], [h])
+                            else:
+                                group[1].append(entry)
+                                group[2].append(h)
+                            continue
+                        if look_ahead_allowed and normal:
+                            if blocked_with_permits is None:
+                                blocked_with_permits = {}
+                            blocked_with_permits[cid] = consumer
+                    permits_for[cid] = permits
             else:
                 reason = "hash_already_blocked_in_this_read"
-            if dispatch:
-                g = groups.get(consumer.id)
-                if g is None:
-                    g = groups[consumer.id] = (consumer, [], [])
-                g[1].append((pos, data))
-                g[2].append(h)
-            else:
-                already_blocked.add(h)
-                self.add_message_to_replay(pos.ledger_id, pos.entry_id, h)
-                if log_blocked:
-                    self._hash_blocked(consumer, h, pos.ledger_id, pos.entry_id, reason)
-        trigger_look_ahead = False
-        if look_ahead_allowed and not groups:
-            if read_type == NORMAL:
-                for cid, c in blocked_by_hash.items():
-                    if permits_for[cid][0] > 0:
-                        trigger_look_ahead = True
-                        break
-            if not trigger_look_ahead:
-                for c in self.consumer_list.consumers:
-                    if c.id not in seen_consumers and self.ks_available_permits(c) > 0:
-                        trigger_look_ahead = True
-                        break
+            if already_blocked is None:
+                already_blocked = set()
+            already_blocked.add(h)
+            self.add_message_to_replay(pos.ledger_id, pos.entry_id, h)
+            self._hash_blocked(consumer, h, pos.ledger_id, pos.entry_id, reason)
+        if not groups:
+            if look_ahead_allowed and self._look_ahead_useful(permits_for, blocked_with_permits if normal else None):
+                self.skip_next_replay = True
+                return True
+            return False
         total_entries = 0
         for c, group, hashes in groups.values():
-            sent_entries, _ = self._send_group(c, group, hashes, read_type)
-            total_entries += sent_entries
-        if trigger_look_ahead:
-            self.skip_next_replay = True
-            return True
+            total_entries += self._send_group(c, group, hashes, read_type)[0]
         return total_entries > 0
+
+    def _look_ahead_useful(self, permits_for: dict[int, int], blocked_with_permits: dict[int, Any] | None) -> bool:
+        """Nothing was sent: does a consumer still have permits for the entries after these (trigger look-ahead)?"""
+        if blocked_with_permits:
+            for cid in blocked_with_permits:
+                if permits_for[cid] > 0:
+                    return True
+        for c in self.consumer_list.consumers:
+            if c.id not in permits_for and self.ks_available_permits(c) > 0:
+                return True
+        return False
 
     # --- stats ---------------------------------------------------------------------------------
     def stats(self) -> dict[str, Any]:

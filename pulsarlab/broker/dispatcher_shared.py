@@ -200,7 +200,10 @@ class SharedDispatcher:
         return 0
 
     def is_at_least_one_consumer_available(self) -> bool:
-        return self.first_available_consumer_permits() > 0
+        for c in self.consumer_list.consumers:  # first_available_consumer_permits() > 0, without the call
+            if not c.blocked and c.available_permits > 0:
+                return True
+        return False
 
     def is_normal_read_allowed(self) -> bool:
         return True

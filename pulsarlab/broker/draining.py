@@ -76,6 +76,11 @@ class DrainingHashesTracker:
         if self._on_change is not None:
             self._on_change(consumer, sticky_hash, entry.ref_count, True)
 
+    def pending_ack_removed(self, consumer: Any, ledger: int, entry: int, sticky_hash: int, closing: bool) -> None:
+        """`PendingAcksMap` remove handler: `reduce_ref_count` of the hash (nothing to do while nothing drains)."""
+        if self.draining_hashes:
+            self.reduce_ref_count(consumer, sticky_hash, closing)
+
     def start_batch(self) -> None:
         self.batch_level += 1
 

@@ -19,7 +19,8 @@ zero retention would delete fully consumed ledgers), no offload, no periodic tim
 ``LedgerInfo.entries``/``size`` hold the true counts for every ledger; stats-internal prints 0 for the
 open ledger as Pulsar's ledger metadata does. ``managedLedgerMinLedgerRolloverTimeMinutes`` defaults to
 0 here (Pulsar's broker default is 10) unless the config sets it, so small labs roll at once, as
-Pulsar's own ManagedCursorTest does.
+Pulsar's own ManagedCursorTest does. Entries are kept as plain tuples (`EntryData.stored`) and every read
+returns new, equal `EntryData` objects, so the many stored entries stay out of the garbage collector's walks.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from __future__ import annotations
 import datetime as _dt
 from bisect import bisect_left
 from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..clock import Scheduler
@@ -149,6 +151,63 @@ def _config_int(config: dict[str, Any], key: str, default: int, minimum: int) ->
     return value
 
 
+_from_stored = EntryData.from_stored
+_BLOCK = 1024  # stored entries per block
+
+
+class _StoredEntries:
+    """One ledger's entries in `EntryData.stored` form: full blocks of _BLOCK entries as tuples, the rest in a list.
+
+    A block is a tuple of untracked tuples, which the cyclic garbage collector stops tracking: a full collection
+    then walks a few blocks instead of every entry of the ledger (one list of entries costs it a memory access per
+    entry, on each full collection)."""
+
+    __slots__ = ("blocks", "tail")
+
+    def __init__(self) -> None:
+        self.blocks: list[tuple] = []
+        self.tail: list[tuple] = []
+
+    def append(self, stored: tuple) -> None:
+        tail = self.tail
+        tail.append(stored)
+        if len(tail) == _BLOCK:
+            self.blocks.append(tuple(tail))
+            self.tail = []
+
+    def __len__(self) -> int:
+        return len(self.blocks) * _BLOCK + len(self.tail)
+
+    def __getitem__(self, i: int) -> tuple:
+        """Entry ``i`` (0 <= i < len)."""
+        b, r = divmod(i, _BLOCK)
+        blocks = self.blocks
+        return blocks[b][r] if b < len(blocks) else self.tail[r]
+
+
+class _LedgerEntries(Sequence):
+    """A read-only view of one ledger's stored entries, made into `EntryData` objects as they are read."""
+
+    __slots__ = ("_stored",)
+
+    def __init__(self, stored: _StoredEntries) -> None:
+        self._stored = stored
+
+    def __len__(self) -> int:
+        return len(self._stored)
+
+    def __getitem__(self, i):  # type: ignore[override]
+        stored = self._stored
+        if isinstance(i, slice):
+            return [_from_stored(stored[j]) for j in range(*i.indices(len(stored)))]
+        n = len(stored)
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError("ledger entry index out of range")
+        return _from_stored(stored[i])
+
+
 class ManagedLedger:
     """One topic's managed ledger and its cursors (one per subscription).
 
@@ -180,8 +239,12 @@ class ManagedLedger:
         self.ledgers: list[LedgerInfo] = []
         self._ids: list[int] = []  # ledger ids, ascending (the ledgers map's key order)
         self._info: dict[int, LedgerInfo] = {}
-        self._entries: dict[int, list[EntryData]] = {}
-        self._positions: dict[int, list[Position]] = {}  # one Position object per entry, shared by every read
+        # per ledger, its entries in `EntryData.stored` form (untracked by the cyclic garbage collector); reads
+        # make `EntryData` objects from them
+        self._entries: dict[int, _StoredEntries] = {}
+        # (Position, EntryData) of the last entry written: a dispatcher waiting at the end of the topic reads it at
+        # once, and gets these objects instead of new ones made from the stored form
+        self._last_written: tuple[Position, EntryData] | None = None
         self.cursors: dict[str, ManagedCursor] = {}
 
         self.entries_added_counter = 0
@@ -201,13 +264,12 @@ class ManagedLedger:
 
         ``size`` is ``data.size`` when the caller already computed it."""
         lid = self._current_id
-        entries = self._current_entries
-        pos = make_position(lid, len(entries))
-        entries.append(data)
-        self._current_positions.append(pos)
+        info = self._current_info
+        pos = make_position(lid, info.entries)  # the current ledger's entry count is its next entry id
+        self._current_entries.append(data.stored())
+        self._last_written = (pos, data)
         if size is None:
             size = data.size
-        info = self._current_info
         info.entries += 1
         info.size += size
         self.current_ledger_entries += 1
@@ -224,9 +286,13 @@ class ManagedLedger:
             n = data.metadata.num_messages_in_batch
             log.append_row(ENTRY_WRITTEN, self.scheduler.now(), name_sid, lid, pos.entry_id, 1 if n is None else n,
                            size)
-        why = self._current_ledger_full()
-        if why is not None:
-            self._roll(why)
+        # currentLedgerIsFull(), asked only when a limit may be reached (the common write reaches none)
+        if (self.current_ledger_entries >= self.max_entries_per_ledger
+                or self.current_ledger_size >= self._max_ledger_bytes
+                or self.scheduler.now() - self.last_ledger_created_timestamp >= self._max_rollover_ms):
+            why = self._current_ledger_full()
+            if why is not None:
+                self._roll(why)
         return pos
 
     def _current_ledger_full(self) -> str | None:
@@ -257,8 +323,7 @@ class ManagedLedger:
         self._info[lid] = info
         self._current_id = lid
         self._current_info = info
-        self._current_entries = self._entries[lid] = []
-        self._current_positions = self._positions[lid] = []
+        self._current_entries = self._entries[lid] = _StoredEntries()
         self.current_ledger_entries = 0
         self.current_ledger_size = 0
         self.last_ledger_created_timestamp = self.scheduler.now()
@@ -286,7 +351,7 @@ class ManagedLedger:
     def _drop_ledger(self, lid: int) -> None:
         i = self._ids.index(lid)
         del self._ids[i], self.ledgers[i]
-        del self._info[lid], self._entries[lid], self._positions[lid]
+        del self._info[lid], self._entries[lid]
 
     # ------------------------------------------------------------------ reading
 
@@ -302,11 +367,11 @@ class ManagedLedger:
             raise ManagedLedgerException("Incorrect parameter input")  # BKException IncorrectParameterException
         if e >= len(entries):
             raise NonRecoverableLedgerException("Error while reading ledger")  # BKException ReadException
-        return entries[e]
+        return _from_stored(entries[e])
 
-    def entries_of(self, ledger_id: int) -> list[EntryData]:
+    def entries_of(self, ledger_id: int) -> Sequence[EntryData]:
         """The entries written to one ledger, in entry-id order (read-only view for snapshots)."""
-        return self._entries[ledger_id]
+        return _LedgerEntries(self._entries[ledger_id])
 
     @property
     def current_ledger_id(self) -> int:
@@ -390,11 +455,17 @@ class ManagedLedger:
                            end_inclusive.ledger_id, end_inclusive.entry_id, True)
 
     def position_of(self, ledger_id: int, entry_id: int) -> Position:
-        """The Position object for (ledger, entry), shared with the stored entry when there is one."""
-        positions = self._positions.get(ledger_id)
-        if positions is not None and 0 <= entry_id < len(positions):
-            return positions[entry_id]
-        return Position(ledger_id, entry_id)
+        """The Position (ledger, entry). Positions are made when asked for, not stored per entry: a stored one
+        would be one more object per entry for every full garbage collection to walk."""
+        return make_position(ledger_id, entry_id)
+
+    def read_run(self, ledger_id: int, first: int, end: int) -> list[tuple[Position, EntryData]]:
+        """Entries ``first .. end-1`` of one ledger with their positions (for the cursor's reads; trusted bounds)."""
+        last = self._last_written
+        if end - first == 1 and last is not None and last[0].entry_id == first and last[0].ledger_id == ledger_id:
+            return [last]
+        entries = self._entries[ledger_id]
+        return [(make_position(ledger_id, i), _from_stored(entries[i])) for i in range(first, end)]
 
     def _ceiling_ledger(self, ledger_id: int) -> int | None:
         """`ledgers.ceilingKey(ledger_id)`."""

@@ -541,7 +541,22 @@ class OpenLongPairRangeSet:
         return sum(runs.num_runs() for runs in self._ledgers.values())
 
     def is_empty(self) -> bool:
-        return all(runs.is_empty() for runs in self._ledgers.values())
+        for runs in self._ledgers.values():
+            if runs.firsts:
+                return False
+        return True
+
+    def has_any_from(self, key: int, value: int) -> bool:
+        """Whether an entry at or after ``key:value`` is in the set (a model helper: a cursor reading from there
+        has nothing to filter when it is not)."""
+        keys = self._keys
+        ledgers = self._ledgers
+        for i in range(bisect_left(keys, key), len(keys)):
+            k = keys[i]
+            tail = ledgers[k].tail_ends
+            if tail and (k > key or tail[-1] >= value):
+                return True
+        return False
 
     def __bool__(self) -> bool:
         return not self.is_empty()

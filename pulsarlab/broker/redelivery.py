@@ -1,18 +1,16 @@
-"""The replay set of a multi-consumer dispatcher, the broker's redelivery counter and its redelivery rate.
+"""The replay set of a multi-consumer dispatcher and the broker's redelivery counter.
 
 Models `MessageRedeliveryController` (a sorted set of (ledger, entry) positions, plus, when ordering
-matters, position -> sticky hash and hash -> reference count maps), `InMemoryRedeliveryTracker` /
-`RedeliveryTrackerDisabled` (reference §5.2, §3.1, §3.3, §8.3) and the `Rate` behind a consumer's
-``msgRateRedeliver`` (reference §11). Simplifies: positions are plain ``(ledger, entry)`` tuples, the set is a
-`SortedList` (Pulsar: `ConcurrentBitmapSortedLongPairSet`) with the same iteration order, and the counts are a
-`SortedDict` so a mark-delete move drops the counts behind it without a scan.
+matters, position -> sticky hash and hash -> reference count maps) and `InMemoryRedeliveryTracker`
+(reference §5.2, §3.1, §3.3, §8.3). Simplifies: positions are plain ``(ledger, entry)`` tuples and the set
+is a `SortedList` (Pulsar: `ConcurrentBitmapSortedLongPairSet`); the iteration order is the same.
 """
 
 from __future__ import annotations
 
 from typing import Callable, Iterable
 
-from sortedcontainers import SortedDict, SortedList
+from sortedcontainers import SortedList
 
 Pos = tuple[int, int]
 
@@ -21,39 +19,46 @@ class MessageRedeliveryController:
     """``redeliveryMessages``: what a Shared / Key_Shared dispatcher must send again, in position order.
 
     ``allow_out_of_order_delivery=True`` keeps no hash maps, so the set never blocks a hash (§3.3).
+    ``_hashes`` (position -> sticky hash) holds exactly the positions of ``_positions`` in both modes: it answers
+    membership and size without a sorted-list call; the hash counts are kept only when hashes are tracked. A
+    position added without a hash (`add_unhashed`, a due delayed message) maps to None and blocks no hash.
     """
 
-    __slots__ = ("_positions", "_hashes", "_hash_counts", "_track_hashes", "_unhashed")
+    __slots__ = ("_positions", "_hashes", "_hash_counts", "_track_hashes")
 
     def __init__(self, allow_out_of_order_delivery: bool = True) -> None:
         self._positions: SortedList = SortedList()
         self._track_hashes = not allow_out_of_order_delivery
         self._hashes: dict[Pos, int] = {}
         self._hash_counts: dict[int, int] = {}
-        self._unhashed: set[Pos] = set()  # positions added without a hash while hashes are tracked
 
     def __len__(self) -> int:
-        return len(self._positions)
+        return len(self._hashes)
+
+    def position_hashes(self) -> dict[Pos, int]:
+        """The live position -> sticky hash map of the set (read-only for callers): its size and truth are the
+        set's, for hot checks that cannot afford a method call."""
+        return self._hashes
 
     def is_empty(self) -> bool:
-        return not self._positions
+        return not self._hashes
 
     def __contains__(self, pos: Pos) -> bool:
-        return pos in self._positions
+        return pos in self._hashes
 
     def add(self, ledger: int, entry: int, sticky_hash: int = 0) -> bool:
-        """Add a position (with its sticky hash when hashes are tracked); False if it was already there."""
+        """Add a position (with its sticky hash when hashes are tracked); False if it was already there (a
+        position held without a hash takes this one)."""
         pos = (ledger, entry)
-        if self._track_hashes:
-            if pos in self._hashes:
-                return False
-            self._hashes[pos] = sticky_hash
-            self._hash_counts[sticky_hash] = self._hash_counts.get(sticky_hash, 0) + 1
-            if self._unhashed and pos in self._unhashed:  # it was there without a hash: it gets this one
-                self._unhashed.discard(pos)
-                return False
-        elif pos in self._positions:
+        hashes = self._hashes
+        if pos in hashes:
+            if hashes[pos] is None and self._track_hashes:
+                hashes[pos] = sticky_hash
+                self._hash_counts[sticky_hash] = self._hash_counts.get(sticky_hash, 0) + 1
             return False
+        hashes[pos] = sticky_hash
+        if self._track_hashes:
+            self._hash_counts[sticky_hash] = self._hash_counts.get(sticky_hash, 0) + 1
         self._positions.add(pos)
         return True
 
@@ -61,27 +66,20 @@ class MessageRedeliveryController:
         """``add(ledgerId, entryId)``: a position without a sticky hash (a due delayed message), which blocks no
         hash; False (and no change) if the position is already there."""
         pos = (ledger, entry)
-        if self._track_hashes:
-            if pos in self._hashes or pos in self._unhashed:
-                return False
-            self._unhashed.add(pos)
-        elif pos in self._positions:
+        if pos in self._hashes:
             return False
+        self._hashes[pos] = None  # type: ignore[assignment]
         self._positions.add(pos)
         return True
 
     def remove(self, ledger: int, entry: int) -> bool:
         pos = (ledger, entry)
-        if self._track_hashes:
-            h = self._hashes.pop(pos, None)
-            if h is not None:
-                self._dec(h)
-            elif not self._unhashed or pos not in self._unhashed:
-                return False
-            else:
-                self._unhashed.discard(pos)
-        elif pos not in self._positions:
+        hashes = self._hashes
+        if pos not in hashes:
             return False
+        h = hashes.pop(pos)
+        if self._track_hashes and h is not None:
+            self._dec(h)
         self._positions.remove(pos)
         return True
 
@@ -97,12 +95,9 @@ class MessageRedeliveryController:
         positions = self._positions
         while positions and positions[0] <= (ledger, entry):
             pos = positions.pop(0)
-            if self._track_hashes:
-                h = self._hashes.pop(pos, None)
-                if h is not None:
-                    self._dec(h)
-                else:
-                    self._unhashed.discard(pos)
+            h = self._hashes.pop(pos)
+            if self._track_hashes and h is not None:
+                self._dec(h)
 
     def contains_sticky_key_hash(self, sticky_hash: int) -> bool:
         """``containsStickyKeyHash``: False when hashes are not tracked (out-of-order delivery allowed)."""
@@ -110,7 +105,7 @@ class MessageRedeliveryController:
 
     def hash_of(self, ledger: int, entry: int) -> int | None:
         """The position's sticky hash; None when it has none (not tracked, or a due delayed message)."""
-        return self._hashes.get((ledger, entry))
+        return self._hashes.get((ledger, entry)) if self._track_hashes else None
 
     def first(self) -> Pos | None:
         return self._positions[0] if self._positions else None
@@ -131,24 +126,18 @@ class MessageRedeliveryController:
         self._positions.clear()
         self._hashes.clear()
         self._hash_counts.clear()
-        self._unhashed.clear()
 
     def positions(self) -> list[Pos]:
         return list(self._positions)
 
 
 class InMemoryRedeliveryTracker:
-    """``InMemoryRedeliveryTracker``: how many times each position was explicitly redelivered (§8.3).
-
-    Counted only on a client's redeliver request (`increment_and_get`); a consumer leaving only registers its
-    pending acks with count 0 (`add_if_absent`). An ack forgets the position; a mark-delete move forgets every
-    position at or before it.
-    """
+    """``InMemoryRedeliveryTracker``: how many times each position was explicitly redelivered (§8.3)."""
 
     __slots__ = ("_counts",)
 
     def __init__(self) -> None:
-        self._counts: SortedDict = SortedDict()
+        self._counts: dict[Pos, int] = {}
 
     def increment_and_get(self, ledger: int, entry: int) -> int:
         n = self._counts.get((ledger, entry), 0) + 1
@@ -159,7 +148,8 @@ class InMemoryRedeliveryTracker:
         self._counts.setdefault((ledger, entry), 0)
 
     def get(self, ledger: int, entry: int) -> int:
-        return self._counts.get((ledger, entry), 0)
+        counts = self._counts
+        return counts.get((ledger, entry), 0) if counts else 0
 
     def remove(self, ledger: int, entry: int) -> None:
         self._counts.pop((ledger, entry), None)
@@ -168,22 +158,15 @@ class InMemoryRedeliveryTracker:
         counts = self._counts
         if counts:
             for pos in positions:
-                if pos in counts:
-                    del counts[pos]
+                counts.pop(pos, None)
 
     def remove_up_to(self, ledger: int, entry: int) -> None:
-        counts = self._counts
-        if counts:
-            cut = counts.bisect_right((ledger, entry))
-            for _ in range(cut):
-                counts.popitem(0)
+        if self._counts:
+            for pos in [p for p in self._counts if p <= (ledger, entry)]:
+                del self._counts[pos]
 
     def clear(self) -> None:
         self._counts.clear()
-
-    def items(self) -> list[tuple[Pos, int]]:
-        """``[((ledger, entry), count), ...]`` in position order (for snapshots and tests)."""
-        return list(self._counts.items())
 
     def __len__(self) -> int:
         return len(self._counts)
@@ -215,47 +198,5 @@ class RedeliveryTrackerDisabled:
     def clear(self) -> None:
         pass
 
-    def items(self) -> list[tuple[Pos, int]]:
-        return []
-
     def __len__(self) -> int:
         return 0
-
-
-STATS_UPDATE_FREQUENCY_MS = 60_000  # broker.conf statsUpdateFrequencyInSecs (60)
-
-
-class MessageRate:
-    """A broker `Rate` (``msgRedeliver``) as pulsar-admin shows it: messages per second over the last stats period.
-
-    The broker's stats task runs every ``statsUpdateFrequencyInSecs`` from its start (here: lab time 0) and
-    computes ``count / period`` for the period that just ended; `rate` is that figure at ``now`` (0.0 until the
-    first period is over). ``total`` counts every recorded message (the model's extra, not a stats field).
-    """
-
-    __slots__ = ("period_ms", "total", "_counts")
-
-    def __init__(self, period_ms: int = STATS_UPDATE_FREQUENCY_MS) -> None:
-        if not isinstance(period_ms, int) or isinstance(period_ms, bool) or period_ms <= 0:
-            raise ValueError(f"the stats period must be a positive int of ms, got {period_ms!r}")
-        self.period_ms = period_ms
-        self.total = 0
-        self._counts: dict[int, int] = {}  # period index -> messages recorded in it
-
-    def record(self, now: int, n: int) -> None:
-        if n <= 0:
-            return
-        self.total += n
-        k = now // self.period_ms
-        counts = self._counts
-        counts[k] = counts.get(k, 0) + n
-        if len(counts) > 2:
-            for old in [i for i in counts if i < k - 1]:
-                del counts[old]
-
-    def rate(self, now: int) -> float:
-        """Messages per second of the last complete period before ``now``."""
-        last = now // self.period_ms - 1
-        if last < 0:
-            return 0.0
-        return self._counts.get(last, 0) / (self.period_ms / 1000)

@@ -288,7 +288,8 @@ class BrokerService:
             return
         consumer.closed = True
         consumer.cnx_active = False
-        pending = len(consumer.pending_acks) if consumer.pending_acks is not None else 0
+        # -1: Exclusive / Failover keep no pending acks per consumer (as in redeliver_requested)
+        pending = len(consumer.pending_acks) if consumer.pending_acks is not None else -1
         consumer.subscription.remove_consumer(consumer)
         if self.events.enabled:
             self.events.append(ev.CONSUMER_CLOSED, self.scheduler.now(), consumer=consumer.id, reason=reason,

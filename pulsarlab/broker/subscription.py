@@ -211,7 +211,7 @@ class PersistentSubscription:
         except PulsarError:
             pass  # Pulsar logs the failed delete; the positions before the bad one stay deleted
         d = self.dispatcher
-        if d is not None:
+        if d is not None and len(d.redelivery_tracker):
             d.redelivery_tracker.remove_batch([(p.ledger_id, p.entry_id) for p, s in positions if s is None])
         last = positions[-1][0] if positions else None
         self._after_ack(md_before, last.ledger_id if last else -1, last.entry_id if last else -1, False,
@@ -277,6 +277,7 @@ class PersistentSubscription:
             "lastConsumedFlowTimestamp": self.last_consumed_flow_timestamp,
             "lastConsumedTimestamp": max((c.last_consumed_timestamp for c in consumers), default=0),
             "lastAckedTimestamp": max((c.last_acked_timestamp for c in consumers), default=0),
+            "lastMarkDeleteAdvancedTimestamp": cursor.last_mark_delete_advanced_timestamp,
             "consumers": [],
             "isDurable": True,
             "isReplicated": False,

@@ -91,11 +91,12 @@ class PersistentTopic:
         handle.bytes_in_counter += size
         if meta.uuid is not None:
             self.msg_chunk_published = True
-        events = self.service.events
+        service = self.service
+        events = service.events
         if events.enabled:
-            events.append_row(self._entry_ev, self.service.scheduler.now(), self.id, pos.ledger_id, pos.entry_id, n,
+            events.append_row(self._entry_ev, service.scheduler.now(), self.id, pos.ledger_id, pos.entry_id, n,
                               handle.producer_id, meta.sequence_id)
-        for sub in list(self.subscriptions.values()):
+        for sub in tuple(self.subscriptions.values()):
             d = sub.dispatcher
             if d is not None:
                 d.on_new_entries()

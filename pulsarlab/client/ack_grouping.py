@@ -400,7 +400,7 @@ class AcknowledgmentsGroupingTracker:
         if self._batch_pending:
             self._batch_pending.pop(key, None)
         if self._log_each_ack:
-            self._log_queued(AckType.INDIVIDUAL, key, batch_index, QUEUED)
+            self._log_queued(_INDIVIDUAL, key, batch_index, QUEUED)
         if len(pending) >= self.max_group_size:
             self._flush("size")
         if self._timer is None and pending:
