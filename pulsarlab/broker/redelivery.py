@@ -1,16 +1,18 @@
-"""The replay set of a multi-consumer dispatcher and the broker's redelivery counter.
+"""The replay set of a multi-consumer dispatcher, the broker's redelivery counter and its redelivery rate.
 
 Models `MessageRedeliveryController` (a sorted set of (ledger, entry) positions, plus, when ordering
-matters, position -> sticky hash and hash -> reference count maps) and `InMemoryRedeliveryTracker`
-(reference §5.2, §3.1, §3.3, §8.3). Simplifies: positions are plain ``(ledger, entry)`` tuples and the set
-is a `SortedList` (Pulsar: `ConcurrentBitmapSortedLongPairSet`); the iteration order is the same.
+matters, position -> sticky hash and hash -> reference count maps), `InMemoryRedeliveryTracker` /
+`RedeliveryTrackerDisabled` (reference §5.2, §3.1, §3.3, §8.3) and the `Rate` behind a consumer's
+``msgRateRedeliver`` (reference §11). Simplifies: positions are plain ``(ledger, entry)`` tuples, the set is a
+`SortedList` (Pulsar: `ConcurrentBitmapSortedLongPairSet`) with the same iteration order, and the counts are a
+`SortedDict` so a mark-delete move drops the counts behind it without a scan.
 """
 
 from __future__ import annotations
 
 from typing import Callable, Iterable
 
-from sortedcontainers import SortedList
+from sortedcontainers import SortedDict, SortedList
 
 Pos = tuple[int, int]
 
@@ -132,12 +134,17 @@ class MessageRedeliveryController:
 
 
 class InMemoryRedeliveryTracker:
-    """``InMemoryRedeliveryTracker``: how many times each position was explicitly redelivered (§8.3)."""
+    """``InMemoryRedeliveryTracker``: how many times each position was explicitly redelivered (§8.3).
+
+    Counted only on a client's redeliver request (`increment_and_get`); a consumer leaving only registers its
+    pending acks with count 0 (`add_if_absent`). An ack forgets the position; a mark-delete move forgets every
+    position at or before it.
+    """
 
     __slots__ = ("_counts",)
 
     def __init__(self) -> None:
-        self._counts: dict[Pos, int] = {}
+        self._counts: SortedDict = SortedDict()
 
     def increment_and_get(self, ledger: int, entry: int) -> int:
         n = self._counts.get((ledger, entry), 0) + 1
@@ -158,15 +165,22 @@ class InMemoryRedeliveryTracker:
         counts = self._counts
         if counts:
             for pos in positions:
-                counts.pop(pos, None)
+                if pos in counts:
+                    del counts[pos]
 
     def remove_up_to(self, ledger: int, entry: int) -> None:
-        if self._counts:
-            for pos in [p for p in self._counts if p <= (ledger, entry)]:
-                del self._counts[pos]
+        counts = self._counts
+        if counts:
+            cut = counts.bisect_right((ledger, entry))
+            for _ in range(cut):
+                counts.popitem(0)
 
     def clear(self) -> None:
         self._counts.clear()
+
+    def items(self) -> list[tuple[Pos, int]]:
+        """``[((ledger, entry), count), ...]`` in position order (for snapshots and tests)."""
+        return list(self._counts.items())
 
     def __len__(self) -> int:
         return len(self._counts)
@@ -198,5 +212,47 @@ class RedeliveryTrackerDisabled:
     def clear(self) -> None:
         pass
 
+    def items(self) -> list[tuple[Pos, int]]:
+        return []
+
     def __len__(self) -> int:
         return 0
+
+
+STATS_UPDATE_FREQUENCY_MS = 60_000  # broker.conf statsUpdateFrequencyInSecs (60)
+
+
+class MessageRate:
+    """A broker `Rate` (``msgRedeliver``) as pulsar-admin shows it: messages per second over the last stats period.
+
+    The broker's stats task runs every ``statsUpdateFrequencyInSecs`` from its start (here: lab time 0) and
+    computes ``count / period`` for the period that just ended; `rate` is that figure at ``now`` (0.0 until the
+    first period is over). ``total`` counts every recorded message (the model's extra, not a stats field).
+    """
+
+    __slots__ = ("period_ms", "total", "_counts")
+
+    def __init__(self, period_ms: int = STATS_UPDATE_FREQUENCY_MS) -> None:
+        if not isinstance(period_ms, int) or isinstance(period_ms, bool) or period_ms <= 0:
+            raise ValueError(f"the stats period must be a positive int of ms, got {period_ms!r}")
+        self.period_ms = period_ms
+        self.total = 0
+        self._counts: dict[int, int] = {}  # period index -> messages recorded in it
+
+    def record(self, now: int, n: int) -> None:
+        if n <= 0:
+            return
+        self.total += n
+        k = now // self.period_ms
+        counts = self._counts
+        counts[k] = counts.get(k, 0) + n
+        if len(counts) > 2:
+            for old in [i for i in counts if i < k - 1]:
+                del counts[old]
+
+    def rate(self, now: int) -> float:
+        """Messages per second of the last complete period before ``now``."""
+        last = now // self.period_ms - 1
+        if last < 0:
+            return 0.0
+        return self._counts.get(last, 0) / (self.period_ms / 1000)
