@@ -6,14 +6,7 @@ from __future__ import annotations
 import pytest
 
 from pulsarlab.exercises import chunking as ch
-
-
-def rejected(result, *needles: str) -> str:
-    assert not result.ok, result.message
-    assert result.message.startswith("Not yet")
-    for needle in needles:
-        assert needle in result.message, f"{needle!r} not in:\n{result.message}"
-    return result.message
+from exercise_support import rejected
 
 
 def test_too_big_answer_counts_the_metadata_of_the_python_client():

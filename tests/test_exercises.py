@@ -12,17 +12,10 @@ import pulsarlab as pl
 from pulsarlab.exercises import debugging as dbg
 from pulsarlab.exercises import key_shared_ordering as kso
 from pulsarlab.exercises import subscriptions as subs
+from exercise_support import rejected
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "broker-json"
 JAVADOC = [("C1", 0, 2), ("C2", 0, 1), ("C3", 0, 1), ("C4", 1, 2), ("C5", 1, 1)]
-
-
-def rejected(result, *needles: str) -> str:
-    assert not result.ok, result.message
-    assert result.message.startswith("Not yet")
-    for needle in needles:
-        assert needle in result.message, f"{needle!r} not in:\n{result.message}"
-    return result.message
 
 
 # --- lab 02: Shared round robin ------------------------------------------------------------------

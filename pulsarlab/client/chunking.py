@@ -177,6 +177,24 @@ def serialized_metadata_size(
     return size
 
 
+def _stamped_metadata(producer_name: str, msg: OutgoingMessage, publish_time: int, sequence_id: int, *,
+                      properties: dict[str, str] | None = None, **more) -> MessageMetadata:
+    """The `MessageMetadata` a producer stamps on ``msg`` (`ProducerImpl.sendAsync`, C++ ``setMessageMetadata``):
+    name, ``sequence_id``, publish time (the message's own if it has one), properties (``msg.properties``
+    unless given), keys, event and delivery time; ``more`` sets the other fields."""
+    return MessageMetadata(
+        producer_name=producer_name,
+        sequence_id=sequence_id,
+        publish_time=publish_time if msg.publish_time is None else msg.publish_time,
+        properties=msg.properties if properties is None else properties,
+        partition_key=msg.partition_key,
+        ordering_key=msg.ordering_key,
+        event_time=msg.event_time,
+        deliver_at_time=msg.deliver_at,
+        **more,
+    )
+
+
 def sizing_metadata_size(
     producer_name: str,
     msg: OutgoingMessage,
@@ -191,17 +209,9 @@ def sizing_metadata_size(
     (counted as 0) nor any chunk field; an id the application gave (``sequence_id_set_by_application``)
     is already there.
     """
-    metadata = MessageMetadata(
-        producer_name=producer_name,
-        sequence_id=msg.sequence_id if sequence_id_set_by_application else 0,
-        publish_time=publish_time if msg.publish_time is None else msg.publish_time,
-        properties=msg.properties,
-        partition_key=msg.partition_key,
-        ordering_key=msg.ordering_key,
-        event_time=msg.event_time,
-        deliver_at_time=msg.deliver_at,
-        uncompressed_size=len(msg.payload),
-    )
+    metadata = _stamped_metadata(producer_name, msg, publish_time,
+                                 msg.sequence_id if sequence_id_set_by_application else 0,
+                                 uncompressed_size=len(msg.payload))
     return serialized_metadata_size(metadata, schema_version_size=schema_version_size, uncompressed_size_set=True)
 
 
@@ -313,16 +323,7 @@ def cpp_metadata_size(producer_name: str, msg: OutgoingMessage, publish_time: in
     Counted after ``setMessageMetadata``: producer name, publish time and the message's real sequence id, plus
     what the message carries; no ``uncompressed_size`` (set only with compression) and no chunk field yet.
     """
-    metadata = MessageMetadata(
-        producer_name=producer_name,
-        sequence_id=msg.sequence_id,
-        publish_time=publish_time if msg.publish_time is None else msg.publish_time,
-        properties=msg.properties,
-        partition_key=msg.partition_key,
-        ordering_key=msg.ordering_key,
-        event_time=msg.event_time,
-        deliver_at_time=msg.deliver_at,
-    )
+    metadata = _stamped_metadata(producer_name, msg, publish_time, msg.sequence_id)
     return serialized_metadata_size(metadata, uncompressed_size_set=False)
 
 
@@ -438,19 +439,12 @@ def split_into_chunks(
     if not plan.chunked:
         return [non_batched_entry(producer_name, msg, publish_time, client=client)]
     uuid = chunk_uuid(producer_name, msg.sequence_id)
-    stamp = publish_time if msg.publish_time is None else msg.publish_time
     entries = []
     for chunk_id in range(plan.total_chunks):
         start, end = plan.chunk_bounds(chunk_id)
-        metadata = MessageMetadata(
-            producer_name=producer_name,
-            sequence_id=msg.sequence_id,
-            publish_time=stamp,
+        metadata = _stamped_metadata(
+            producer_name, msg, publish_time, msg.sequence_id,
             properties=dict(msg.properties),
-            partition_key=msg.partition_key,
-            ordering_key=msg.ordering_key,
-            event_time=msg.event_time,
-            deliver_at_time=msg.deliver_at,
             uncompressed_size=len(msg.payload) if client is ClientLibrary.JAVA else 0,
             uuid=uuid,
             chunk_id=chunk_id,

@@ -135,6 +135,30 @@ def tag(number: int, wire_type: int) -> bytes:
     return encode_varint((number << 3) | wire_type)
 
 
+def skip_field(buf: Any, pos: int, end: int, key: int) -> int:
+    """The position after the value of the field whose tag ``key`` was just read (the hand-written readers of
+    `hot_commands` and `entries` use it for the fields they do not know)."""
+    wire = key & 7
+    if key >> 3 == 0:
+        raise CodecError("field number 0")
+    if wire == 0:
+        return decode_varint(buf, pos, end)[1]
+    if wire == 2:
+        n, pos = decode_varint(buf, pos, end)
+        if n > end - pos:
+            raise CodecError("field runs past the end of its message")
+        return pos + n
+    if wire == 1:
+        if pos + 8 > end:
+            raise CodecError("truncated 64-bit field")
+        return pos + 8
+    if wire == 5:
+        if pos + 4 > end:
+            raise CodecError("truncated 32-bit field")
+        return pos + 4
+    raise CodecError(f"unsupported wire type {wire}")
+
+
 # --- message declarations -----------------------------------------------------------------------
 M = TypeVar("M")
 _REGISTRY: dict[str, type] = {}
@@ -373,5 +397,5 @@ def decode_message(cls: type[M], buf: Any, start: int, end: int) -> M:
 __all__ = [
     "BOOL", "BYTES", "CodecError", "DOUBLE", "ENUM", "F", "Field", "INT32", "INT64", "Kind", "Label", "MESSAGE",
     "OPTIONAL", "ProtoMessage", "REPEATED", "REQUIRED", "STRING", "UINT32", "UINT64", "as_signed32", "as_signed64",
-    "decode_message", "decode_varint", "encode_message", "encode_varint", "iter_fields", "proto", "tag",
+    "decode_message", "decode_varint", "encode_message", "encode_varint", "iter_fields", "proto", "skip_field", "tag",
 ]

@@ -25,9 +25,10 @@ from typing import Any
 
 import google_crc32c
 
+from ..broker.cursor import ack_set_words
 from ..messages import EntryData, MessageMetadata
 from .codec import (
-    MASK64, CodecError, as_signed32, as_signed64, decode_varint, encode_varint,
+    CodecError, as_signed32, as_signed64, decode_varint, encode_varint, skip_field,
 )
 from .commands import KeyValue, WireMetadata, WireSingleMetadata
 
@@ -75,32 +76,10 @@ def _read_key_value(buf: bytes, pos: int, end: int) -> tuple[str, str, int]:
         elif t == 0x12:
             value, p = _read_str(buf, p, stop)
         else:
-            p = _skip(buf, p, stop, t)
+            p = skip_field(buf, p, stop, t)
     if key is None or value is None:
         raise CodecError("KeyValue is missing its key or value")
     return key, value, stop
-
-
-def _skip(buf: bytes, pos: int, end: int, key: int) -> int:
-    wire = key & 7
-    if key >> 3 == 0:
-        raise CodecError("field number 0")
-    if wire == 0:
-        return decode_varint(buf, pos, end)[1]
-    if wire == 2:
-        n, pos = decode_varint(buf, pos, end)
-        if pos + n > end:
-            raise CodecError("field runs past the end of the metadata")
-        return pos + n
-    if wire == 1:
-        if pos + 8 > end:
-            raise CodecError("truncated 64-bit field")
-        return pos + 8
-    if wire == 5:
-        if pos + 4 > end:
-            raise CodecError("truncated 32-bit field")
-        return pos + 4
-    raise CodecError(f"unsupported wire type {wire}")
 
 
 def read_metadata(buf: bytes, start: int, end: int, clock_offset_ms: int = 0) -> tuple[MessageMetadata, bool]:
@@ -151,7 +130,7 @@ def read_metadata(buf: bytes, start: int, end: int, clock_offset_ms: int = 0) ->
             event_time, pos = decode_varint(buf, pos, end)
         elif key == 0x6A:  # 13 encryption_keys
             plain = False
-            pos = _skip(buf, pos, end, key)
+            pos = skip_field(buf, pos, end, key)
         elif key == 0x88:  # 17 partition_key_b64_encoded (the tag value; two bytes on the wire)
             v, pos = decode_varint(buf, pos, end)
             b64 = v != 0
@@ -174,7 +153,7 @@ def read_metadata(buf: bytes, start: int, end: int, clock_offset_ms: int = 0) ->
             v, pos = decode_varint(buf, pos, end)
             chunk_id = as_signed32(v)
         else:
-            pos = _skip(buf, pos, end, key)
+            pos = skip_field(buf, pos, end, key)
     if producer_name is None or sequence_id is None or publish_time is None:
         raise CodecError("MessageMetadata is missing a required field (producer_name, sequence_id, publish_time)")
     meta = MessageMetadata(
@@ -224,7 +203,7 @@ def _read_single(buf: bytes, pos: int, end: int) -> tuple:
             v, pos = decode_varint(buf, pos, end)
             null_value = v != 0
         else:
-            pos = _skip(buf, pos, end, key)
+            pos = skip_field(buf, pos, end, key)
     if payload_size is None:
         raise CodecError("SingleMessageMetadata without payload_size")
     return (payload_size, props, partition_key, b64, ordering_key, event_time, sequence_id, null_value)
@@ -383,14 +362,9 @@ def consumer_prefix(consumer_id: int) -> bytes:
     return b"\x08" + encode_varint(consumer_id)
 
 
-def ack_set_longs(mask: int) -> list[int]:
-    """An ack-set mask (bit i = batch index i not yet acknowledged) as Java's ``BitSet.toLongArray()`` words."""
-    words = []
-    while mask:
-        word = mask & MASK64
-        words.append(word - (1 << 64) if word >> 63 else word)
-        mask >>= 64
-    return words
+ack_set_longs = ack_set_words
+"""An ack-set mask (bit i = batch index i not yet acknowledged) as Java's ``BitSet.toLongArray()`` words: the
+cursor's `pulsarlab.broker.cursor.ack_set_words`, under the name the MESSAGE writer has always exported."""
 
 
 def message_frame(prefix: bytes, ledger: int, entry: int, redelivery_count: int, ack_set: int | None,

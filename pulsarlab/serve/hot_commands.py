@@ -9,32 +9,9 @@ from __future__ import annotations
 
 import struct
 
-from .codec import CodecError, as_signed64, decode_varint, encode_varint
+from .codec import CodecError, as_signed64, decode_varint, encode_varint, skip_field
 
 _pack_frame_header = struct.Struct(">II").pack
-
-
-def skip_field(buf: bytes, pos: int, end: int, key: int) -> int:
-    """The position after the value of the field whose tag ``key`` was just read."""
-    wire = key & 7
-    if key >> 3 == 0:
-        raise CodecError("field number 0")
-    if wire == 0:
-        return decode_varint(buf, pos, end)[1]
-    if wire == 2:
-        n, pos = decode_varint(buf, pos, end)
-        if n > end - pos:
-            raise CodecError("field runs past the end of its message")
-        return pos + n
-    if wire == 1:
-        if pos + 8 > end:
-            raise CodecError("truncated 64-bit field")
-        return pos + 8
-    if wire == 5:
-        if pos + 4 > end:
-            raise CodecError("truncated 32-bit field")
-        return pos + 4
-    raise CodecError(f"unsupported wire type {wire}")
 
 
 def read_send(buf: bytes, pos: int, end: int) -> tuple[int, int, int | None, bool]:

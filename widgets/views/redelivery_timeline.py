@@ -43,7 +43,7 @@ from pulsarlab.redelivery_snapshot import (
     message_lives,
 )
 
-from .lab_common import check_lab_snapshot, empty_figure, events_of
+from .lab_common import check_lab_snapshot, consumer_names, empty_figure, events_of
 from .style import plural
 
 LANE = {PUBLISHED: 0.0, DELIVERED: 0.0, ACKED: 0.0, NACKED: 0.3, TIMED_OUT: 0.3, NACK_DUE: 0.3,
@@ -110,10 +110,7 @@ def _hover(step: Any, names: dict[int, str]) -> str:
 
 
 def _consumer_names(snap: LabSnapshot) -> dict[int, str]:
-    names: dict[int, str] = {}
-    for _t, s in snap.subscriptions():
-        for c in s.consumers:
-            names[c.id] = c.name
+    names = consumer_names(snap)
     if snap.redelivery is not None:
         for t in snap.redelivery.trackers:
             names.setdefault(t.consumer, t.name)
