@@ -149,6 +149,7 @@ class KeySharedDispatcher(SharedDispatcher):
         if self.draining_required:
             pending = consumer.pending_acks
             pending.add_handler = self._handle_adding_pending_ack
+            pending.add_handler_hashes = self._draining_hashes  # it refuses only hashes that drain
             draining = self.draining
             pending.remove_handler = draining.pending_ack_removed
             pending.start_batch = draining.start_batch

@@ -172,15 +172,18 @@ class PendingAcksMap:
     """A consumer's pending acks: ``(ledger, entry) -> (batch_size, sticky_hash)``.
 
     4.x Key_Shared installs ``add_handler(consumer, ledger, entry, hash) -> bool`` (may refuse: the entry then
-    goes to replay) and ``remove_handler(consumer, ledger, entry, hash, closing)`` plus batch hooks.
+    goes to replay) and ``remove_handler(consumer, ledger, entry, hash, closing)`` plus batch hooks. When
+    ``add_handler_hashes`` is set, the add handler is asked only about hashes in it (it accepts every other one).
     """
 
-    __slots__ = ("consumer", "_map", "add_handler", "remove_handler", "start_batch", "end_batch", "closed")
+    __slots__ = ("consumer", "_map", "add_handler", "add_handler_hashes", "remove_handler", "start_batch",
+                 "end_batch", "closed")
 
     def __init__(self, consumer: Any) -> None:
         self.consumer = consumer
         self._map: dict[tuple[int, int], tuple[int, int]] = {}
         self.add_handler: Callable[..., bool] | None = None
+        self.add_handler_hashes: Any = None
         self.remove_handler: Callable[..., Any] | None = None
         self.start_batch: Callable[[], Any] | None = None
         self.end_batch: Callable[[], Any] | None = None
@@ -199,7 +202,8 @@ class PendingAcksMap:
         if self.closed:
             return False
         handler = self.add_handler
-        if handler is not None and not handler(self.consumer, ledger, entry, sticky_hash):
+        if handler is not None and (self.add_handler_hashes is None or sticky_hash in self.add_handler_hashes) \
+                and not handler(self.consumer, ledger, entry, sticky_hash):
             return False
         self._map[(ledger, entry)] = (batch_size, sticky_hash)
         return True
