@@ -118,6 +118,15 @@ class SharedDispatcher:
         self.consumer_list.add(consumer)
 
     def remove_consumer(self, consumer: "Consumer") -> None:
+        """`removeConsumer`. The read that unblocking may start runs once the consumer is gone from the list
+        (Pulsar's ``readMoreEntriesAsync`` runs after the synchronized removal)."""
+        self.begin_ack()
+        try:
+            self._remove_consumer(consumer)
+        finally:
+            self.end_ack()
+
+    def _remove_consumer(self, consumer: "Consumer") -> None:
         self.add_unacked_messages(-consumer.unacked_messages)
         if consumer not in self.consumer_list:
             return
