@@ -346,10 +346,6 @@ class _ConsumerImpl:
                                   message_id=str(mid), chunks=len(ids) if ids else 1, cumulative=cumulative,
                                   positions=",".join(f"{i.ledger}:{i.entry}" for i in shown))
 
-    def close_chunks(self) -> None:
-        if self.chunk_tracker is not None:
-            self.chunk_tracker.close()
-
     def _dead_letter_check(self, ledger: int, entry: int, messages: list[Message], redelivery_count: int) -> bool:
         """Remember an entry that reached maxRedeliverCount; one over it is redelivered (straight to the DLQ)
         right after this delivery. True when it is over the limit."""
@@ -446,6 +442,8 @@ class _ConsumerImpl:
             self.increase_available_permits(dropped)
 
     def close_trackers(self) -> None:
+        if self.chunk_tracker is not None:
+            self.chunk_tracker.close()
         if self.nacks is not None:
             self.nacks.close()
         for letters in (self.dead_letters, self.retry):
@@ -1003,9 +1001,7 @@ class Consumer:
 
     def _close(self, reason: str) -> None:
         self._closed = True
-        self._stop_redelivery()
-        for impl in self._all_impls:
-            impl.close_chunks()
+        self._close_consumer_tasks()
         for impl in self._all_impls:
             if impl.connected:
                 impl.connected = False
@@ -1040,8 +1036,9 @@ class Consumer:
             if impl.queue_size > 0:
                 impl.send_flow(impl.queue_size)
 
-    def _stop_redelivery(self) -> None:
-        """``closeConsumerTasks``: stop the ack-timeout and negative-ack timers, close the letter producers."""
+    def _close_consumer_tasks(self) -> None:
+        """``closeConsumerTasks``: stop the ack-timeout, negative-ack and chunk-expiry timers, close the letter
+        producers."""
         if self._unacked is not None:
             self._unacked.close()
         for impl in self._all_impls:
@@ -1054,9 +1051,8 @@ class Consumer:
             self._service.unsubscribe(impl.broker_consumer)
         for impl in self._all_impls:
             impl.tracker.close()
-            impl.close_chunks()
         self._closed = True
-        self._stop_redelivery()
+        self._close_consumer_tasks()
         self._queue.clear()
 
     def __repr__(self) -> str:
