@@ -387,3 +387,17 @@ def test_unsubscribing_deletes_the_stored_buckets():
 def test_the_storage_is_the_lab_wide_bookkeeper_stand_in():
     lab = pl.Lab(broker_config={"delayedDeliveryTrackerFactoryClassName": IN_MEMORY_TRACKER_FACTORY})
     assert isinstance(lab.service.bucket_snapshot_storage, InMemoryBucketSnapshotStorage)
+
+
+def test_a_delayed_chunked_message_is_held_on_shared_until_due():
+    """The chunk path filters each consumer's entries for delayed delivery as the normal path does."""
+    lab = pl.Lab(version="4.0", seed=1, broker_config={"maxMessageSize": 1024})
+    client = lab.client()
+    consumer = client.subscribe("t", "s", consumer_type=pl.ConsumerType.Shared)
+    producer = client.create_producer("t", chunking_enabled=True)
+    payload = bytes(i % 251 for i in range(3000))
+    producer.send(payload, deliver_after=timedelta(seconds=5))
+    with pytest.raises(pl.Timeout):
+        consumer.receive(0)
+    msg = consumer.receive(10_000)
+    assert lab.now() >= 5000 and msg.data() == payload

@@ -380,6 +380,8 @@ class SharedDispatcher:
             if read_type == REPLAY:
                 for pos, _ in batch:
                     replay_set.remove(pos.ledger_id, pos.entry_id)
+            if self.delayed.needed:  # filterEntriesForConsumer holds delayed chunks back too
+                batch = self.delayed.filter(batch)
             if c.closed and events is not None:
                 for pos, data in batch:
                     meta = data.metadata
