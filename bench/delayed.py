@@ -11,7 +11,7 @@ entries (managedLedgerMaxEntriesPerLedger) in order at t = 0, every message dela
   ``--chunk`` (same semantics as the scalar calls); its scalar ``add_message`` rate is printed too.
 
 "In-memory state bytes" is each tracker's ``memory_bytes()``: the JVM bytes its structures would take,
-priced per item as `pulsarlab.broker.delayed_memory` documents (stored snapshots are not counted).
+priced per item as `pulsarlab.broker.delayed.jvm_memory` documents (stored snapshots are not counted).
 Releases: the clock jumps past the last deliverAt and ``get_scheduled_messages(10_000)`` drains it.
 Goals are printed as met or not, never asserted: bucket state < 5% of the in-memory state at the largest
 count and flat as messages grow (here: bytes ~ messages^k with k <= 0.25 between the smallest and the
@@ -44,9 +44,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import pulsarlab as pl  # noqa: E402
-from pulsarlab.broker.bucket_snapshot import InMemoryBucketSnapshotStorage  # noqa: E402
-from pulsarlab.broker.delayed_bucket import BUCKET_TRACKER_FACTORY, BucketDelayedDeliveryTracker  # noqa: E402
-from pulsarlab.broker.delayed_in_memory import InMemoryDelayedDeliveryTracker  # noqa: E402
+from pulsarlab.broker.delayed.bucket.snapshot import InMemoryBucketSnapshotStorage  # noqa: E402
+from pulsarlab.broker.delayed.bucket.tracker import BUCKET_TRACKER_FACTORY, BucketDelayedDeliveryTracker  # noqa: E402
+from pulsarlab.broker.delayed.in_memory import InMemoryDelayedDeliveryTracker  # noqa: E402
 from pulsarlab.clock import Scheduler  # noqa: E402
 
 ENTRIES_PER_LEDGER = 50_000

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field  # noqa: E402
 from typing import Any  # noqa: E402
 
 import pulsarlab as pl  # noqa: E402
-import pulsarlab.broker.dispatcher_shared as _dispatcher_shared  # noqa: E402
+import pulsarlab.broker.dispatch.shared as _dispatcher_shared  # noqa: E402
 
 # a dispatcher that never stops reading is a model bug the fence reports; give up on it sooner
 _dispatcher_shared.MAX_LOOPS = 20_000

@@ -1,4 +1,4 @@
-"""Benchmark of the cursor's individual-ack set (`pulsarlab.broker.rangeset.OpenLongPairRangeSet`).
+"""Benchmark of the cursor's individual-ack set (`pulsarlab.managed_ledger.rangeset.OpenLongPairRangeSet`).
 
 Prints single-entry acks per second for three workloads and ends with one JSON line:
 * in-order: `add_open_closed(L, e-1, L, e)` for e = 0, 1, 2, ... (the cursor's ack of an in-order
@@ -19,7 +19,7 @@ import json
 import random
 import time
 
-from pulsarlab.broker.rangeset import OpenLongPairRangeSet
+from pulsarlab.managed_ledger.rangeset import OpenLongPairRangeSet
 
 ENTRIES_PER_LEDGER = 50_000
 

@@ -31,7 +31,7 @@ import multiprocessing  # noqa: E402
 
 import mmh3  # noqa: E402
 
-from pulsarlab.keyshared.distribution import (  # noqa: E402
+from pulsarlab.scenarios.distribution import (  # noqa: E402
     DistributionAccumulator,
     build_plan,
     build_selector,

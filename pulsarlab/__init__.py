@@ -3,13 +3,13 @@
 Layers (design.md): this package is the model and imports no widget, plotting or Spark library.
 """
 
-from .clock import Scheduler
-from .errors import PulsarError, Timeout
-from .events import EventLog
-from .hashing import murmur3_32, sticky_key
-from .profiles import DEFAULT_PROFILE, PROFILES, Profile, get_profile
-from .ids import MessageId
-from .errors import (
+from pulsarlab.clock import Scheduler
+from pulsarlab.errors import PulsarError, Timeout
+from pulsarlab.events import EventLog
+from pulsarlab.hashing import murmur3_32, sticky_key
+from pulsarlab.profiles import DEFAULT_PROFILE, PROFILES, Profile, get_profile
+from pulsarlab.ids import MessageId
+from pulsarlab.errors import (
     ConsumerBusyException,
     IllegalArgumentException,
     InvalidConfigurationException,
@@ -17,18 +17,18 @@ from .errors import (
     ServerMetadataException,
     SubscriptionBusyException,
 )
-from .client.batching import BatchingType, ClientLibrary
-from .client.chunking import ChunkMessageId, MessageTooBig
-from .client.routing import PartitionsRoutingMode
-from .client.policies import (
+from pulsarlab.client.batching import BatchingType, ClientLibrary
+from pulsarlab.client.chunking import ChunkMessageId, MessageTooBig
+from pulsarlab.client.routing import PartitionsRoutingMode
+from pulsarlab.client.policies import (
     ConsumerDeadLetterPolicy,
     ConsumerKeySharedPolicy,
     ConsumerType,
     InitialPosition,
     KeySharedMode,
 )
-from .client.negative_acks import MultiplierRedeliveryBackoff
-from .lab import Lab
+from pulsarlab.client.negative_acks import MultiplierRedeliveryBackoff
+from pulsarlab.lab import Lab
 
 __version__ = "0.1.0"
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .broker.service import ConflictException, NotFoundException, PreconditionFailedException
+from pulsarlab.broker.service import ConflictException, NotFoundException, PreconditionFailedException
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .lab import Lab
+    from pulsarlab.lab import Lab
 
 __all__ = ["Admin", "Topics", "ConflictException", "NotFoundException", "PreconditionFailedException"]
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 
 def _cmd_conformance(args: argparse.Namespace) -> int:
-    from .conformance import UnknownAlgorithm, run_file
+    from pulsarlab.conformance import UnknownAlgorithm, run_file
 
     status = 0
     for name in args.files:
@@ -35,7 +35,7 @@ def _cmd_conformance(args: argparse.Namespace) -> int:
 
 
 def _cmd_profiles(args: argparse.Namespace) -> int:
-    from .profiles import DEFAULT_PROFILE, PROFILES
+    from pulsarlab.profiles import DEFAULT_PROFILE, PROFILES
 
     for name, prof in PROFILES.items():
         mark = " (default)" if name == DEFAULT_PROFILE else ""
@@ -48,7 +48,7 @@ def _cmd_profiles(args: argparse.Namespace) -> int:
 
 
 def _cmd_hash(args: argparse.Namespace) -> int:
-    from .hashing import murmur3_32, reduce_hash
+    from pulsarlab.hashing import murmur3_32, reduce_hash
 
     for key in args.keys:
         m = murmur3_32(key)
@@ -69,8 +69,8 @@ def _config_value(text: str) -> object:
 def _cmd_serve(args: argparse.Namespace) -> int:
     import logging
 
-    from .lab import Lab
-    from .serve import serve_forever
+    from pulsarlab.lab import Lab
+    from pulsarlab.serve import serve_forever
 
     overrides = {}
     for item in args.broker_config:

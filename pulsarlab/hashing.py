@@ -14,7 +14,7 @@ from typing import Iterable, Sequence
 import mmh3
 import numpy as np
 
-from .profiles import Profile, StickyHashMode
+from pulsarlab.profiles import Profile, StickyHashMode
 
 NONE_KEY = b"NONE_KEY"
 STICKY_KEY_HASH_NOT_SET = 0

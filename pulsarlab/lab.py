@@ -21,15 +21,15 @@ from typing import Any, Callable
 
 import mmh3
 
-from .admin import Admin
-from .broker.restart import CONSUMER_RECONNECTING, PRODUCER_RECONNECTING, RECONNECT_FAILED, RestartReport
-from .broker.service import BrokerService
-from .client.batching import ClientLibrary
-from .client.client import Client
-from .clock import Scheduler
-from .errors import Timeout
-from .events import EventLog
-from .profiles import Profile, get_profile
+from pulsarlab.admin import Admin
+from pulsarlab.broker.restart import CONSUMER_RECONNECTING, PRODUCER_RECONNECTING, RECONNECT_FAILED, RestartReport
+from pulsarlab.broker.service import BrokerService
+from pulsarlab.client.batching import ClientLibrary
+from pulsarlab.client.client import Client
+from pulsarlab.clock import Scheduler
+from pulsarlab.errors import Timeout
+from pulsarlab.events import EventLog
+from pulsarlab.profiles import Profile, get_profile
 
 
 class Lab:
@@ -140,7 +140,7 @@ class Lab:
         """Serve this lab to real Pulsar clients on a background thread (`pulsarlab.serve.start`): returns a
         handle with ``.url`` and ``.stop()``. While it serves, the lab's clock follows the wall clock; read or
         change the lab from the notebook through the handle (``.call``, ``.snapshot``, ``.stats_internal``)."""
-        from .serve import start
+        from pulsarlab.serve import start
 
         return start(self, host, port, **options)
 

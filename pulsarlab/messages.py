@@ -14,8 +14,8 @@ from __future__ import annotations
 import operator
 from dataclasses import dataclass, field, fields
 
-from .hashing import sticky_key
-from .profiles import Profile
+from pulsarlab.hashing import sticky_key
+from pulsarlab.profiles import Profile
 
 
 @dataclass(slots=True)

@@ -8,7 +8,7 @@ grouping tracker append their own events (mark-delete moves, ledger rolls, ack f
 
 from __future__ import annotations
 
-from .events import event_type
+from pulsarlab.events import event_type
 
 TOPIC_CREATED = event_type(
     "topic_created", "topic:int name:str partitions:int",

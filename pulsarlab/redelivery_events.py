@@ -7,7 +7,7 @@ written to a retry or dead-letter topic as ``{"topic": ..., "ids": [[ledger, ent
 
 from __future__ import annotations
 
-from .events import event_type
+from pulsarlab.events import event_type
 
 NEGATIVE_ACKED = event_type(
     "negative_acked", "consumer:int ledger:int entry:int batch_index:int due_ms:int tracker:str",

@@ -13,8 +13,8 @@ from golden_files import golden_path
 from pulsarlab.conformance import run_file
 from pulsarlab.errors import ConsumerAssignException, IllegalArgumentException
 from pulsarlab.hashing import murmur3_32
-from pulsarlab.keyshared import NO_CONSUMER, Consumer, ImpactedConsumers, make_selector
-from pulsarlab.keyshared.autosplit import HashRangeAutoSplitSelector
+from pulsarlab.broker.key_shared import NO_CONSUMER, Consumer, ImpactedConsumers, make_selector
+from pulsarlab.broker.key_shared.autosplit import HashRangeAutoSplitSelector
 
 
 def _ranges_by_name(selector) -> dict[str, list[tuple[int, int]]]:

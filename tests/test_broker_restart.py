@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import pulsarlab as pl
-from pulsarlab.broker.delayed_bucket import BUCKET_TRACKER_FACTORY, bucket_key
-from pulsarlab.broker.delayed_in_memory import timestamp_precision_bit_cnt
+from pulsarlab.broker.delayed.bucket.tracker import BUCKET_TRACKER_FACTORY, bucket_key
+from pulsarlab.broker.delayed.in_memory import timestamp_precision_bit_cnt
 
 TOPIC = "persistent://public/default/t"
 TYPES = {

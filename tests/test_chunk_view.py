@@ -10,9 +10,10 @@ import plotly.graph_objects as go
 import pytest
 
 import pulsarlab as pl
-from pulsarlab.lab_snapshot import Recorder, snapshot
-from widgets.player import Player
-from widgets.views.chunk_reassembly import chunk_reassembly_view, pending_rows, producer_colors, summary, topic_chunks
+from pulsarlab.snapshot.lab import snapshot
+from pulsarlab.snapshot.recorder import Recorder
+from pulsarlab_widgets.player import Player
+from pulsarlab_widgets.views.chunk_reassembly import chunk_reassembly_view, pending_rows, producer_colors, summary, topic_chunks
 
 TYPES = [pl.ConsumerType.Exclusive, pl.ConsumerType.Failover, pl.ConsumerType.Shared, pl.ConsumerType.KeyShared]
 

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pulsarlab.broker.chunk_assignor import ReplayReason, SharedConsumerAssignor
+from pulsarlab.broker.dispatch.chunk_assignor import ReplayReason, SharedConsumerAssignor
 from pulsarlab.client.batching import OutgoingMessage
 from pulsarlab.client.chunk_reassembly import (
     CHUNK_DISCARDED,

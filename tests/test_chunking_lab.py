@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import pulsarlab as pl
-from pulsarlab.broker.position import Position
+from pulsarlab.managed_ledger.position import Position
 from pulsarlab.client.chunking import PYTHON_BATCHING_AND_CHUNKING
 from pulsarlab.errors import IllegalArgumentException, InvalidMessageException
 

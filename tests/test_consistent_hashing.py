@@ -16,9 +16,9 @@ from pulsarlab.conformance import Mismatch, iter_lines, run_file
 from pulsarlab.conformance.consistent_hashing import check
 from pulsarlab.errors import IllegalArgumentException, NullPointerException
 from pulsarlab.hashing import INT_MAX, murmur3_32, murmur3_32_bulk
-from pulsarlab.keyshared import make_selector
-from pulsarlab.keyshared.base import NO_CONSUMER, Consumer
-from pulsarlab.keyshared.consistent_hashing import (
+from pulsarlab.broker.key_shared import make_selector
+from pulsarlab.broker.key_shared.base import NO_CONSUMER, Consumer
+from pulsarlab.broker.key_shared.consistent_hashing import (
     ConsistentHashingSelector,
     point_hash,
     point_key,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 import pulsarlab as pl
-from pulsarlab.recorder import Recorder
+from pulsarlab.snapshot.recorder import Recorder
 
 
 def _closed_events(lab: pl.Lab) -> list:

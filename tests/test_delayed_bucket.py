@@ -11,13 +11,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pulsarlab.broker import delayed_memory as mem
-from pulsarlab.broker.bucket_snapshot import (
+from pulsarlab.broker.delayed import jvm_memory as mem
+from pulsarlab.broker.delayed.bucket.snapshot import (
     BucketSnapshotPersistenceException,
     InMemoryBucketSnapshotStorage,
     roaring_serialized_size,
 )
-from pulsarlab.broker.delayed_bucket import (
+from pulsarlab.broker.delayed.bucket.tracker import (
     BUCKET_TRACKER_FACTORY,
     DELAYED_BUCKET_KEY_PREFIX,
     IN_MEMORY_TRACKER_FACTORY,
@@ -28,7 +28,7 @@ from pulsarlab.broker.delayed_bucket import (
     new_delayed_delivery_tracker,
     select_merged_buckets,
 )
-from pulsarlab.broker.delayed_in_memory import InMemoryDelayedDeliveryTracker, timestamp_precision_bit_cnt
+from pulsarlab.broker.delayed.in_memory import InMemoryDelayedDeliveryTracker, timestamp_precision_bit_cnt
 from pulsarlab.clock import Scheduler
 from pulsarlab.errors import IllegalArgumentException
 from pulsarlab.events import EventLog

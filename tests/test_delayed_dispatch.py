@@ -10,20 +10,20 @@ from datetime import timedelta
 import pytest
 
 import pulsarlab as pl
-from pulsarlab.broker import delayed_memory as mem
-from pulsarlab.broker.bucket_snapshot import InMemoryBucketSnapshotStorage
-from pulsarlab.broker.delayed_bucket import (
+from pulsarlab.broker.delayed import jvm_memory as mem
+from pulsarlab.broker.delayed.bucket.snapshot import InMemoryBucketSnapshotStorage
+from pulsarlab.broker.delayed.bucket.tracker import (
     BUCKET_TRACKER_FACTORY,
     IN_MEMORY_TRACKER_FACTORY,
     BucketDelayedDeliveryTracker,
     bucket_key,
 )
-from pulsarlab.broker.delayed_dispatch import BUCKET_TOTAL, INDEX_LOADED, SNAPSHOT_SIZE_BYTES
-from pulsarlab.broker.delayed_factory import DelayedDeliveryTrackerLoadException
-from pulsarlab.broker.delayed_in_memory import InMemoryDelayedDeliveryTracker
+from pulsarlab.broker.delayed.dispatch import BUCKET_TOTAL, INDEX_LOADED, SNAPSHOT_SIZE_BYTES
+from pulsarlab.broker.delayed.factory import DelayedDeliveryTrackerLoadException
+from pulsarlab.broker.delayed.in_memory import InMemoryDelayedDeliveryTracker
 from pulsarlab.client.producer import NotAllowedException
 from pulsarlab.errors import IllegalArgumentException
-from pulsarlab.recorder import Recorder
+from pulsarlab.snapshot.recorder import Recorder
 
 TOPIC = "persistent://public/default/t"
 TYPES = {

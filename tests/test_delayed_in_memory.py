@@ -9,13 +9,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from golden_files import golden_lines
-from pulsarlab.broker.delayed_in_memory import (
+from pulsarlab.broker.delayed.in_memory import (
     InMemoryDelayedDeliveryTracker,
     PriorityQueueDelayedDeliveryTracker,
     TimeBitmapDelayedDeliveryTracker,
     timestamp_precision_bit_cnt,
 )
-from pulsarlab.broker.long_hash_map import LongOpenHashMap, LongOpenHashSet, array_size, max_fill, mix
+from pulsarlab.broker.delayed.long_hash_map import LongOpenHashMap, LongOpenHashSet, array_size, max_fill, mix
 from pulsarlab.clock import Scheduler
 from pulsarlab.conformance import Mismatch
 from pulsarlab.conformance.delayed import check_in_memory

@@ -1,4 +1,4 @@
-"""The tracker workload (pulsarlab.delayed_workload) and its Spark sweep (pulsarlab.spark.delayed_sweep): the same
+"""The tracker workload (pulsarlab.scenarios.delayed_workload) and its Spark sweep (pulsarlab.spark.delayed_sweep): the same
 rows locally and in Spark workers, every message released, bucket memory well below the in-memory queue's, and bad
 grids refused on the driver."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from pulsarlab.broker import delayed_memory as mem
-from pulsarlab.delayed_workload import RESULT_FIELDS, run_tracker_workload, sweep, workload
+from pulsarlab.broker.delayed import jvm_memory as mem
+from pulsarlab.scenarios.delayed_workload import RESULT_FIELDS, run_tracker_workload, sweep, workload
 from pulsarlab.spark.delayed_sweep import RESULT_COLUMNS, check_grid, delayed_sweep
 
 SMALL = dict(entries_per_ledger=500, broker_config={"delayedDeliveryMinIndexCountPerBucket": 500})

@@ -11,10 +11,10 @@ import plotly.graph_objects as go
 import pytest
 
 import pulsarlab as pl
-from pulsarlab.broker import delayed_memory as mem
-from pulsarlab.broker.delayed_bucket import BUCKET_TRACKER_FACTORY
-from pulsarlab.delayed_snapshot import DELIVERED, LOADED, MAX_ITEMS, STORED
-from pulsarlab.delayed_workload import sweep
+from pulsarlab.broker.delayed import jvm_memory as mem
+from pulsarlab.broker.delayed.bucket.tracker import BUCKET_TRACKER_FACTORY
+from pulsarlab.snapshot.delayed import DELIVERED, LOADED, MAX_ITEMS, STORED
+from pulsarlab.scenarios.delayed_workload import sweep
 from pulsarlab.exercises.delayed import (
     check_delivery_times,
     check_restart_recovery,
@@ -23,10 +23,10 @@ from pulsarlab.exercises.delayed import (
     restart_answer,
     subscription_delay_answer,
 )
-from pulsarlab.lab_snapshot import snapshot
-from pulsarlab.recorder import Recorder
-from widgets.player import Player
-from widgets.views.delayed import (
+from pulsarlab.snapshot.lab import snapshot
+from pulsarlab.snapshot.recorder import Recorder
+from pulsarlab_widgets.player import Player
+from pulsarlab_widgets.views.delayed import (
     DELAYED_VIEW_KINDS,
     SEGMENT_LABELS,
     delayed_memory_view,

@@ -9,14 +9,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from golden_files import golden_lines
-from pulsarlab.broker.batch_size import avg_batch_size_per_msg, batch_entries, java_div
-from pulsarlab.broker.failover import (
+from pulsarlab.broker.dispatch.entries_per_turn import avg_batch_size_per_msg, batch_entries, java_div
+from pulsarlab.broker.dispatch.failover import (
     FailoverConsumerList,
     java_string_order,
     ring_index,
     topic_hash,
 )
-from pulsarlab.broker.round_robin import DispatchConsumer, SharedConsumerList, is_consumer_available
+from pulsarlab.broker.dispatch.round_robin import DispatchConsumer, SharedConsumerList, is_consumer_available
 from pulsarlab.conformance import Mismatch
 from pulsarlab.conformance.dispatch import check_batch_size, check_failover, check_next_consumer, profile_for_label
 from pulsarlab.errors import ServerMetadataException

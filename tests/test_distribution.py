@@ -1,4 +1,4 @@
-"""Bulk key-distribution metrics (pulsarlab.keyshared.distribution) against a naive per-key loop."""
+"""Bulk key-distribution metrics (pulsarlab.scenarios.distribution) against a naive per-key loop."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pulsarlab.hashing import murmur3_32_bulk
-from pulsarlab.keyshared import Consumer, make_selector
-from pulsarlab.keyshared.distribution import (
+from pulsarlab.broker.key_shared import Consumer, make_selector
+from pulsarlab.scenarios.distribution import (
     DistributionAccumulator,
     build_plan,
     build_selector,

@@ -14,7 +14,7 @@ import gc
 import pytest
 
 import pulsarlab as pl
-from pulsarlab.keyshared import make_selector
+from pulsarlab.broker.key_shared import make_selector
 from pulsarlab.messages import EntryData, MessageMetadata, SingleMessageMetadata
 
 

@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pulsarlab.broker.position import Position
-from pulsarlab.broker.rangeset import OpenLongPairRangeSet
+from pulsarlab.managed_ledger.position import Position
+from pulsarlab.managed_ledger.rangeset import OpenLongPairRangeSet
 from pulsarlab.client.policies import ConsumerType, KeySharedMode
 from pulsarlab.importers import (
     AckRange,
@@ -640,8 +640,8 @@ def test_the_labs_own_stats_are_read_and_diagnosed(version):
 
 
 def test_imported_key_hash_ranges_feed_the_hash_range_view():
-    from pulsarlab.keyshared.scenario import snapshot_assignments
-    from widgets.views.hash_range import hash_range_view
+    from pulsarlab.scenarios.key_shared import snapshot_assignments
+    from pulsarlab_widgets.views.hash_range import hash_range_view
 
     stats, _ = load_sample("key-shared-sticky-gap")
     sub = stats.subscriptions["region-routers"]

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import pulsarlab as pl
-from pulsarlab.broker.position import Position
+from pulsarlab.managed_ledger.position import Position
 
 TYPES = [pl.ConsumerType.Exclusive, pl.ConsumerType.Failover, pl.ConsumerType.Shared, pl.ConsumerType.KeyShared]
 

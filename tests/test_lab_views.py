@@ -21,12 +21,13 @@ from pulsarlab.exercises.acks import (
     check_batch_redelivery,
 )
 from pulsarlab.exercises.failover import check_failover_assignment, check_failover_takeover, takeover_answer
-from pulsarlab.lab_snapshot import VIEW_KINDS, LabSnapshot, Recorder, snapshot
-from widgets.player import Player
-from widgets.views.cursor import DELETED, HOLE, cursor_view, entry_states
-from widgets.views.dispatch_timeline import dispatch_timeline_view, series
-from widgets.views.failover_graph import ACTIVE, PENDING, failover_graph, failover_graph_view
-from widgets.views.key_shared_blocking import blocking_rows, key_shared_blocking_view
+from pulsarlab.snapshot.lab import LabSnapshot, snapshot
+from pulsarlab.snapshot.recorder import VIEW_KINDS, Recorder
+from pulsarlab_widgets.player import Player
+from pulsarlab_widgets.views.cursor import DELETED, HOLE, cursor_view, entry_states
+from pulsarlab_widgets.views.dispatch_timeline import dispatch_timeline_view, series
+from pulsarlab_widgets.views.failover_graph import ACTIVE, PENDING, failover_graph, failover_graph_view
+from pulsarlab_widgets.views.key_shared_blocking import blocking_rows, key_shared_blocking_view
 
 VIEWS = (cursor_view, dispatch_timeline_view, failover_graph_view, key_shared_blocking_view)
 TYPES = {
@@ -518,7 +519,7 @@ def test_lab_snapshot_is_importable_without_widgets() -> None:
     import subprocess
     import sys
 
-    code = ("import sys, pulsarlab.lab_snapshot, pulsarlab.recorder; "
+    code = ("import sys, pulsarlab.snapshot.lab, pulsarlab.snapshot.recorder; "
             "bad = [m for m in sys.modules if m.split('.')[0] in ('plotly', 'ipywidgets', 'widgets', 'pyspark')]; "
             "print(bad)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

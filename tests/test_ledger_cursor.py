@@ -9,13 +9,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pulsarlab.broker.cursor import (
+from pulsarlab.managed_ledger.cursor import (
     MARK_DELETE_MOVED,
     ManagedCursor,
     ack_set_bits,
     ack_set_words,
 )
-from pulsarlab.broker.ledger import (
+from pulsarlab.managed_ledger.ledger import (
     FIRST_LEDGER_ID,
     CursorAlreadyClosedException,
     CursorNotFoundException,
@@ -25,7 +25,7 @@ from pulsarlab.broker.ledger import (
     ManagedLedgerException,
     format_timestamp,
 )
-from pulsarlab.broker.position import Position
+from pulsarlab.managed_ledger.position import Position
 from pulsarlab.clock import Scheduler
 from pulsarlab.errors import IllegalArgumentException
 from pulsarlab.events import EventLog

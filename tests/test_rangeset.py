@@ -1,4 +1,4 @@
-"""The cursor's individual-ack set (`pulsarlab.broker.rangeset`) against reference §7.2 and golden README §6."""
+"""The cursor's individual-ack set (`pulsarlab.managed_ledger.rangeset`) against reference §7.2 and golden README §6."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import pulsarlab.broker.rangeset as rangeset_module
+import pulsarlab.managed_ledger.rangeset as rangeset_module
 from golden_files import golden_lines
-from pulsarlab.broker.rangeset import INT_MAX, IndexOutOfBoundsException, OpenLongPairRangeSet
+from pulsarlab.managed_ledger.rangeset import INT_MAX, IndexOutOfBoundsException, OpenLongPairRangeSet
 from pulsarlab.conformance import Mismatch
 from pulsarlab.conformance.rangeset import check
 from pulsarlab.errors import IllegalArgumentException, PulsarError

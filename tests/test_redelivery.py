@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 
 import pulsarlab as pl
-from pulsarlab.broker.position import Position
+from pulsarlab.managed_ledger.position import Position
 from pulsarlab.client.dead_letter import (
     MAX_RECONSUMETIMES,
     DeadLetterPolicy,

@@ -10,8 +10,9 @@ import plotly.graph_objects as go
 import pytest
 
 import pulsarlab as pl
-from pulsarlab.lab_snapshot import VIEW_KINDS, Recorder, snapshot
-from pulsarlab.redelivery_snapshot import (
+from pulsarlab.snapshot.lab import snapshot
+from pulsarlab.snapshot.recorder import VIEW_KINDS, Recorder
+from pulsarlab.snapshot.redelivery import (
     ACKED,
     COUNTED,
     DEAD_LETTERED,
@@ -25,9 +26,9 @@ from pulsarlab.redelivery_snapshot import (
     TIMED_OUT,
     message_lives,
 )
-from widgets.player import Player, render
-from widgets.views.redelivery_timeline import redelivery_timeline_view
-from widgets.views.redelivery_trackers import pick_tracker, redelivery_trackers_view
+from pulsarlab_widgets.player import Player, render
+from pulsarlab_widgets.views.redelivery_timeline import redelivery_timeline_view
+from pulsarlab_widgets.views.redelivery_trackers import pick_tracker, redelivery_trackers_view
 
 
 def recorded(version="4.0"):

@@ -3,7 +3,7 @@ runs after the consumer left the list (Pulsar's readMoreEntriesAsync), so it nei
 permits nor loses its messages."""
 
 import pulsarlab as pl
-import pulsarlab.broker.dispatcher_shared as dispatcher_shared
+import pulsarlab.broker.dispatch.shared as dispatcher_shared
 
 
 def test_a_crash_that_unblocks_the_subscription_hands_its_messages_on(monkeypatch):

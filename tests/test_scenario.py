@@ -6,8 +6,8 @@ import pytest
 
 from pulsarlab.errors import ConsumerAssignException
 from pulsarlab.hashing import murmur3_32
-from pulsarlab.keyshared import make_selector
-from pulsarlab.keyshared.scenario import (
+from pulsarlab.broker.key_shared import make_selector
+from pulsarlab.scenarios.key_shared import (
     KeySharedScenario,
     ring_arc,
     ring_point_for,

@@ -15,6 +15,7 @@ import pulsar
 import pytest
 
 import pulsarlab as pl
+from pulsarlab.snapshot.lab import snapshot
 from serve_support import (
     RECEIVE_MS, batch_acks, client_for, cursor_state, receive_all, served_lab, sticky_selection, wait_until,
 )
@@ -228,7 +229,7 @@ def test_batch_index_acks_move_the_cursor_as_in_process_acks_do():
     for m in msgs2[::2]:
         c2.acknowledge(m)
     lab2.run_until_idle()
-    assert served_partial == batch_acks(pl.lab_snapshot.snapshot(lab2), TOPIC, "bi") == [(3, 0, (0, 2, 4, 6, 8))]
+    assert served_partial == batch_acks(snapshot(lab2), TOPIC, "bi") == [(3, 0, (0, 2, 4, 6, 8))]
     assert served_partial_cursor == cursor_state(lab2.admin.topics.stats_internal(TOPIC), "bi")
     for m in msgs2[1::2]:
         c2.acknowledge(m)

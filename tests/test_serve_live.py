@@ -8,10 +8,10 @@ from functools import partial
 import pulsar
 
 from serve_support import RECEIVE_MS, client_for, served_lab, wait_until
-from widgets.live import LiveViews
-from widgets.views.cursor import cursor_view
-from widgets.views.dispatch_timeline import dispatch_timeline_view
-from widgets.views.key_shared_blocking import key_shared_blocking_view
+from pulsarlab_widgets.live import LiveViews
+from pulsarlab_widgets.views.cursor import cursor_view
+from pulsarlab_widgets.views.dispatch_timeline import dispatch_timeline_view
+from pulsarlab_widgets.views.key_shared_blocking import key_shared_blocking_view
 
 TOPIC = "persistent://public/default/live"
 

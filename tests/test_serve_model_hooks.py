@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pulsarlab as pl
-from pulsarlab.broker.position import EARLIEST, LATEST, Position
+from pulsarlab.managed_ledger.position import EARLIEST, LATEST, Position
 
 TOPIC = "persistent://public/default/hooks"
 

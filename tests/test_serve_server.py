@@ -11,7 +11,7 @@ import pulsar
 
 import pulsarlab as pl
 from pulsarlab.clock import Scheduler
-from pulsarlab.recorder import Recorder
+from pulsarlab.snapshot.recorder import Recorder
 from pulsarlab.serve.commands import CommandType
 from pulsarlab.serve.realtime import RealTimeDriver
 from serve_support import REPO, RECEIVE_MS, client_for, raw_client, served_lab, wait_until

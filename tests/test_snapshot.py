@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 from golden_files import golden_path
 from pulsarlab.conformance import run_file
 from pulsarlab.errors import IllegalArgumentException
-from pulsarlab.keyshared.base import Consumer, ImpactedConsumers
-from pulsarlab.keyshared.snapshot import (
+from pulsarlab.broker.key_shared.base import Consumer, ImpactedConsumers
+from pulsarlab.broker.key_shared.assignments import (
     ConsumerHashAssignmentsSnapshot,
     UpdatedHashRanges,
     diff_ranges,

@@ -12,7 +12,7 @@ import stat
 import pandas as pd
 import pytest
 
-from pulsarlab.keyshared.distribution import distribution_metrics, sequential_keys
+from pulsarlab.scenarios.distribution import distribution_metrics, sequential_keys
 from pulsarlab.spark import JavaNotFoundError, get_session, key_distribution
 from pulsarlab.spark import session as session_module
 from pulsarlab.profiles import get_profile

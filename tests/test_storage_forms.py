@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 
 import pulsarlab as pl
 from pulsarlab import model_events as ev
-from pulsarlab.broker.position import Position
-from pulsarlab.broker.rangeset import OpenLongPairRangeSet
+from pulsarlab.managed_ledger.position import Position
+from pulsarlab.managed_ledger.rangeset import OpenLongPairRangeSet
 from pulsarlab.broker.redelivery import MessageRedeliveryController
 from pulsarlab.events import EventLog
 from pulsarlab.messages import EntryData, MessageMetadata, SingleMessageMetadata
@@ -65,7 +65,7 @@ def test_stored_form_of_plain_entries_leaves_the_collectors_view() -> None:
 @given(sends=st.lists(st.tuples(st.sampled_from(["k1", "k2", None]), st.integers(1, 4)), min_size=1, max_size=12),
        max_entries=st.integers(1, 3))
 def test_ledger_reads_give_what_was_written(sends, max_entries) -> None:
-    import pulsarlab.broker.ledger as ledger_module
+    import pulsarlab.managed_ledger.ledger as ledger_module
 
     saved = ledger_module._BLOCK
     ledger_module._BLOCK = 2  # entries cross block boundaries

@@ -9,10 +9,10 @@ import plotly.graph_objects as go
 import pytest
 
 from pulsarlab.exercises import check_autosplit_ranges, check_batch_routing
-from pulsarlab.keyshared.distribution import distribution_metrics
-from pulsarlab.keyshared.scenario import KeySharedScenario, snapshot_assignments
-from widgets.player import Player, events_between, render, sync_figure
-from widgets.views import compare_figure, hash_range_view, ring_view, scale_figure, sticky_view
+from pulsarlab.scenarios.distribution import distribution_metrics
+from pulsarlab.scenarios.key_shared import KeySharedScenario, snapshot_assignments
+from pulsarlab_widgets.player import Player, events_between, render, sync_figure
+from pulsarlab_widgets.views import compare_figure, hash_range_view, ring_view, scale_figure, sticky_view
 
 
 def autosplit_scenario() -> KeySharedScenario:

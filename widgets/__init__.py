@@ -1,5 +1,5 @@
 """pulsarlab's widget layer: the step/play/back player and the plotly views it drives.
 
 Reads the model only through snapshots and the event log (design.md, "Widgets"); never imported by
-``pulsarlab``. Import the player from ``widgets.player`` and the views from ``widgets.views``.
+``pulsarlab``. Import the player from ``pulsarlab_widgets.player`` and the views from ``pulsarlab_widgets.views``.
 """

@@ -14,7 +14,7 @@ the snapshot and the new events), then renders and updates the figures outside t
 never held up by plotting. Each refresh is kept as a frame (the last ``keep_frames``), with the per-consumer
 samples the dispatch timeline draws, so `player` gives the ordinary `Player` over them.
 
-Simplifies: frames are taken at refresh granularity, not per event (a `pulsarlab.recorder.Recorder` attached to
+Simplifies: frames are taken at refresh granularity, not per event (a `pulsarlab.snapshot.recorder.Recorder` attached to
 the lab records every event, at the cost of a snapshot per event on the network loop); a frame passes the views
 its last ``max_events`` events.
 """
@@ -32,11 +32,11 @@ import ipywidgets as widgets
 import plotly.graph_objects as go
 
 from pulsarlab.events import Event
-from pulsarlab.lab_snapshot import History, LabSnapshot, Sample, SnapshotBuilder
+from pulsarlab.snapshot.lab import History, LabSnapshot, Sample, SnapshotBuilder
 
-from .player import Player, View, sync_figure
+from pulsarlab_widgets.player import Player, View, sync_figure
 
-log = logging.getLogger("widgets.live")
+log = logging.getLogger("pulsarlab_widgets.live")
 
 
 @dataclass(frozen=True)

@@ -1,1 +1,1 @@
-"""The broker side of the model: cursor range set, dispatcher rules (reference §4, §5, §7)."""
+"""The broker side of the model: the service and its command surface, topics, subscriptions, consumers."""

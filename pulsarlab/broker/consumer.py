@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .. import model_events as ev
-from .draining import PendingAcksMap
-from .ledger import format_timestamp
-from .redelivery import MessageRate
+from pulsarlab import model_events as ev
+from pulsarlab.broker.dispatch.draining import PendingAcksMap
+from pulsarlab.managed_ledger.ledger import format_timestamp
+from pulsarlab.broker.redelivery import MessageRate
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .subscription import PersistentSubscription
+    from pulsarlab.broker.subscription import PersistentSubscription
 
 AVG_PERCENT = 0.9  # Consumer.avgPercent: weight of the old average
 _DISPATCHED = ev.DISPATCHED

@@ -25,13 +25,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .. import model_events as ev
-from ..events import event_type
-from .delayed_bucket import DELAYED_BUCKET_KEY_PREFIX, BucketDelayedDeliveryTracker
+from pulsarlab import model_events as ev
+from pulsarlab.events import event_type
+from pulsarlab.broker.delayed.bucket.tracker import DELAYED_BUCKET_KEY_PREFIX, BucketDelayedDeliveryTracker
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .service import BrokerService
-    from .subscription import PersistentSubscription
+    from pulsarlab.broker.service import BrokerService
+    from pulsarlab.broker.subscription import PersistentSubscription
 
 _RULE = "graceful broker restart: in-memory state is lost, stored state is recovered"
 BROKER_RESTARTING = event_type(

@@ -18,21 +18,21 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, Sequence
 
-from .. import model_events as ev
-from ..client.ack_grouping import AckCommand
-from ..client.policies import ConsumerKeySharedPolicy, ConsumerType, InitialPosition, KeySharedMode
-from ..errors import IllegalArgumentException, PulsarError, ServerMetadataException
-from .bucket_snapshot import InMemoryBucketSnapshotStorage
-from ..redelivery_events import REDELIVER_IDS
-from .consumer import Consumer
-from .delayed_factory import load_delayed_delivery_tracker_factory
-from .ledger import LedgerIdAllocator
-from .restart import RestartReport, restart_broker
-from .position import Position
-from .topic import PersistentTopic, ProducerHandle, partition_index_of
+from pulsarlab import model_events as ev
+from pulsarlab.client.ack_grouping import AckCommand
+from pulsarlab.client.policies import ConsumerKeySharedPolicy, ConsumerType, InitialPosition, KeySharedMode
+from pulsarlab.errors import IllegalArgumentException, PulsarError, ServerMetadataException
+from pulsarlab.broker.delayed.bucket.snapshot import InMemoryBucketSnapshotStorage
+from pulsarlab.redelivery_events import REDELIVER_IDS
+from pulsarlab.broker.consumer import Consumer
+from pulsarlab.broker.delayed.factory import load_delayed_delivery_tracker_factory
+from pulsarlab.managed_ledger.ledger import LedgerIdAllocator
+from pulsarlab.broker.restart import RestartReport, restart_broker
+from pulsarlab.managed_ledger.position import Position
+from pulsarlab.broker.topic import PersistentTopic, ProducerHandle, partition_index_of
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..lab import Lab
+    from pulsarlab.lab import Lab
 
 
 class NotFoundException(PulsarError):

@@ -13,18 +13,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .. import model_events as ev
-from ..client.ack_grouping import AckCommand, AckType, ack_set_mask
-from ..errors import PulsarError, SubscriptionBusyException
-from .consumer import popcount
-from .dispatcher_key_shared import KeySharedDispatcher
-from .dispatcher_shared import SharedDispatcher
-from .dispatcher_single import SingleActiveConsumerDispatcher
-from .position import Position, make_position
+from pulsarlab import model_events as ev
+from pulsarlab.client.ack_grouping import AckCommand, AckType, ack_set_mask
+from pulsarlab.errors import PulsarError, SubscriptionBusyException
+from pulsarlab.broker.consumer import popcount
+from pulsarlab.broker.dispatch.key_shared import KeySharedDispatcher
+from pulsarlab.broker.dispatch.shared import SharedDispatcher
+from pulsarlab.broker.dispatch.single_active import SingleActiveConsumerDispatcher
+from pulsarlab.managed_ledger.position import Position, make_position
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .consumer import Consumer
-    from .topic import PersistentTopic
+    from pulsarlab.broker.consumer import Consumer
+    from pulsarlab.broker.topic import PersistentTopic
 
 
 class PersistentSubscription:

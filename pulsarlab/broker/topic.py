@@ -13,16 +13,16 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from .. import model_events as ev
-from ..errors import NotAllowedException
-from ..events import event_type
-from .ledger import ManagedLedger, format_timestamp
-from .position import Position
-from .subscription import PersistentSubscription
+from pulsarlab import model_events as ev
+from pulsarlab.errors import NotAllowedException
+from pulsarlab.events import event_type
+from pulsarlab.managed_ledger.ledger import ManagedLedger, format_timestamp
+from pulsarlab.managed_ledger.position import Position
+from pulsarlab.broker.subscription import PersistentSubscription
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..messages import EntryData
-    from .service import BrokerService
+    from pulsarlab.messages import EntryData
+    from pulsarlab.broker.service import BrokerService
 
 _PARTITION = re.compile(r"-partition-(\d+)$")
 

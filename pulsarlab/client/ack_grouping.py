@@ -41,11 +41,11 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
-from ..clock import Scheduler, Timer
-from ..errors import IllegalArgumentException, IllegalStateException
-from ..events import EventLog, EventType, event_type
-from ..ids import EARLIEST, MessageId
-from ..profiles import Profile, get_profile
+from pulsarlab.clock import Scheduler, Timer
+from pulsarlab.errors import IllegalArgumentException, IllegalStateException
+from pulsarlab.events import EventLog, EventType, event_type
+from pulsarlab.ids import EARLIEST, MessageId
+from pulsarlab.profiles import Profile, get_profile
 
 DEFAULT_ACK_GROUP_TIME_MS = 100  # acknowledgementsGroupTimeMicros = 100 ms
 DEFAULT_MAX_ACK_GROUP_SIZE = 1000  # maxAcknowledgmentGroupSize (a constant before 3.0)

@@ -52,8 +52,8 @@ import base64
 import enum
 from dataclasses import dataclass, field, fields
 
-from ..errors import IllegalArgumentException
-from ..messages import EntryData, MessageMetadata, SingleMessageMetadata
+from pulsarlab.errors import IllegalArgumentException
+from pulsarlab.messages import EntryData, MessageMetadata, SingleMessageMetadata
 
 DEFAULT_BATCHING_MAX_MESSAGES = 1000
 DEFAULT_BATCHING_MAX_BYTES = 128 * 1024

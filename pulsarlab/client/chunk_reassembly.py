@@ -48,11 +48,11 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
-from ..clock import Scheduler, Timer
-from ..events import EventLog, event_type
-from ..ids import MessageId
-from ..messages import MessageMetadata
-from .chunking import ChunkMessageId
+from pulsarlab.clock import Scheduler, Timer
+from pulsarlab.events import EventLog, event_type
+from pulsarlab.ids import MessageId
+from pulsarlab.messages import MessageMetadata
+from pulsarlab.client.chunking import ChunkMessageId
 
 DEFAULT_MAX_PENDING_CHUNKED_MESSAGE = 10
 DEFAULT_EXPIRE_TIME_OF_INCOMPLETE_CHUNKED_MESSAGE_MS = 60_000

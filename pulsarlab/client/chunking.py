@@ -62,12 +62,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from ..errors import IllegalArgumentException, InvalidMessageException, PulsarClientException
-from ..events import event_type
-from ..ids import MessageId
-from ..messages import EntryData, MessageMetadata
-from ..profiles import Profile, get_profile
-from .batching import ClientLibrary, OutgoingMessage, non_batched_entry
+from pulsarlab.errors import IllegalArgumentException, InvalidMessageException, PulsarClientException
+from pulsarlab.events import event_type
+from pulsarlab.ids import MessageId
+from pulsarlab.messages import EntryData, MessageMetadata
+from pulsarlab.profiles import Profile, get_profile
+from pulsarlab.client.batching import ClientLibrary, OutgoingMessage, non_batched_entry
 
 BATCHING_AND_CHUNKING = "Batching and chunking of messages can't be enabled together"
 PYTHON_BATCHING_AND_CHUNKING = BATCHING_AND_CHUNKING + "."  # the Python wrapper's own check

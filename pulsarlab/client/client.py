@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable
 
-from ..errors import PulsarError
-from .batching import ClientLibrary
-from .consumer import Consumer
-from .producer import AlreadyClosedException, Producer
+from pulsarlab.errors import PulsarError
+from pulsarlab.client.batching import ClientLibrary
+from pulsarlab.client.consumer import Consumer
+from pulsarlab.client.producer import AlreadyClosedException, Producer
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..lab import Lab
+    from pulsarlab.lab import Lab
 
 
 class Client:

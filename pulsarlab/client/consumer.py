@@ -50,43 +50,43 @@ from datetime import timedelta
 from functools import partial
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
-from .. import model_events as ev
-from .. import redelivery_events as rev
-from ..errors import (
+from pulsarlab import model_events as ev
+from pulsarlab import redelivery_events as rev
+from pulsarlab.errors import (
     IllegalArgumentException,
     InvalidConfigurationException,
     InvalidMessageException,
     PulsarClientException,
     Timeout,
 )
-from ..ids import MessageId, trusted_message_id
-from ..messages import ROW_EVENT_TIME as _ROW_EVENT_TIME
-from ..messages import ROW_ORDERING_KEY as _ROW_ORDERING_KEY
-from ..messages import ROW_PARTITION_KEY as _ROW_PARTITION_KEY
-from ..messages import ROW_PROPERTIES as _ROW_PROPERTIES
-from .ack_grouping import AckType, AcknowledgmentsGroupingTracker
-from .chunk_reassembly import (
+from pulsarlab.ids import MessageId, trusted_message_id
+from pulsarlab.messages import ROW_EVENT_TIME as _ROW_EVENT_TIME
+from pulsarlab.messages import ROW_ORDERING_KEY as _ROW_ORDERING_KEY
+from pulsarlab.messages import ROW_PARTITION_KEY as _ROW_PARTITION_KEY
+from pulsarlab.messages import ROW_PROPERTIES as _ROW_PROPERTIES
+from pulsarlab.client.ack_grouping import AckType, AcknowledgmentsGroupingTracker
+from pulsarlab.client.chunk_reassembly import (
     CHUNKED_MESSAGE_ACKED,
     DEFAULT_EXPIRE_TIME_OF_INCOMPLETE_CHUNKED_MESSAGE_MS,
     DEFAULT_MAX_PENDING_CHUNKED_MESSAGE,
     ChunkedMessageTracker,
 )
-from .chunking import ChunkMessageId
-from .dead_letter import (
+from pulsarlab.client.chunking import ChunkMessageId
+from pulsarlab.client.dead_letter import (
     DeadLetterPolicy,
     DeadLetters,
     LetterProducer,
     resolve_consumer_policy,
     resolve_retry_policy,
 )
-from .negative_acks import MultiplierRedeliveryBackoff, NegativeAcksTracker
-from .policies import ConsumerDeadLetterPolicy, ConsumerKeySharedPolicy, ConsumerType, InitialPosition
-from .producer import AlreadyClosedException
-from .retry import RECONSUME_LATER_CUMULATIVE_NOT_ALLOWED, RECONSUME_LATER_ERROR_MSG, RetryLetters, delay_millis
-from .unacked_tracker import DEFAULT_TICK_DURATION_MILLIS, UnAckedMessageTracker, check_ack_timeout, check_tick_time
+from pulsarlab.client.negative_acks import MultiplierRedeliveryBackoff, NegativeAcksTracker
+from pulsarlab.client.policies import ConsumerDeadLetterPolicy, ConsumerKeySharedPolicy, ConsumerType, InitialPosition
+from pulsarlab.client.producer import AlreadyClosedException
+from pulsarlab.client.retry import RECONSUME_LATER_CUMULATIVE_NOT_ALLOWED, RECONSUME_LATER_ERROR_MSG, RetryLetters, delay_millis
+from pulsarlab.client.unacked_tracker import DEFAULT_TICK_DURATION_MILLIS, UnAckedMessageTracker, check_ack_timeout, check_tick_time
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .client import Client
+    from pulsarlab.client.client import Client
 
 CUMULATIVE_NOT_ALLOWED = "Cannot use cumulative acks on a non-exclusive/non-failover subscription"
 MAX_REDELIVER_UNACKNOWLEDGED = 1000  # ConsumerImpl: ids per redeliver command

@@ -21,15 +21,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
-from .. import redelivery_events as rev
-from ..errors import IllegalArgumentException
-from ..ids import MessageId
+from pulsarlab import redelivery_events as rev
+from pulsarlab.errors import IllegalArgumentException
+from pulsarlab.ids import MessageId
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..lab import Lab
-    from .consumer import Message
-    from .policies import ConsumerDeadLetterPolicy
-    from .producer import Producer
+    from pulsarlab.lab import Lab
+    from pulsarlab.client.consumer import Message
+    from pulsarlab.client.policies import ConsumerDeadLetterPolicy
+    from pulsarlab.client.producer import Producer
 
 # RetryMessageUtil
 SYSTEM_PROPERTY_RECONSUMETIMES = "RECONSUMETIMES"

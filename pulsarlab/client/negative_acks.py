@@ -25,10 +25,10 @@ from typing import Callable, Iterable
 
 from sortedcontainers import SortedDict
 
-from ..clock import Scheduler, Timer
-from ..errors import IllegalArgumentException
-from ..ids import MessageId
-from ..profiles import NegativeAckTrackerForm, Profile, get_profile
+from pulsarlab.clock import Scheduler, Timer
+from pulsarlab.errors import IllegalArgumentException
+from pulsarlab.ids import MessageId
+from pulsarlab.profiles import NegativeAckTrackerForm, Profile, get_profile
 
 MIN_NACK_DELAY_MS = 100
 DEFAULT_NEGATIVE_ACK_REDELIVERY_DELAY_MICROS = 60_000_000  # 1 min

@@ -11,7 +11,7 @@ from __future__ import annotations
 import enum
 from typing import Iterable
 
-from ..keyshared.sticky_ranges import validate_sticky_policy_ranges
+from pulsarlab.broker.key_shared.sticky_ranges import validate_sticky_policy_ranges
 
 
 class ConsumerType(enum.Enum):

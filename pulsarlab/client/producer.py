@@ -36,12 +36,12 @@ from collections import deque
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Callable
 
-from .. import model_events as ev
-from ..errors import NotAllowedException as BrokerNotAllowedException
-from ..errors import PulsarClientException
-from ..errors import InvalidMessageException, PulsarClientException
-from ..ids import MessageId, trusted_message_id
-from .batching import (
+from pulsarlab import model_events as ev
+from pulsarlab.errors import NotAllowedException as BrokerNotAllowedException
+from pulsarlab.errors import PulsarClientException
+from pulsarlab.errors import InvalidMessageException, PulsarClientException
+from pulsarlab.ids import MessageId, trusted_message_id
+from pulsarlab.client.batching import (
     DEFAULT_BATCHING_MAX_BYTES,
     DEFAULT_BATCHING_MAX_MESSAGES,
     BatchingType,
@@ -50,7 +50,7 @@ from .batching import (
     make_container,
     non_batched_entry,
 )
-from .chunking import (
+from pulsarlab.client.chunking import (
     CHUNK_PUBLISHED,
     DEFAULT_CHUNK_MAX_MESSAGE_SIZE,
     MESSAGE_TOO_BIG_EVENT,
@@ -64,10 +64,10 @@ from .chunking import (
     sent_message_id,
     split_into_chunks,
 )
-from .routing import HashingScheme, MessageRouter, PartitionsRoutingMode
+from pulsarlab.client.routing import HashingScheme, MessageRouter, PartitionsRoutingMode
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .client import Client
+    from pulsarlab.client.client import Client
 
 
 # send_async builds OutgoingMessage positionally (about twice as fast as by keyword): keep this order in step.

@@ -16,8 +16,8 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
-from .. import redelivery_events as rev
-from .dead_letter import (
+from pulsarlab import redelivery_events as rev
+from pulsarlab.client.dead_letter import (
     SYSTEM_PROPERTY_DELAY_TIME,
     SYSTEM_PROPERTY_RECONSUMETIMES,
     DeadLetterPolicy,
@@ -28,8 +28,8 @@ from .dead_letter import (
 )
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..lab import Lab
-    from .consumer import Message
+    from pulsarlab.lab import Lab
+    from pulsarlab.client.consumer import Message
 
 RECONSUME_LATER_ERROR_MSG = "reconsumeLater method not support!"  # ConsumerBase, retry not enabled
 RECONSUME_LATER_CUMULATIVE_NOT_ALLOWED = "Cannot use cumulative acks on a non-exclusive subscription"

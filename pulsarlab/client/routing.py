@@ -29,9 +29,9 @@ import random
 from functools import lru_cache
 from typing import Callable
 
-from ..errors import PulsarClientException
-from ..hashing import murmur3_32
-from .batching import DEFAULT_BATCHING_MAX_BYTES, DEFAULT_BATCHING_MAX_MESSAGES, OutgoingMessage
+from pulsarlab.errors import PulsarClientException
+from pulsarlab.hashing import murmur3_32
+from pulsarlab.client.batching import DEFAULT_BATCHING_MAX_BYTES, DEFAULT_BATCHING_MAX_MESSAGES, OutgoingMessage
 
 _U32 = 0xFFFFFFFF
 _U64 = 0xFFFFFFFFFFFFFFFF

@@ -19,9 +19,9 @@ from typing import Callable, Iterable
 
 from sortedcontainers import SortedList
 
-from ..clock import Scheduler, Timer
-from ..errors import IllegalArgumentException
-from ..ids import MessageId
+from pulsarlab.clock import Scheduler, Timer
+from pulsarlab.errors import IllegalArgumentException
+from pulsarlab.ids import MessageId
 
 MIN_ACK_TIMEOUT_MILLIS = 1000  # ConsumerBuilderImpl.MIN_ACK_TIMEOUT_MILLIS
 MIN_TICK_TIME_MILLIS = 100  # ConsumerBuilderImpl.MIN_TICK_TIME_MILLIS

@@ -1,4 +1,4 @@
-"""Conformance of `pulsarlab.keyshared.autosplit` with Pulsar's `HashRangeAutoSplitStickyKeyConsumerSelector`.
+"""Conformance of `pulsarlab.broker.key_shared.autosplit` with Pulsar's `HashRangeAutoSplitStickyKeyConsumerSelector`.
 
 Replays golden README §2-§3: constructor validation, then every add / remove / remove_absent step,
 comparing the error, the attached consumers, the selection of all keys (scalar and bulk), the range
@@ -12,11 +12,11 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..errors import PulsarError
-from ..keyshared.autosplit import HashRangeAutoSplitSelector
-from ..keyshared.base import NO_CONSUMER, Consumer, StickyKeyConsumerSelector
-from ..profiles import Profile, get_profile
-from . import Mismatch, expect
+from pulsarlab.errors import PulsarError
+from pulsarlab.broker.key_shared.autosplit import HashRangeAutoSplitSelector
+from pulsarlab.broker.key_shared.base import NO_CONSUMER, Consumer, StickyKeyConsumerSelector
+from pulsarlab.profiles import Profile, get_profile
+from pulsarlab.conformance import Mismatch, expect
 
 VERSION_PREFIXES = {"legacy-": "3.0", "v4-": "4.0"}
 

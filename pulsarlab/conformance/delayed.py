@@ -1,6 +1,6 @@
 """Conformance of the in-memory delayed-delivery tracker with Pulsar's recordings (golden README §7).
 
-Replays `InMemoryDelayedDeliveryTracker` lines on `pulsarlab.broker.delayed_in_memory` and compares
+Replays `InMemoryDelayedDeliveryTracker` lines on `pulsarlab.broker.delayed.in_memory` and compares
 every recorded field after every step, the ``buckets`` ledger order (fastutil's) included. The
 recordings name the 4.1 classes by source id, so they replay on profile "4.1". Their manual clock
 jumps to the end of an ``advance`` before the due timeouts run, so the tracker reads a separate
@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..broker.delayed_in_memory import InMemoryDelayedDeliveryTracker, TimeBitmapDelayedDeliveryTracker
-from ..clock import Scheduler
-from . import compare_fields, version_labels
+from pulsarlab.broker.delayed.in_memory import InMemoryDelayedDeliveryTracker, TimeBitmapDelayedDeliveryTracker
+from pulsarlab.clock import Scheduler
+from pulsarlab.conformance import compare_fields, version_labels
 
 _BRANCH_PROFILES = {"branch-3.0": "3.0", "branch-4.0": "4.0", "branch-4.1": "4.1"}
 _INPUT_FIELDS = {"i", "op", "args"}

@@ -5,12 +5,12 @@ A line's ``version`` lists the branches it holds for; the line is replayed under
 
 from __future__ import annotations
 
-from ..broker.batch_size import avg_batch_size_per_msg, batch_entries
-from ..broker.failover import ActiveConsumerPick, FailoverConsumerList, topic_hash
-from ..broker.round_robin import DispatchConsumer, SharedConsumerList
-from ..errors import PulsarError
-from ..profiles import Profile, SharedDispatcherForm, get_profile
-from . import expect, version_labels
+from pulsarlab.broker.dispatch.entries_per_turn import avg_batch_size_per_msg, batch_entries
+from pulsarlab.broker.dispatch.failover import ActiveConsumerPick, FailoverConsumerList, topic_hash
+from pulsarlab.broker.dispatch.round_robin import DispatchConsumer, SharedConsumerList
+from pulsarlab.errors import PulsarError
+from pulsarlab.profiles import Profile, SharedDispatcherForm, get_profile
+from pulsarlab.conformance import expect, version_labels
 
 
 def profile_for_label(label: str) -> Profile:

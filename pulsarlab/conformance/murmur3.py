@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..hashing import murmur3_32, murmur3_32_raw, reduce_hash
-from . import expect
+from pulsarlab.hashing import murmur3_32, murmur3_32_raw, reduce_hash
+from pulsarlab.conformance import expect
 
 
 def check(line: dict) -> None:

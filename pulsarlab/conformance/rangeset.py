@@ -1,12 +1,12 @@
-"""Conformance of `pulsarlab.broker.rangeset` with Pulsar's `OpenLongPairRangeSet` recordings (golden README §6)."""
+"""Conformance of `pulsarlab.managed_ledger.rangeset` with Pulsar's `OpenLongPairRangeSet` recordings (golden README §6)."""
 
 from __future__ import annotations
 
 from typing import Any, Callable
 
-from ..broker.rangeset import OpenLongPairRangeSet
-from ..errors import PulsarError
-from . import expect
+from pulsarlab.managed_ledger.rangeset import OpenLongPairRangeSet
+from pulsarlab.errors import PulsarError
+from pulsarlab.conformance import expect
 
 
 def _or_error(call: Callable[[], Any]) -> Any:

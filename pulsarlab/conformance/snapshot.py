@@ -1,4 +1,4 @@
-"""Conformance of `pulsarlab.keyshared.snapshot` with Pulsar's `ConsumerHashAssignmentsSnapshot` recordings.
+"""Conformance of `pulsarlab.broker.key_shared.assignments` with Pulsar's `ConsumerHashAssignmentsSnapshot` recordings.
 
 Replays golden README-dispatch §6: "merge" lines (`mergeOverlappingRanges`) and "pair" lines (`of`,
 `diffRanges`, `resolveImpactedConsumers`, `UpdatedHashRanges.containsStickyKey`, `getRangesByConsumer`).
@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import PulsarError
-from ..keyshared.base import Consumer
-from ..keyshared.snapshot import ConsumerHashAssignmentsSnapshot, merge_overlapping_ranges
-from ..profiles import get_profile
-from . import Mismatch, expect
+from pulsarlab.errors import PulsarError
+from pulsarlab.broker.key_shared.base import Consumer
+from pulsarlab.broker.key_shared.assignments import ConsumerHashAssignmentsSnapshot, merge_overlapping_ranges
+from pulsarlab.profiles import get_profile
+from pulsarlab.conformance import Mismatch, expect
 
 VERSIONS = {"branch-4.0": "4.0"}
 

@@ -1,4 +1,4 @@
-"""Conformance of `pulsarlab.keyshared.sticky_ranges` with Pulsar's `HashRangeExclusiveStickyKeyConsumerSelector`.
+"""Conformance of `pulsarlab.broker.key_shared.sticky_ranges` with Pulsar's `HashRangeExclusiveStickyKeyConsumerSelector`.
 
 Replays golden README §2 and §5 (legacy boundary-key map and the 3.x pair map): constructor
 validation, then every step, comparing the error, the attached consumers, the selection of all keys
@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..keyshared.base import Consumer
-from ..keyshared.sticky_ranges import HashRangeExclusiveSelector
-from ..profiles import StickyRangesVariant
-from . import expect
-from .autosplit import (
+from pulsarlab.broker.key_shared.base import Consumer
+from pulsarlab.broker.key_shared.sticky_ranges import HashRangeExclusiveSelector
+from pulsarlab.profiles import StickyRangesVariant
+from pulsarlab.conformance import expect
+from pulsarlab.conformance.autosplit import (
     apply_membership_step,
     check_constructor_cases,
     check_key_hashes,

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..client.negative_acks import ClientClock, MultiplierRedeliveryBackoff, NegativeAcksTracker
-from ..client.unacked_tracker import UnAckedMessageTracker
-from ..clock import Scheduler
-from ..ids import MessageId
-from . import compare_fields, expect, version_labels
+from pulsarlab.client.negative_acks import ClientClock, MultiplierRedeliveryBackoff, NegativeAcksTracker
+from pulsarlab.client.unacked_tracker import UnAckedMessageTracker
+from pulsarlab.clock import Scheduler
+from pulsarlab.ids import MessageId
+from pulsarlab.conformance import compare_fields, expect, version_labels
 
 # version label (golden README-dispatch "Common conventions") -> model profile
 BRANCH_PROFILES = {"branch-3.0": "3.0", "branch-4.0": "4.0", "branch-4.1": "4.1"}

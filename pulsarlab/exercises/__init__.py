@@ -1,7 +1,7 @@
 """Checkers for the lab notebooks' exercises: each computes the right answer with the model and says
 what is wrong with the learner's. Models no Pulsar class."""
 
-from .check import CheckResult
-from .keyshared import check_autosplit_ranges, check_batch_routing
+from pulsarlab.exercises.check import CheckResult
+from pulsarlab.exercises.keyshared import check_autosplit_ranges, check_batch_routing
 
 __all__ = ["CheckResult", "check_autosplit_ranges", "check_batch_routing"]

@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 from typing import Any, Sequence
 
-from ..client.policies import ConsumerType
-from ..lab import Lab
-from .check import CheckResult, failed, passed
+from pulsarlab.client.policies import ConsumerType
+from pulsarlab.lab import Lab
+from pulsarlab.exercises.check import CheckResult, failed, passed
 
 _RANGE = re.compile(r"\((-?\d+):(-?\d+)\s*(?:\.\.|\u2025)\s*(-?\d+):(-?\d+)\]")
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ..broker.position import Position
-from ..client.batching import OutgoingMessage
-from ..client.chunking import MessageTooBig, cpp_metadata_size
-from ..client.policies import ConsumerType
-from ..lab import Lab
-from .check import CheckResult, failed, passed
+from pulsarlab.managed_ledger.position import Position
+from pulsarlab.client.batching import OutgoingMessage
+from pulsarlab.client.chunking import MessageTooBig, cpp_metadata_size
+from pulsarlab.client.policies import ConsumerType
+from pulsarlab.lab import Lab
+from pulsarlab.exercises.check import CheckResult, failed, passed
 
 TOPIC = "big-files"
 

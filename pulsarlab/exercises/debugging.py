@@ -19,11 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..broker.position import Position
-from ..importers import load, read
-from ..importers.stats import SubscriptionStats, TopicStats
-from ..importers.stats_internal import CursorStats, PersistentTopicInternalStats
-from .check import CheckResult, failed, passed
+from pulsarlab.managed_ledger.position import Position
+from pulsarlab.importers import load, read
+from pulsarlab.importers.stats import SubscriptionStats, TopicStats
+from pulsarlab.importers.stats_internal import CursorStats, PersistentTopicInternalStats
+from pulsarlab.exercises.check import CheckResult, failed, passed
 
 PER_CONSUMER = "maxUnackedMessagesPerConsumer"
 PER_SUBSCRIPTION = "maxUnackedMessagesPerSubscription"

@@ -12,11 +12,11 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any, Sequence
 
-from ..broker.delayed_bucket import BUCKET_TRACKER_FACTORY
-from ..client.policies import ConsumerType
-from ..errors import Timeout
-from ..lab import Lab
-from .check import CheckResult, failed, passed
+from pulsarlab.broker.delayed.bucket.tracker import BUCKET_TRACKER_FACTORY
+from pulsarlab.client.policies import ConsumerType
+from pulsarlab.errors import Timeout
+from pulsarlab.lab import Lab
+from pulsarlab.exercises.check import CheckResult, failed, passed
 
 TYPES = {
     "Exclusive": ConsumerType.Exclusive,

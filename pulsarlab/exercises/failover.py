@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ..client.policies import ConsumerType
-from ..lab import Lab
-from ..lab_snapshot import snapshot
-from .check import CheckResult, failed, passed
+from pulsarlab.client.policies import ConsumerType
+from pulsarlab.lab import Lab
+from pulsarlab.snapshot.lab import snapshot
+from pulsarlab.exercises.check import CheckResult, failed, passed
 
 
 # ---------------------------------------------------------------------------------------------

@@ -14,14 +14,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from ..client.consumer import Consumer
-from ..client.policies import ConsumerKeySharedPolicy, ConsumerType
-from ..errors import Timeout
-from ..ids import MessageId
-from ..keyshared import selector_for_subscription
-from ..lab import Lab
-from ..recorder import VIEW_KINDS, Recorder
-from .check import CheckResult, failed, passed
+from pulsarlab.client.consumer import Consumer
+from pulsarlab.client.policies import ConsumerKeySharedPolicy, ConsumerType
+from pulsarlab.errors import Timeout
+from pulsarlab.ids import MessageId
+from pulsarlab.broker.key_shared import selector_for_subscription
+from pulsarlab.lab import Lab
+from pulsarlab.snapshot.recorder import VIEW_KINDS, Recorder
+from pulsarlab.exercises.check import CheckResult, failed, passed
 
 TOPIC = "orders"
 SUBSCRIPTION = "order-workers"
@@ -150,7 +150,7 @@ def run_join(version: str, *, keys_before: Sequence[str] = KEYS_BEFORE, keys_aft
              record: bool = False) -> JoinRun:
     """c1 subscribes (Key_Shared, acks sent at once) and gets ``keys_before`` messages without acknowledging
     them; c2 joins; ``keys_after`` messages follow. Messages carry their label (``m0``...) as payload.
-    ``record=True`` keeps a `pulsarlab.recorder.Recorder` of the run (``run.recorder``) for a player."""
+    ``record=True`` keeps a `pulsarlab.snapshot.recorder.Recorder` of the run (``run.recorder``) for a player."""
     lab = Lab(version=version, broker_config=broker_config)
     recorder = Recorder(lab, every=VIEW_KINDS) if record else None
     client = lab.client()

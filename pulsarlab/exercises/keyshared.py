@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ..keyshared.scenario import KeySharedScenario, fmt_range
-from .check import CheckResult, failed, passed
+from pulsarlab.scenarios.key_shared import KeySharedScenario, fmt_range
+from pulsarlab.exercises.check import CheckResult, failed, passed
 
 
 def _as_range(value: Any) -> tuple[int, int] | None:

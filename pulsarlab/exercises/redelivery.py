@@ -12,10 +12,10 @@ from __future__ import annotations
 import math
 from typing import Any, Sequence
 
-from ..client.policies import ConsumerDeadLetterPolicy, ConsumerType
-from ..errors import Timeout
-from ..lab import Lab
-from .check import CheckResult, failed, passed
+from pulsarlab.client.policies import ConsumerDeadLetterPolicy, ConsumerType
+from pulsarlab.errors import Timeout
+from pulsarlab.lab import Lab
+from pulsarlab.exercises.check import CheckResult, failed, passed
 
 
 def _int_or_none(value: Any) -> int | None:

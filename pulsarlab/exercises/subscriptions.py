@@ -16,10 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from ..errors import Timeout
-from ..lab import Lab
-from ..client.policies import ConsumerType
-from .check import CheckResult, failed, passed
+from pulsarlab.errors import Timeout
+from pulsarlab.lab import Lab
+from pulsarlab.client.policies import ConsumerType
+from pulsarlab.exercises.check import CheckResult, failed, passed
 
 MAX_PROBLEMS = 3  # a wrong early answer shifts everything after it: show the first few, then a count
 

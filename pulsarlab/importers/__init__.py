@@ -15,14 +15,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from . import lenient_json
-from .diagnose import Finding, Limits, Severity, diagnose, format_findings, infer_line
-from .fields import describe
-from .lenient_json import JsonSource, StatsFormatError
-from .ranges import AckRange, RangeFormatError, format_ranges, parse_ranges, ranges_from_set, ranges_to_set
-from .stats import ConsumerStats, DrainingHash, HashRange, SubscriptionStats, TopicStats, load_stats, read_stats
-from .stats import from_json as _stats_from_json
-from .stats_internal import (
+from pulsarlab.importers import lenient_json
+from pulsarlab.importers.diagnose import Finding, Limits, Severity, diagnose, format_findings, infer_line
+from pulsarlab.importers.fields import describe
+from pulsarlab.importers.lenient_json import JsonSource, StatsFormatError
+from pulsarlab.importers.ranges import AckRange, RangeFormatError, format_ranges, parse_ranges, ranges_from_set, ranges_to_set
+from pulsarlab.importers.stats import ConsumerStats, DrainingHash, HashRange, SubscriptionStats, TopicStats, load_stats, read_stats
+from pulsarlab.importers.stats import from_json as _stats_from_json
+from pulsarlab.importers.stats_internal import (
     CursorStats,
     LedgerInfo,
     PartitionedTopicInternalStats,
@@ -30,7 +30,7 @@ from .stats_internal import (
     load_stats_internal,
     read_stats_internal,
 )
-from .stats_internal import from_json as _internal_from_json
+from pulsarlab.importers.stats_internal import from_json as _internal_from_json
 
 Imported = TopicStats | PersistentTopicInternalStats | PartitionedTopicInternalStats
 

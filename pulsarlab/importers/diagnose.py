@@ -25,11 +25,11 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
-from ..broker.position import Position
-from ..client.policies import ConsumerType, KeySharedMode
-from ..keyshared.base import HashRange
-from .stats import ConsumerStats, SubscriptionStats, TopicStats
-from .stats_internal import CursorStats, PartitionedTopicInternalStats, PersistentTopicInternalStats
+from pulsarlab.managed_ledger.position import Position
+from pulsarlab.client.policies import ConsumerType, KeySharedMode
+from pulsarlab.broker.key_shared.base import HashRange
+from pulsarlab.importers.stats import ConsumerStats, SubscriptionStats, TopicStats
+from pulsarlab.importers.stats_internal import CursorStats, PartitionedTopicInternalStats, PersistentTopicInternalStats
 
 InternalStats = PersistentTopicInternalStats | PartitionedTopicInternalStats
 

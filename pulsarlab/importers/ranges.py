@@ -18,8 +18,8 @@ from __future__ import annotations
 import re
 from typing import Iterable, NamedTuple
 
-from ..broker.position import Position
-from ..broker.rangeset import OpenLongPairRangeSet
+from pulsarlab.managed_ledger.position import Position
+from pulsarlab.managed_ledger.rangeset import OpenLongPairRangeSet
 
 _WS = r"[\s\u00a0\ufeff]*"
 _RANGE = re.compile(

@@ -26,12 +26,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..broker.position import Position
-from ..client.policies import ConsumerType, KeySharedMode
-from ..keyshared.base import HashRange
-from . import lenient_json
-from .fields import Fields, describe, parse_position
-from .lenient_json import JsonSource
+from pulsarlab.managed_ledger.position import Position
+from pulsarlab.client.policies import ConsumerType, KeySharedMode
+from pulsarlab.broker.key_shared.base import HashRange
+from pulsarlab.importers import lenient_json
+from pulsarlab.importers.fields import Fields, describe, parse_position
+from pulsarlab.importers.lenient_json import JsonSource
 
 _RANGE_TEXT = re.compile(r"\s*\[\s*(-?\d+)\s*,\s*(-?\d+)\s*\]\s*")
 

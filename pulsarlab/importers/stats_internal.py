@@ -18,12 +18,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..broker.position import Position
-from ..broker.rangeset import OpenLongPairRangeSet
-from . import lenient_json
-from .fields import Fields
-from .lenient_json import JsonSource
-from .ranges import AckRange, RangeFormatError, parse_ranges, ranges_to_set
+from pulsarlab.managed_ledger.position import Position
+from pulsarlab.managed_ledger.rangeset import OpenLongPairRangeSet
+from pulsarlab.importers import lenient_json
+from pulsarlab.importers.fields import Fields
+from pulsarlab.importers.lenient_json import JsonSource
+from pulsarlab.importers.ranges import AckRange, RangeFormatError, parse_ranges, ranges_to_set
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,9 @@
 Modules: `codec` (proto2 wire format), `commands` (the protocol's commands), `hot_commands` (SEND and ACK read
 and SEND_RECEIPT written without dataclasses), `frames` (framing, checksums), `entries` (entries as bytes),
 `bridge` (the broker consumer's connection, error codes), `connection` (`ServerCnx`), `realtime` (the clock on
-wall time), `server` (the listener, background thread, foreground loop). Live views: `widgets.live`.
+wall time), `server` (the listener, background thread, foreground loop). Live views: `pulsarlab_widgets.live`.
 """
 
-from .server import DEFAULT_PORT, ClientInfo, ClosedConnection, LabServer, ServerThread, serve_forever, start
+from pulsarlab.serve.server import DEFAULT_PORT, ClientInfo, ClosedConnection, LabServer, ServerThread, serve_forever, start
 
 __all__ = ["DEFAULT_PORT", "ClientInfo", "ClosedConnection", "LabServer", "ServerThread", "serve_forever", "start"]

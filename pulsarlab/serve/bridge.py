@@ -15,20 +15,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..admin import ConflictException, NotFoundException, PreconditionFailedException
-from ..broker.ledger import ManagedLedgerException
-from ..errors import (
+from pulsarlab.admin import ConflictException, NotFoundException, PreconditionFailedException
+from pulsarlab.managed_ledger.ledger import ManagedLedgerException
+from pulsarlab.errors import (
     ConsumerAssignException, ConsumerBusyException, IllegalArgumentException, NotAllowedException,
     ServerMetadataException, SubscriptionBusyException,
 )
-from .commands import ActiveConsumerChange, CloseConsumer, ServerError, encode_command
-from .entries import consumer_prefix, message_frame
-from .frames import simple_frame
+from pulsarlab.serve.commands import ActiveConsumerChange, CloseConsumer, ServerError, encode_command
+from pulsarlab.serve.entries import consumer_prefix, message_frame
+from pulsarlab.serve.frames import simple_frame
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..broker.consumer import Consumer
-    from ..broker.topic import ProducerHandle
-    from .connection import ServerConnection
+    from pulsarlab.broker.consumer import Consumer
+    from pulsarlab.broker.topic import ProducerHandle
+    from pulsarlab.serve.connection import ServerConnection
 
 
 def server_error(error: BaseException) -> ServerError:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
-from .codec import (
+from pulsarlab.serve.codec import (
     BOOL, BYTES, DOUBLE, ENUM, INT32, INT64, MESSAGE, REPEATED, REQUIRED, STRING, UINT32, UINT64,
     CodecError, F, ProtoMessage, encode_varint, iter_fields, proto,
 )

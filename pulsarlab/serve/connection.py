@@ -32,15 +32,15 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import google_crc32c
 
-from .. import model_events as ev
-from ..broker.position import EARLIEST, LATEST, Position
-from ..broker.topic import partition_index_of
-from ..client.ack_grouping import AckCommand, AckType
-from ..client.policies import ConsumerKeySharedPolicy, ConsumerType, InitialPosition, KeySharedMode
-from ..errors import PulsarError
-from .bridge import RemoteConsumer, RemoteProducer, server_error
-from .codec import CodecError, decode_varint
-from .commands import (
+from pulsarlab import model_events as ev
+from pulsarlab.managed_ledger.position import EARLIEST, LATEST, Position
+from pulsarlab.broker.topic import partition_index_of
+from pulsarlab.client.ack_grouping import AckCommand, AckType
+from pulsarlab.client.policies import ConsumerKeySharedPolicy, ConsumerType, InitialPosition, KeySharedMode
+from pulsarlab.errors import PulsarError
+from pulsarlab.serve.bridge import RemoteConsumer, RemoteProducer, server_error
+from pulsarlab.serve.codec import CodecError, decode_varint
+from pulsarlab.serve.commands import (
     Ack, AckKind, AckResponse, CloseConsumer, CloseProducer, CommandType, Connect, Connected, ConsumerStats,
     ConsumerStatsResponse, Error, Flow, GetLastMessageId, GetLastMessageIdResponse, GetOrCreateSchema,
     GetOrCreateSchemaResponse, GetSchema, GetSchemaResponse, GetTopicsOfNamespace, GetTopicsOfNamespaceResponse,
@@ -49,12 +49,12 @@ from .commands import (
     RawCommand, RedeliverUnacked, Seek, SendError, ServerError, Subscribe, SubType, Success, TopicsMode,
     UnknownCommand, Unsubscribe, encode_command, read_envelope, request_id_of,
 )
-from .entries import WireEntry, read_metadata
-from .hot_commands import producer_prefix, read_ack, read_send, send_receipt_frame
-from .frames import ChecksumMismatch, Frame, FrameDecoder, FrameError, read_payload_section, simple_frame
+from pulsarlab.serve.entries import WireEntry, read_metadata
+from pulsarlab.serve.hot_commands import producer_prefix, read_ack, read_send, send_receipt_frame
+from pulsarlab.serve.frames import ChecksumMismatch, Frame, FrameDecoder, FrameError, read_payload_section, simple_frame
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .server import LabServer
+    from pulsarlab.serve.server import LabServer
 
 log = logging.getLogger("pulsarlab.serve")
 

@@ -25,12 +25,12 @@ from typing import Any
 
 import google_crc32c
 
-from ..broker.cursor import ack_set_words
-from ..messages import EntryData, MessageMetadata
-from .codec import (
+from pulsarlab.managed_ledger.cursor import ack_set_words
+from pulsarlab.messages import EntryData, MessageMetadata
+from pulsarlab.serve.codec import (
     CodecError, as_signed32, as_signed64, decode_varint, encode_varint, skip_field,
 )
-from .commands import KeyValue, WireMetadata, WireSingleMetadata
+from pulsarlab.serve.commands import KeyValue, WireMetadata, WireSingleMetadata
 
 _U32 = struct.Struct(">I")
 _unpack_u32 = _U32.unpack_from
@@ -364,7 +364,7 @@ def consumer_prefix(consumer_id: int) -> bytes:
 
 ack_set_longs = ack_set_words
 """An ack-set mask (bit i = batch index i not yet acknowledged) as Java's ``BitSet.toLongArray()`` words: the
-cursor's `pulsarlab.broker.cursor.ack_set_words`, under the name the MESSAGE writer has always exported."""
+cursor's `pulsarlab.managed_ledger.cursor.ack_set_words`, under the name the MESSAGE writer has always exported."""
 
 
 def message_frame(prefix: bytes, ledger: int, entry: int, redelivery_count: int, ack_set: int | None,

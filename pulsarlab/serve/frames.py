@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import google_crc32c
 
-from .codec import CodecError
+from pulsarlab.serve.codec import CodecError
 
 MAGIC_CRC32C_BYTES = b"\x0e\x01"  # then the CRC32C; 0x0e02 would introduce broker entry metadata
 FRAME_PADDING = 10 * 1024  # Commands.MESSAGE_SIZE_FRAME_PADDING: room for the command around a max-size message

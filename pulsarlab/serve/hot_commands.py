@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import struct
 
-from .codec import CodecError, as_signed64, decode_varint, encode_varint, skip_field
+from pulsarlab.serve.codec import CodecError, as_signed64, decode_varint, encode_varint, skip_field
 
 _pack_frame_header = struct.Struct(">II").pack
 

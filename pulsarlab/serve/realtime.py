@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from typing import Callable
 
-from ..clock import Scheduler
+from pulsarlab.clock import Scheduler
 
 
 def wall_ms() -> int:

@@ -29,14 +29,14 @@ from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
-from .connection import ServerConnection
-from .entries import EncodedEntries
-from .frames import FRAME_PADDING
-from .realtime import RealTimeDriver
+from pulsarlab.serve.connection import ServerConnection
+from pulsarlab.serve.entries import EncodedEntries
+from pulsarlab.serve.frames import FRAME_PADDING
+from pulsarlab.serve.realtime import RealTimeDriver
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..lab import Lab
-    from ..lab_snapshot import LabSnapshot
+    from pulsarlab.lab import Lab
+    from pulsarlab.snapshot.lab import LabSnapshot
 
 log = logging.getLogger("pulsarlab.serve")
 
@@ -288,7 +288,7 @@ class ServerThread:
 
     def snapshot(self, topics: Any = None) -> "LabSnapshot":
         """A `LabSnapshot` of the served lab, taken with the model locked."""
-        from ..lab_snapshot import snapshot
+        from pulsarlab.snapshot.lab import snapshot
 
         return self.call(snapshot, self.lab, topics)
 

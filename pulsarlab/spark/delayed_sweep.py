@@ -1,9 +1,9 @@
 """Delayed-delivery trackers at scale: message count x delay spread x tracker (x seed) on Spark DataFrames.
 
-Models no Pulsar class; it runs `pulsarlab.delayed_workload.run_tracker_workload` (one tracker alone, reference
+Models no Pulsar class; it runs `pulsarlab.scenarios.delayed_workload.run_tracker_workload` (one tracker alone, reference
 §10.1, §10.2) in Spark workers. The grid is a small DataFrame of (tracker, messages, spread_ms, seed) rows, spread
 over the tasks; each task runs its rows with ``mapInPandas`` and returns their memory, stored bytes and scheduling
-work, so the result equals the local `pulsarlab.delayed_workload.sweep` row for row. Only ``mapInPandas`` and
+work, so the result equals the local `pulsarlab.scenarios.delayed_workload.sweep` row for row. Only ``mapInPandas`` and
 DataFrame calls are used (no RDD API), so it also runs on Spark Connect.
 """
 
@@ -13,7 +13,7 @@ from typing import Any, Iterator, Mapping
 
 import pandas as pd
 
-from ..delayed_workload import RESULT_FIELDS, TRACKERS, run_tracker_workload
+from pulsarlab.scenarios.delayed_workload import RESULT_FIELDS, TRACKERS, run_tracker_workload
 
 GRID_SCHEMA = "tracker string, messages long, spread_ms long, seed long"
 RESULT_SCHEMA = ("tracker string, messages long, spread_ms long, seed long, memory_bytes long, index_size_bytes long, "

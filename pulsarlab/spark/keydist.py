@@ -1,6 +1,6 @@
 """Key distribution at scale: keys x selectors x consumer counts on Spark DataFrames.
 
-Models no Pulsar class; it runs `pulsarlab.keyshared.distribution` in Spark workers. Each partition
+Models no Pulsar class; it runs `pulsarlab.scenarios.distribution` in Spark workers. Each partition
 hashes its keys once with mmh3 (never Spark's ``hash()``, which is not Pulsar's Murmur3), counts them
 for every (version, selector, consumers) with the model's vectorised pieces, and emits integer partial
 counts; Spark sums them and the driver turns the sums into metrics with the same code as
@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 import numpy as np
 import pandas as pd
 
-from ..keyshared.distribution import (
+from pulsarlab.scenarios.distribution import (
     MAX_CONSUMERS,
     DistributionAccumulator,
     DistributionCounts,

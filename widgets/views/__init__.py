@@ -4,9 +4,9 @@ Key_Shared (reference §2): `hash_range_view`, `ring_view`, `sticky_view`; `comp
 `scale_figure` compare the selectors on many keys. Later views plug into the same player protocol.
 """
 
-from .compare import compare_figure, scale_figure, selector_metrics
-from .hash_range import hash_range_view
-from .ring import ring_view
-from .sticky import sticky_view
+from pulsarlab_widgets.views.compare import compare_figure, scale_figure, selector_metrics
+from pulsarlab_widgets.views.hash_range import hash_range_view
+from pulsarlab_widgets.views.ring import ring_view
+from pulsarlab_widgets.views.sticky import sticky_view
 
 __all__ = ["compare_figure", "hash_range_view", "ring_view", "scale_figure", "selector_metrics", "sticky_view"]

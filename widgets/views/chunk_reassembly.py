@@ -2,7 +2,7 @@
 
 Usage::
 
-    from widgets.views.chunk_reassembly import chunk_reassembly_view
+    from pulsarlab_widgets.views.chunk_reassembly import chunk_reassembly_view
     rec = Recorder(lab)                                       # before producers and consumers start
     ...                                                       # chunking producers, consumers receiving
     Player(rec, [chunk_reassembly_view])                      # or functools.partial(..., subscription="sub")
@@ -28,11 +28,11 @@ from typing import Any, Sequence
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from pulsarlab.chunk_snapshot import ChunkInfo
-from pulsarlab.lab_snapshot import LabSnapshot, Pos, SubscriptionSnap, TopicSnap, fmt_pos
+from pulsarlab.snapshot.chunks import ChunkInfo
+from pulsarlab.snapshot.lab import LabSnapshot, Pos, SubscriptionSnap, TopicSnap, fmt_pos
 
-from .lab_common import check_lab_snapshot, empty_figure, events_of, pick, plural
-from .style import PALETTE
+from pulsarlab_widgets.views.lab_common import check_lab_snapshot, empty_figure, events_of, pick, plural
+from pulsarlab_widgets.views.style import PALETTE
 
 MISSING_COLOR = "#ffffff"
 PLAIN_COLOR = "#bdbdbd"

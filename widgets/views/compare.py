@@ -1,6 +1,6 @@
 """Side by side: the three Key_Shared selectors on the same keys — load per consumer and keys that move.
 
-Draws the metrics of `pulsarlab.keyshared.distribution` (reference §2: auto-split, consistent hashing,
+Draws the metrics of `pulsarlab.scenarios.distribution` (reference §2: auto-split, consistent hashing,
 sticky): keys per consumer, imbalance (max / mean) and the fraction of keys that change consumer when
 c{N+1} joins or c1 leaves; `scale_figure` draws the same metrics from the Spark pipeline's DataFrame.
 These are whole-run comparisons, not per-frame views, so they take keys or a DataFrame, not a snapshot.
@@ -13,8 +13,8 @@ from typing import Any, Sequence
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from pulsarlab.keyshared import SELECTOR_KINDS
-from pulsarlab.keyshared.distribution import distribution_metrics
+from pulsarlab.broker.key_shared import SELECTOR_KINDS
+from pulsarlab.scenarios.distribution import distribution_metrics
 
 KIND_COLORS = {"auto_split": "#636efa", "consistent_hashing": "#ef553b", "sticky": "#00cc96"}
 

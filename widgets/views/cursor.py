@@ -2,7 +2,7 @@
 
 Usage::
 
-    from widgets.views.cursor import cursor_view
+    from pulsarlab_widgets.views.cursor import cursor_view
     cursor_view(snapshot(lab), subscription="sub").show()                 # static
     Player(recorder, [functools.partial(cursor_view, subscription="sub")]) # stepping through a run
 
@@ -27,9 +27,9 @@ from typing import Any, Sequence
 
 import plotly.graph_objects as go
 
-from pulsarlab.lab_snapshot import LabSnapshot, Pos, SubscriptionSnap, TopicSnap, fmt_pos
+from pulsarlab.snapshot.lab import LabSnapshot, Pos, SubscriptionSnap, TopicSnap, fmt_pos
 
-from .lab_common import check_lab_snapshot, empty_figure, events_of, pick, plural
+from pulsarlab_widgets.views.lab_common import check_lab_snapshot, empty_figure, events_of, pick, plural
 
 ACKED = "acknowledged (≤ mark-delete)"
 DELETED = "acknowledged individually"

@@ -3,13 +3,13 @@ segments), what falls due as the clock moves, a restart and the rebuild, and wha
 
 Usage::
 
-    from widgets.views.delayed import DELAYED_VIEW_KINDS, delayed_memory_view, delayed_timeline_view
+    from pulsarlab_widgets.views.delayed import DELAYED_VIEW_KINDS, delayed_memory_view, delayed_timeline_view
     rec = Recorder(lab, every=DELAYED_VIEW_KINDS)
     ...
     Player(rec, [delayed_timeline_view, delayed_memory_view])
-    memory_comparison_figure(sweep_table)        # whole-run comparison from pulsarlab.delayed_workload / Spark
+    memory_comparison_figure(sweep_table)        # whole-run comparison from pulsarlab.scenarios.delayed_workload / Spark
 
-Draws a subscription's `pulsarlab.delayed_snapshot.DelayedTrackerSnap` (reference §10.1, §10.2). The timeline's x
+Draws a subscription's `pulsarlab.snapshot.delayed.DelayedTrackerSnap` (reference §10.1, §10.2). The timeline's x
 axis is the delivery time (deliverAt, ms); the solid line is now, the dashed one the cutoff (now + tick, or now in
 strict mode): what is left of the cutoff is due. One row per structure: the in-memory priority queue (3.x/4.0),
 the time buckets (4.1, each 2^floor(log2 tick) ms wide), or for the bucket tracker the shared queue and the mutable
@@ -17,7 +17,7 @@ bucket (in memory) and one row per sealed bucket with its segments coloured by w
 (in the shared queue) or stored only (in the snapshot ledger). Messages released this step are marked at now.
 Functions ``(snapshot, events) -> go.Figure``.
 
-Simplifies: at most `pulsarlab.delayed_snapshot.MAX_ITEMS` queued indexes are drawn (the earliest).
+Simplifies: at most `pulsarlab.snapshot.delayed.MAX_ITEMS` queued indexes are drawn (the earliest).
 """
 
 from __future__ import annotations
@@ -27,11 +27,11 @@ from typing import Any, Iterable, Mapping, Sequence
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from pulsarlab.broker import delayed_memory
-from pulsarlab.delayed_snapshot import DELIVERED, LOADED, STORED, DelayedTrackerSnap
-from pulsarlab.lab_snapshot import LabSnapshot
+from pulsarlab.broker.delayed import jvm_memory as delayed_memory
+from pulsarlab.snapshot.delayed import DELIVERED, LOADED, STORED, DelayedTrackerSnap
+from pulsarlab.snapshot.lab import LabSnapshot
 
-from .lab_common import check_lab_snapshot, empty_figure, events_of, pick, plural
+from pulsarlab_widgets.views.lab_common import check_lab_snapshot, empty_figure, events_of, pick, plural
 
 DELAYED_VIEW_KINDS = frozenset({
     "consumer_subscribed", "consumer_closed", "flow", "entries_read", "dispatched", "received", "ack_applied",
@@ -234,7 +234,7 @@ def _rows(table: Any) -> list[Mapping[str, Any]]:
 def memory_comparison_figure(table: Any, title: str | None = None) -> go.Figure:
     """In-memory bytes (and the bucket tracker's stored bytes) against held messages, log-log, one line per
     tracker and delay spread; ``table`` rows carry ``tracker, messages, spread_ms, memory_bytes, stored_bytes``
-    (`pulsarlab.delayed_workload` or the Spark sweep)."""
+    (`pulsarlab.scenarios.delayed_workload` or the Spark sweep)."""
     rows = _rows(table)
     if not rows:
         raise ValueError("memory_comparison_figure needs at least one row (tracker, messages, memory_bytes, ...)")

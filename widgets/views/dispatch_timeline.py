@@ -2,7 +2,7 @@
 
 Usage::
 
-    from widgets.views.dispatch_timeline import dispatch_timeline_view
+    from pulsarlab_widgets.views.dispatch_timeline import dispatch_timeline_view
     rec = Recorder(lab)                                   # history=True (the default) records the samples
     ...
     Player(rec, [dispatch_timeline_view])                 # or functools.partial(..., subscription="sub")
@@ -27,10 +27,10 @@ from typing import Any, Sequence
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from pulsarlab.lab_snapshot import LabSnapshot, Sample, short_topic
+from pulsarlab.snapshot.lab import LabSnapshot, Sample, short_topic
 
-from .lab_common import check_lab_snapshot, empty_figure, events_of, pick, plural
-from .style import consumer_color
+from pulsarlab_widgets.views.lab_common import check_lab_snapshot, empty_figure, events_of, pick, plural
+from pulsarlab_widgets.views.style import consumer_color
 
 PANELS = (
     ("permits", "broker permits (availablePermits)"),

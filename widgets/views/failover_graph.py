@@ -2,7 +2,7 @@
 
 Usage::
 
-    from widgets.views.failover_graph import failover_graph, failover_graph_view
+    from pulsarlab_widgets.views.failover_graph import failover_graph, failover_graph_view
     failover_graph_view(snapshot(lab), topic="orders").show()          # every partition of "orders"
     Player(rec, [functools.partial(failover_graph_view, topic="orders")])
     G = failover_graph(snapshot(lab), "orders")                         # the networkx DiGraph itself
@@ -27,10 +27,10 @@ from typing import Any, Sequence
 import networkx as nx
 import plotly.graph_objects as go
 
-from pulsarlab.lab_snapshot import LabSnapshot, TopicSnap, short_topic
+from pulsarlab.snapshot.lab import LabSnapshot, TopicSnap, short_topic
 
-from .lab_common import check_lab_snapshot, consumer_names, empty_figure, events_of, plural
-from .style import HIGHLIGHT_COLOR, consumer_color
+from pulsarlab_widgets.views.lab_common import check_lab_snapshot, consumer_names, empty_figure, events_of, plural
+from pulsarlab_widgets.views.style import HIGHLIGHT_COLOR, consumer_color
 
 ACTIVE = "active"
 PENDING = "active after the failover delay"

@@ -2,7 +2,7 @@
 
 Usage::
 
-    from widgets.views.key_shared_blocking import blocking_rows, key_shared_blocking_view
+    from pulsarlab_widgets.views.key_shared_blocking import blocking_rows, key_shared_blocking_view
     key_shared_blocking_view(snapshot(lab)).show()                   # the first Key_Shared subscription
     Player(rec, [functools.partial(key_shared_blocking_view, subscription="sub")])
     pd.DataFrame(blocking_rows(snapshot(lab)))                        # the same as a table
@@ -22,7 +22,7 @@ the row of the consumer the hash selects, coloured by the reason they wait:
 
 Stars mark the ``hash_blocked`` events of the last step with the reason of that dispatch attempt. A
 function ``(snapshot, events) -> go.Figure``. Simplifies: the reason drawn for a waiting hash is derived
-from the state now (`pulsarlab.lab_snapshot.blocked_hash_reason`), one per hash.
+from the state now (`pulsarlab.snapshot.lab.blocked_hash_reason`), one per hash.
 """
 
 from __future__ import annotations
@@ -32,10 +32,10 @@ from typing import Any, Sequence
 
 import plotly.graph_objects as go
 
-from pulsarlab.lab_snapshot import REASON_TEXT, LabSnapshot, SubscriptionSnap, fmt_pos
+from pulsarlab.snapshot.lab import REASON_TEXT, LabSnapshot, SubscriptionSnap, fmt_pos
 
-from .lab_common import check_lab_snapshot, consumer_names, empty_figure, events_of, pick, plural
-from .style import HIGHLIGHT_COLOR, NOBODY_COLOR, consumer_color
+from pulsarlab_widgets.views.lab_common import check_lab_snapshot, consumer_names, empty_figure, events_of, pick, plural
+from pulsarlab_widgets.views.style import HIGHLIGHT_COLOR, NOBODY_COLOR, consumer_color
 
 REASON_COLORS = {
     "hash_draining": "#d62728",

@@ -1,7 +1,7 @@
 """What the broker-model views share: checking the snapshot, picking a subscription, names and events.
 
 Models no Pulsar class. The views of `dispatch_timeline`, `cursor`, `failover_graph` and
-`key_shared_blocking` draw a `pulsarlab.lab_snapshot.LabSnapshot`; each takes ``topic=`` and
+`key_shared_blocking` draw a `pulsarlab.snapshot.lab.LabSnapshot`; each takes ``topic=`` and
 ``subscription=`` keywords (default: the first subscription of the snapshot), so a player gets them with
 ``functools.partial(cursor_view, subscription="sub")``.
 """
@@ -12,16 +12,16 @@ from typing import Any, Iterable, Sequence
 
 import plotly.graph_objects as go
 
-from pulsarlab.lab_snapshot import LabSnapshot, SubscriptionSnap, TopicSnap
+from pulsarlab.snapshot.lab import LabSnapshot, SubscriptionSnap, TopicSnap
 
-from .style import event_fields, event_kind, plural
+from pulsarlab_widgets.views.style import event_fields, event_kind, plural
 
 
 def check_lab_snapshot(snapshot: Any, view: str) -> LabSnapshot:
     """Fail clearly when a view gets something that is not a `LabSnapshot`."""
     if not isinstance(snapshot, LabSnapshot):
         hint = " (a Key_Shared selector snapshot: use hash_range_view / ring_view)" if isinstance(snapshot, dict) else ""
-        raise TypeError(f"{view} draws a pulsarlab.lab_snapshot.LabSnapshot (snapshot(lab) or a Recorder frame), "
+        raise TypeError(f"{view} draws a pulsarlab.snapshot.lab.LabSnapshot (snapshot(lab) or a Recorder frame), "
                         f"not {type(snapshot).__name__}{hint}")
     return snapshot
 

@@ -2,13 +2,13 @@
 
 Usage::
 
-    from widgets.views.redelivery_timeline import redelivery_timeline_view
+    from pulsarlab_widgets.views.redelivery_timeline import redelivery_timeline_view
     rec = Recorder(lab); ...                                          # drive the lab
     Player(rec, [functools.partial(redelivery_timeline_view, subscription="sub")])
     redelivery_timeline_view(snapshot(lab)).show()                    # the whole run so far
 
 One row per entry (reference §8): x is virtual time, markers are the steps of
-`pulsarlab.redelivery_snapshot.message_lives`. The middle of a row holds what the broker and the application
+`pulsarlab.snapshot.redelivery.message_lives`. The middle of a row holds what the broker and the application
 did with the message (stored, delivered - labelled with the redelivery count it carried -, acknowledged), just
 above it what the client decided (negative ack, ack timeout, negative-ack delay over, DLQ candidate, retried,
 dead-lettered), just below what the broker did about it (redelivery asked for, redelivery counted). A copy
@@ -24,8 +24,8 @@ from typing import Any, Sequence
 
 import plotly.graph_objects as go
 
-from pulsarlab.lab_snapshot import LabSnapshot, short_topic
-from pulsarlab.redelivery_snapshot import (
+from pulsarlab.snapshot.lab import LabSnapshot, short_topic
+from pulsarlab.snapshot.redelivery import (
     ACKED,
     COUNTED,
     DEAD_LETTERED,
@@ -43,8 +43,8 @@ from pulsarlab.redelivery_snapshot import (
     message_lives,
 )
 
-from .lab_common import check_lab_snapshot, consumer_names, empty_figure, events_of
-from .style import plural
+from pulsarlab_widgets.views.lab_common import check_lab_snapshot, consumer_names, empty_figure, events_of
+from pulsarlab_widgets.views.style import plural
 
 LANE = {PUBLISHED: 0.0, DELIVERED: 0.0, ACKED: 0.0, NACKED: 0.3, TIMED_OUT: 0.3, NACK_DUE: 0.3,
         DLQ_CANDIDATE: 0.3, RETRIED: 0.3, DEAD_LETTERED: 0.3, REDELIVERY_ASKED: -0.3, COUNTED: -0.3}

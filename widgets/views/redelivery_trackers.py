@@ -2,7 +2,7 @@
 
 Usage::
 
-    from widgets.views.redelivery_trackers import redelivery_trackers_view
+    from pulsarlab_widgets.views.redelivery_trackers import redelivery_trackers_view
     Player(rec, [functools.partial(redelivery_trackers_view, consumer="c1")])
     redelivery_trackers_view(snapshot(lab), consumer="c1").show()
 
@@ -23,10 +23,10 @@ from typing import Any, Sequence
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from pulsarlab.lab_snapshot import LabSnapshot, short_topic
-from pulsarlab.redelivery_snapshot import ClientTrackersSnap
+from pulsarlab.snapshot.lab import LabSnapshot, short_topic
+from pulsarlab.snapshot.redelivery import ClientTrackersSnap
 
-from .lab_common import check_lab_snapshot, empty_figure, events_of
+from pulsarlab_widgets.views.lab_common import check_lab_snapshot, empty_figure, events_of
 
 HEAD_COLOR = "#d62728"
 RING_COLOR = "#9ecae1"

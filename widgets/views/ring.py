@@ -13,9 +13,9 @@ from typing import Any, Sequence
 
 import plotly.graph_objects as go
 
-from pulsarlab.keyshared.scenario import consumer_names, fmt_range, snapshot_assignments
+from pulsarlab.scenarios.key_shared import consumer_names, fmt_range, snapshot_assignments
 
-from .style import HIGHLIGHT_COLOR, check_snapshot, consumer_color, consumer_label, event_fields, event_kind, plural
+from pulsarlab_widgets.views.style import HIGHLIGHT_COLOR, check_snapshot, consumer_color, consumer_label, event_fields, event_kind, plural
 
 ARC_R = 1.0
 POINT_R = 1.1

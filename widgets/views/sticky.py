@@ -12,9 +12,9 @@ from typing import Any, Sequence
 
 import plotly.graph_objects as go
 
-from pulsarlab.keyshared.scenario import consumer_names, fmt_range, snapshot_assignments, unowned_hashes
+from pulsarlab.scenarios.key_shared import consumer_names, fmt_range, snapshot_assignments, unowned_hashes
 
-from .style import (
+from pulsarlab_widgets.views.style import (
     NOBODY_COLOR,
     REJECTED_COLOR,
     check_snapshot,

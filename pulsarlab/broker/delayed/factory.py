@@ -1,0 +1,154 @@
+"""The broker's delayed-delivery tracker factory, chosen by ``delayedDeliveryTrackerFactoryClassName``.
+
+Models `DelayedDeliveryTrackerLoader`, `DelayedDeliveryTrackerFactory`, `InMemoryDelayedDeliveryTrackerFactory`
+and `BucketDelayedDeliveryTrackerFactory` (reference §10, §10.1, §10.2). The broker loads one factory at start-up
+from broker.conf; an unknown class name stops the broker (``IOException`` wrapping ``ClassNotFoundException``).
+Each Shared / Key_Shared dispatcher asks it for a tracker the first time it reads a delayed message
+(``newTracker(dispatcher)``). The bucket factory hands every tracker the broker's snapshot storage (BookKeeper)
+and the subscription cursor's properties, so a tracker built after a restart recovers the sealed buckets; it
+falls back to the in-memory tracker when that recovery fails, as Pulsar's does.
+
+Simplifies: the settings are checked once at start-up (Pulsar reads them as longs and ints and fails later, or
+never, on odd values); no per-topic or per-namespace delayed-delivery policies (the broker.conf values apply).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, MutableMapping
+
+from pulsarlab.clock import Scheduler
+from pulsarlab.errors import IllegalArgumentException, PulsarError
+from pulsarlab.events import EventLog
+from pulsarlab.profiles import Profile
+from pulsarlab.broker.delayed.bucket.snapshot import BucketSnapshotStorage
+from pulsarlab.broker.delayed.bucket.tracker import (
+    BUCKET_TRACKER_FACTORY,
+    IN_MEMORY_TRACKER_FACTORY,
+    BucketDelayedDeliveryTracker,
+    new_delayed_delivery_tracker,
+)
+from pulsarlab.broker.delayed.in_memory import InMemoryDelayedDeliveryTracker
+
+FACTORY_CLASS_NAMES = (IN_MEMORY_TRACKER_FACTORY, BUCKET_TRACKER_FACTORY)
+
+
+class DelayedDeliveryTrackerLoadException(PulsarError, ValueError):
+    """The broker cannot load its tracker factory and does not start (`DelayedDeliveryTrackerLoader`)."""
+
+    java_class = "java.io.IOException"
+
+
+@dataclass(frozen=True)
+class DelayedDeliverySettings:
+    """The broker.conf settings of delayed delivery, checked (reference §10)."""
+
+    enabled: bool
+    tick_time_millis: int
+    deliver_at_time_strict: bool
+    fixed_delay_detection_lookahead: int
+    max_delay_in_millis: int
+    factory_class_name: str
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any], profile: Profile) -> "DelayedDeliverySettings":
+        """Read and check the settings; a bad value fails with the setting's name and what was expected."""
+        name = config["delayedDeliveryTrackerFactoryClassName"]
+        if not isinstance(name, str):
+            raise TypeError(f"delayedDeliveryTrackerFactoryClassName must be a class name (str), got {name!r}")
+        if name not in FACTORY_CLASS_NAMES:
+            raise DelayedDeliveryTrackerLoadException(f"java.lang.ClassNotFoundException: {name}")
+        settings = cls(
+            enabled=_bool(config, "delayedDeliveryEnabled"),
+            tick_time_millis=_int(config, "delayedDeliveryTickTimeMillis", 0),
+            deliver_at_time_strict=_bool(config, "isDelayedDeliveryDeliverAtTimeStrict"),
+            fixed_delay_detection_lookahead=_int(config, "delayedDeliveryFixedDelayDetectionLookahead", 0),
+            max_delay_in_millis=_int(config, "delayedDeliveryMaxDelayInMillis", 0),
+            factory_class_name=name,
+        )
+        if settings.max_delay_in_millis and not profile.max_delivery_delay_setting:
+            raise IllegalArgumentException(
+                f"delayedDeliveryMaxDelayInMillis is a Pulsar 4.0+ setting (PIP-315); a {profile.name} broker has "
+                "no such limit (it would ignore the line in broker.conf): use version='4.0' or leave it at 0")
+        if name == BUCKET_TRACKER_FACTORY:
+            _int(config, "delayedDeliveryMinIndexCountPerBucket", 0)
+            _int(config, "delayedDeliveryMaxTimeStepPerBucketSnapshotSegmentSeconds", 0)
+            _int(config, "delayedDeliveryMaxNumBuckets", -1)
+            if _int(config, "delayedDeliveryMaxIndexesPerBucketSnapshotSegment", -1) == 0:
+                raise IllegalArgumentException(
+                    "delayedDeliveryMaxIndexesPerBucketSnapshotSegment must be -1 (no limit) or at least 1, got 0")
+        return settings
+
+    @property
+    def uses_buckets(self) -> bool:
+        return self.factory_class_name == BUCKET_TRACKER_FACTORY
+
+
+class DelayedDeliveryTrackerFactory:
+    """The broker's factory: ``new_tracker(...)`` builds the configured tracker for one dispatcher.
+
+    ``storage`` is the snapshot storage that outlives broker restarts (only the bucket factory uses it).
+    """
+
+    def __init__(self, settings: DelayedDeliverySettings, config: Mapping[str, Any], profile: Profile,
+                 scheduler: Scheduler, storage: BucketSnapshotStorage, events: EventLog) -> None:
+        self.settings = settings
+        self.class_name = settings.factory_class_name
+        self._config = dict(config)
+        self._profile = profile
+        self._scheduler = scheduler
+        self.storage = storage
+        self._events = events
+
+    def new_tracker(self, name: str, read_more_entries: Callable[[], object],
+                    cursor_properties: MutableMapping[str, str]) -> InMemoryDelayedDeliveryTracker:
+        """``newTracker(dispatcher)``: ``name`` is the dispatcher's ``"<topic> / <subscription>"``."""
+        return new_delayed_delivery_tracker(
+            self._scheduler, read_more_entries, config=self._config, profile=self._profile,
+            snapshot_storage=self.storage, cursor_properties=cursor_properties, name=name,
+            events=self._events if self._events.enabled else None,
+        )
+
+
+def load_delayed_delivery_tracker_factory(config: Mapping[str, Any], profile: Profile, scheduler: Scheduler,
+                                          storage: BucketSnapshotStorage, events: EventLog
+                                          ) -> DelayedDeliveryTrackerFactory:
+    """``DelayedDeliveryTrackerLoader.loadDelayedDeliveryTrackerFactory(conf)`` at broker start-up."""
+    return DelayedDeliveryTrackerFactory(DelayedDeliverySettings.from_config(config, profile), config, profile,
+                                         scheduler, storage, events)
+
+
+def tracker_kind(tracker: Any) -> str:
+    """A tracker's Pulsar class name, with the 3.x/4.0 vs 4.1 form of the in-memory one."""
+    if isinstance(tracker, BucketDelayedDeliveryTracker):
+        return "BucketDelayedDeliveryTracker"
+    form = getattr(tracker, "form", None)
+    suffix = f" ({form.value.replace('_', ' ')})" if form is not None else ""
+    return "InMemoryDelayedDeliveryTracker" + suffix
+
+
+def buffer_memory_usage(tracker: Any) -> int:
+    """``getBufferMemoryUsage()``: what stats print as ``delayedMessageIndexSizeInBytes``.
+
+    In-memory tracker: its queue's (4.1: its bitmaps') estimated bytes; bucket tracker: the mutable
+    bucket's and the shared queue's ``bytesCapacity`` (the bitmaps and stored segments are not counted).
+    """
+    if isinstance(tracker, BucketDelayedDeliveryTracker):
+        return tracker.buffer_memory_usage()
+    return tracker.memory_bytes()
+
+
+def _int(config: Mapping[str, Any], key: str, minimum: int) -> int:
+    value = config[key]
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"broker setting {key} must be an integer, got {type(value).__name__} {value!r}")
+    if value < minimum:
+        raise IllegalArgumentException(f"broker setting {key} must be >= {minimum}, got {value}")
+    return value
+
+
+def _bool(config: Mapping[str, Any], key: str) -> bool:
+    value = config[key]
+    if not isinstance(value, bool):
+        raise TypeError(f"broker setting {key} must be true or false, got {type(value).__name__} {value!r}")
+    return value

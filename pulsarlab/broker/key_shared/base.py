@@ -1,0 +1,150 @@
+"""The contract every Key_Shared selector model fulfils, and the consumer identity it works on.
+
+Models the `StickyKeyConsumerSelector` interface (reference §2). A selector maps a sticky-key hash to
+one consumer. Selectors are pure state machines: no clock, no event log; the scenario driver
+(`pulsarlab.scenarios.key_shared`) diffs their snapshots to produce events for the views.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from pulsarlab.hashing import make_sticky_key_hash, make_sticky_key_hash_bulk, murmur3_32_bulk
+from pulsarlab.profiles import Profile
+
+NO_CONSUMER = -1  # what the bulk path returns where select() would return None
+
+
+@dataclass(frozen=True, eq=False)
+class Consumer:
+    """What a selector knows of a consumer: Pulsar's consumerId, its name, priority and sticky ranges.
+
+    Equality is by ``id`` (Pulsar compares consumerId plus client address; the lab has one address).
+    ``ranges`` is the KeySharedMeta hash-range list of a STICKY consumer, in the given order, or None
+    for "no KeySharedMeta". The broker model's consumers expose the same four attributes.
+    """
+
+    id: int
+    name: str
+    priority: int = 0
+    ranges: tuple[tuple[int, int], ...] | None = None
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Consumer) and other.id == self.id
+
+    def __hash__(self) -> int:
+        return hash(self.id)
+
+    def __str__(self) -> str:
+        # Pulsar's Consumer.toString() with no subscription attached (golden README §2.4)
+        return f"Consumer{{consumerId={self.id}, consumerName={self.name}}}"
+
+
+@dataclass(frozen=True)
+class HashRange:
+    """An inclusive hash range [start, end] (Pulsar's `Range`); ``str`` is Pulsar's ``[s, e]``."""
+
+    start: int
+    end: int
+
+    def __str__(self) -> str:
+        return f"[{self.start}, {self.end}]"
+
+    @property
+    def size(self) -> int:
+        return self.end - self.start + 1
+
+    def contains(self, h: int) -> bool:
+        return self.start <= h <= self.end
+
+
+@dataclass(frozen=True)
+class ImpactedConsumers:
+    """4.x `ImpactedConsumersResult`: per consumer, the merged hash ranges it lost and gained."""
+
+    removed: dict[Any, list[tuple[int, int]]]
+    added: dict[Any, list[tuple[int, int]]]
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.removed
+
+
+class StickyKeyConsumerSelector(abc.ABC):
+    """Base class of the three selectors. Subclasses implement the abstract methods.
+
+    ``select`` takes the hash value Pulsar's ``select(int)`` receives under the profile (3.x: the
+    31-bit masked hash; 4.x: already reduced into ``key_hash_range()``).
+    """
+
+    kind: str = ""  # "auto_split" | "consistent_hashing" | "sticky"
+
+    def __init__(self, profile: Profile) -> None:
+        self.profile = profile
+
+    # -- membership ---------------------------------------------------------------------------
+    @abc.abstractmethod
+    def add_consumer(self, consumer: Consumer) -> ImpactedConsumers | None:
+        """Attach a consumer; raises ConsumerAssignException as Pulsar fails. 4.x may return impacts."""
+
+    @abc.abstractmethod
+    def remove_consumer(self, consumer: Consumer) -> ImpactedConsumers | None:
+        """Detach a consumer (unknown consumers: as the modelled version does)."""
+
+    @property
+    @abc.abstractmethod
+    def consumers(self) -> list[Consumer]:
+        """Attached consumers, in attach order."""
+
+    # -- selection ----------------------------------------------------------------------------
+    @abc.abstractmethod
+    def key_hash_range(self) -> tuple[int, int]:
+        """The inclusive range 4.x reduces sticky-key hashes into (3.x: what select() covers)."""
+
+    @abc.abstractmethod
+    def select(self, key_hash: int) -> Consumer | None:
+        """The consumer for a sticky-key hash, or None."""
+
+    def make_sticky_key_hash(self, key: str | bytes) -> int:
+        return make_sticky_key_hash(key, self.profile, self.key_hash_range())
+
+    def select_key(self, key: str | bytes) -> Consumer | None:
+        """The consumer for a sticky key (its bytes, or text hashed as UTF-8)."""
+        return self.select(self.make_sticky_key_hash(key))
+
+    @abc.abstractmethod
+    def select_bulk(self, key_hashes: np.ndarray) -> np.ndarray:
+        """Vectorised ``select``: an int64 array of consumer ids, NO_CONSUMER where none. No Python
+        loop per hash."""
+
+    def sticky_hashes_bulk(self, keys: Sequence[str | bytes] | np.ndarray) -> np.ndarray:
+        """Vectorised ``make_sticky_key_hash`` (keys, or masked murmur hashes as an int64 array)."""
+        return make_sticky_key_hash_bulk(keys, self.profile, self.key_hash_range())
+
+    def select_keys_bulk(self, keys: Iterable[str | bytes]) -> np.ndarray:
+        """Consumer ids for many keys: bulk hash, then vectorised select."""
+        masked = murmur3_32_bulk(list(keys))
+        return self.select_bulk(self.sticky_hashes_bulk(masked))
+
+    # -- reporting ----------------------------------------------------------------------------
+    @abc.abstractmethod
+    def consumer_key_hash_ranges(self) -> dict[Consumer, list[tuple[int, int]]]:
+        """`getConsumerKeyHashRanges()` exactly as the modelled version reports it, quirks included."""
+
+    def assignments(self) -> list[tuple[int, int, Consumer]]:
+        """The hash ranges and owners, sorted and non-overlapping (4.x `ConsumerHashAssignmentsSnapshot`)."""
+        out = [(s, e, c) for c, ranges in self.consumer_key_hash_ranges().items() for s, e in ranges]
+        return sorted(out, key=lambda t: (t[0], t[1]))
+
+    @abc.abstractmethod
+    def snapshot(self) -> dict[str, Any]:
+        """An immutable, JSON-friendly picture of the internal state, for views and the scenario diff.
+
+        Keys by kind: auto_split ``{"range_map": [(upper, id), ...]}``; consistent_hashing
+        ``{"ring": [(point, selected_id, (other ids...)), ...]}``; sticky ``{"ranges": [(start, end,
+        id), ...]}``. Every kind also has ``"consumers": [(id, name), ...]`` in attach order.
+        """

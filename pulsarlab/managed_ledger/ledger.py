@@ -1,0 +1,552 @@
+"""The managed ledger: a topic's append-only log of entries, split into ledgers that roll over.
+
+Models `org.apache.bookkeeper.mledger.impl.ManagedLedgerImpl` (reference §7.2, §11): entries are
+appended to the current ledger; after ``managedLedgerMaxEntriesPerLedger`` entries (or
+``managedLedgerMaxSizePerLedgerMbytes``, or ``managedLedgerMaxLedgerRolloverTimeMinutes`` since it was
+created, checked on add, never before ``managedLedgerMinLedgerRolloverTimeMinutes``) the ledger is closed
+and a new, empty one is created at once. ``lastConfirmedEntry`` then stays on the closed ledger's last
+entry (Pulsar's "bypass empty ledgers" rule), and only an empty topic shows ``"L:-1"``. Position
+arithmetic (`getNextValidPosition`, `getPreviousPosition`, `isValidPosition`, `getNumberOfEntries`)
+follows the Java code, quirks included: the next valid position after a closed ledger's last entry
+is that ledger's ``E+1`` while it is the last confirmed one, and the first entry of the next ledger after.
+
+Ledger ids come from one lab-wide `LedgerIdAllocator` (BookKeeper ids are global), starting at
+``FIRST_LEDGER_ID``; cursor ledgers take no ids in the model.
+
+Simplifies: no BookKeeper (writes complete synchronously, no pending adds, no failures), no entry
+cache, no trimming of consumed ledgers (every ledger stays, so views can show history; Pulsar with
+zero retention would delete fully consumed ledgers), no offload, no periodic time-based rollover task.
+``LedgerInfo.entries``/``size`` hold the true counts for every ledger; stats-internal prints 0 for the
+open ledger as Pulsar's ledger metadata does. ``managedLedgerMinLedgerRolloverTimeMinutes`` defaults to
+0 here (Pulsar's broker default is 10) unless the config sets it, so small labs roll at once, as
+Pulsar's own ManagedCursorTest does. Entries are kept as plain tuples (`EntryData.stored`) and every read
+returns new, equal `EntryData` objects, so the many stored entries stay out of the garbage collector's walks.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from bisect import bisect_left
+from dataclasses import dataclass
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from pulsarlab.clock import Scheduler
+from pulsarlab.errors import PulsarError
+from pulsarlab.events import EventLog, event_type
+from pulsarlab.messages import EntryData
+from pulsarlab.managed_ledger.position import Position, make_position
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pulsarlab.managed_ledger.cursor import ManagedCursor
+
+FIRST_LEDGER_ID = 3  # the first ledger id the lab hands out (a fresh standalone's first topic ledger is similar)
+
+_MB = 1024 * 1024
+_MINUTE_MS = 60_000
+
+
+# ---------------------------------------------------------------------------------------------
+# Pulsar's ManagedLedgerException family (org.apache.bookkeeper.mledger.ManagedLedgerException)
+
+_MLE = "org.apache.bookkeeper.mledger.ManagedLedgerException"
+
+
+class ManagedLedgerException(PulsarError):
+    """`ManagedLedgerException`: the managed ledger / cursor failed an operation (a failed future)."""
+
+    java_class = _MLE
+
+    def __init__(self, message: str, *, via: str = "future") -> None:
+        super().__init__(message, via=via)
+
+    @classmethod
+    def wrapping(cls, error: PulsarError) -> "ManagedLedgerException":
+        """`getManagedLedgerException(e)`: ``new ManagedLedgerException(e)``, whose message is ``e.toString()``."""
+        if isinstance(error, ManagedLedgerException):
+            return error
+        return cls(f"{error.java_class}: {error.message}")
+
+
+class CursorNotFoundException(ManagedLedgerException):
+    java_class = _MLE + "$CursorNotFoundException"
+
+
+class CursorAlreadyClosedException(ManagedLedgerException):
+    java_class = _MLE + "$CursorAlreadyClosedException"
+
+
+class NonRecoverableLedgerException(ManagedLedgerException):
+    java_class = _MLE + "$NonRecoverableLedgerException"
+
+
+class LedgerNotExistException(NonRecoverableLedgerException):
+    java_class = _MLE + "$LedgerNotExistException"
+
+
+# ---------------------------------------------------------------------------------------------
+# Events (declared once; emitted only while the log is enabled)
+
+ENTRY_WRITTEN = event_type(
+    "entry_written",
+    "topic:str ledger:int entry:int messages:int size:int",
+    "{topic}: entry {ledger}:{entry} written ({messages} message(s), {size} bytes)",
+    rule="ManagedLedgerImpl.addEntry appends to the current ledger; the entry id counts from 0 in each ledger",
+)
+LEDGER_ROLLED = event_type(
+    "ledger_rolled",
+    "topic:str closed:int entries:int opened:int why:str",
+    "{topic}: ledger {closed} closed with {entries} entries, new ledger {opened} opened ({why})",
+    rule="a full ledger is closed and a new one created; positions continue at entry 0 of the new ledger",
+)
+
+ROLLED_FULL = "managedLedgerMaxEntriesPerLedger reached"
+ROLLED_SIZE = "managedLedgerMaxSizePerLedgerMbytes reached"
+ROLLED_TIME = "managedLedgerMaxLedgerRolloverTimeMinutes passed"
+ROLLED_RESTART = "topic reloaded: the old ledger is closed and a new one opened"
+
+
+def format_timestamp(millis: int) -> str:
+    """Pulsar's `DateFormatter.format(ms)` on a UTC broker: ISO_OFFSET_DATE_TIME, e.g. ``2026-01-01T00:00:00.5Z``.
+
+    Seconds are always printed; the fraction is omitted when zero and otherwise printed without
+    trailing zeros (Java's ``appendFraction(NANO_OF_SECOND, 0, 9, true)``).
+    """
+    seconds, ms = divmod(int(millis), 1000)
+    moment = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc) + _dt.timedelta(seconds=seconds)
+    text = moment.strftime("%Y-%m-%dT%H:%M:%S")
+    if ms:
+        text += "." + f"{ms:03d}".rstrip("0")
+    return text + "Z"
+
+
+class LedgerIdAllocator:
+    """Hands out ledger ids for the whole lab, in order, starting at ``first_id`` (BookKeeper's ids are global)."""
+
+    def __init__(self, first_id: int = FIRST_LEDGER_ID) -> None:
+        if type(first_id) is not int or first_id < 0:
+            raise ValueError(f"the first ledger id must be a non-negative int, got {first_id!r}")
+        self._next = first_id
+
+    def next(self) -> int:
+        """The next unused ledger id."""
+        value = self._next
+        self._next += 1
+        return value
+
+
+@dataclass
+class LedgerInfo:
+    """One ledger of a managed ledger (`MLDataFormats.ManagedLedgerInfo.LedgerInfo`): id, entries, bytes."""
+
+    ledger_id: int
+    entries: int = 0
+    size: int = 0
+
+
+def _config_int(config: dict[str, Any], key: str, default: int, minimum: int) -> int:
+    value = config.get(key, default)
+    if type(value) is not int or value < minimum:
+        raise ValueError(f"broker setting {key} must be an integer >= {minimum}, got {value!r}")
+    return value
+
+
+_from_stored = EntryData.from_stored
+_BLOCK = 1024  # stored entries per block
+
+
+class _StoredEntries:
+    """One ledger's entries in `EntryData.stored` form: full blocks of _BLOCK entries as tuples, the rest in a list.
+
+    A block is a tuple of untracked tuples, which the cyclic garbage collector stops tracking: a full collection
+    then walks a few blocks instead of every entry of the ledger (one list of entries costs it a memory access per
+    entry, on each full collection)."""
+
+    __slots__ = ("blocks", "tail")
+
+    def __init__(self) -> None:
+        self.blocks: list[tuple] = []
+        self.tail: list[tuple] = []
+
+    def append(self, stored: tuple) -> None:
+        tail = self.tail
+        tail.append(stored)
+        if len(tail) == _BLOCK:
+            self.blocks.append(tuple(tail))
+            self.tail = []
+
+    def __len__(self) -> int:
+        return len(self.blocks) * _BLOCK + len(self.tail)
+
+    def __getitem__(self, i: int) -> tuple:
+        """Entry ``i`` (0 <= i < len)."""
+        b, r = divmod(i, _BLOCK)
+        blocks = self.blocks
+        return blocks[b][r] if b < len(blocks) else self.tail[r]
+
+
+class _LedgerEntries(Sequence):
+    """A read-only view of one ledger's stored entries, made into `EntryData` objects as they are read."""
+
+    __slots__ = ("_stored",)
+
+    def __init__(self, stored: _StoredEntries) -> None:
+        self._stored = stored
+
+    def __len__(self) -> int:
+        return len(self._stored)
+
+    def __getitem__(self, i):  # type: ignore[override]
+        stored = self._stored
+        if isinstance(i, slice):
+            return [_from_stored(stored[j]) for j in range(*i.indices(len(stored)))]
+        n = len(stored)
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError("ledger entry index out of range")
+        return _from_stored(stored[i])
+
+
+class ManagedLedger:
+    """One topic's managed ledger and its cursors (one per subscription).
+
+    ``config`` is the broker configuration (`Profile.broker_config()`); ``scheduler`` gives the
+    virtual time for timestamps and events. Public attributes mirror `ManagedLedgerImpl`'s getters.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        scheduler: Scheduler,
+        config: dict[str, Any],
+        ledger_ids: LedgerIdAllocator,
+        events: EventLog | None = None,
+    ) -> None:
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"a managed ledger needs a non-empty name, got {name!r}")
+        self.name = name
+        self.scheduler = scheduler
+        self.config = config
+        self.events = events
+        self._name_sid: int | None = None  # the event log's id of ``name``
+        self._ledger_ids = ledger_ids
+        self.max_entries_per_ledger = _config_int(config, "managedLedgerMaxEntriesPerLedger", 50000, 1)
+        self._max_ledger_bytes = _config_int(config, "managedLedgerMaxSizePerLedgerMbytes", 2048, 1) * _MB
+        self._min_rollover_ms = _config_int(config, "managedLedgerMinLedgerRolloverTimeMinutes", 0, 0) * _MINUTE_MS
+        self._max_rollover_ms = _config_int(config, "managedLedgerMaxLedgerRolloverTimeMinutes", 240, 0) * _MINUTE_MS
+
+        self.ledgers: list[LedgerInfo] = []
+        self._ids: list[int] = []  # ledger ids, ascending (the ledgers map's key order)
+        self._info: dict[int, LedgerInfo] = {}
+        # per ledger, its entries in `EntryData.stored` form (untracked by the cyclic garbage collector); reads
+        # make `EntryData` objects from them
+        self._entries: dict[int, _StoredEntries] = {}
+        # (Position, EntryData) of the last entry written: a dispatcher waiting at the end of the topic reads it at
+        # once, and gets these objects instead of new ones made from the stored form
+        self._last_written: tuple[Position, EntryData] | None = None
+        self.cursors: dict[str, ManagedCursor] = {}
+
+        self.entries_added_counter = 0
+        self._stored_entries = 0  # getNumberOfEntries(): every entry the ledgers hold
+        self.total_size = 0
+        self.current_ledger_entries = 0
+        self.current_ledger_size = 0
+        self.last_ledger_created_timestamp = 0
+        self.state = "LedgerOpened"
+        self.last_confirmed_entry = Position(-1, -1)
+        self._open_new_ledger()
+
+    # ------------------------------------------------------------------ writing
+
+    def add_entry(self, data: EntryData, size: int | None = None) -> Position:
+        """`addEntry`: append one entry to the current ledger; roll the ledger over when it is full.
+
+        ``size`` is ``data.size`` when the caller already computed it."""
+        lid = self._current_id
+        info = self._current_info
+        pos = make_position(lid, info.entries)  # the current ledger's entry count is its next entry id
+        self._current_entries.append(data.stored())
+        self._last_written = (pos, data)
+        if size is None:
+            size = data.size
+        info.entries += 1
+        info.size += size
+        self.current_ledger_entries += 1
+        self.current_ledger_size += size
+        self.entries_added_counter += 1
+        self._stored_entries += 1
+        self.total_size += size
+        self.last_confirmed_entry = pos
+        log = self.events
+        if log is not None and log.enabled:
+            name_sid = self._name_sid
+            if name_sid is None:  # interned at first use, as `append` would
+                name_sid = self._name_sid = log.intern(self.name)
+            n = data.metadata.num_messages_in_batch
+            log.append_row(ENTRY_WRITTEN, self.scheduler.now(), name_sid, lid, pos.entry_id, 1 if n is None else n,
+                           size)
+        # currentLedgerIsFull(), asked only when a limit may be reached (the common write reaches none)
+        if (self.current_ledger_entries >= self.max_entries_per_ledger
+                or self.current_ledger_size >= self._max_ledger_bytes
+                or self.scheduler.now() - self.last_ledger_created_timestamp >= self._max_rollover_ms):
+            why = self._current_ledger_full()
+            if why is not None:
+                self._roll(why)
+        return pos
+
+    def _current_ledger_full(self) -> str | None:
+        """`currentLedgerIsFull()`: why the current ledger must close after this write, or None."""
+        if self.current_ledger_entries >= self.max_entries_per_ledger:
+            why = ROLLED_FULL
+        elif self.current_ledger_size >= self._max_ledger_bytes:
+            why = ROLLED_SIZE
+        else:
+            age = self.scheduler.now() - self.last_ledger_created_timestamp
+            if age < self._max_rollover_ms:
+                return None
+            why = ROLLED_TIME
+        if self._min_rollover_ms > 0 and not (
+            self.scheduler.now() - self.last_ledger_created_timestamp > self._min_rollover_ms
+        ):
+            return None
+        return why
+
+    def _open_new_ledger(self) -> None:
+        """`createComplete` / `initializeBookKeeper`: a new ledger; the last confirmed entry bypasses empty ledgers."""
+        lid = self._ledger_ids.next()
+        if self._ids and lid <= self._ids[-1]:
+            raise ValueError(f"ledger id {lid} is not above the last ledger {self._ids[-1]} of {self.name}")
+        info = LedgerInfo(lid)
+        self.ledgers.append(info)
+        self._ids.append(lid)
+        self._info[lid] = info
+        self._current_id = lid
+        self._current_info = info
+        self._current_entries = self._entries[lid] = _StoredEntries()
+        self.current_ledger_entries = 0
+        self.current_ledger_size = 0
+        self.last_ledger_created_timestamp = self.scheduler.now()
+        lce = Position(lid, -1)
+        for older in reversed(self._ids[:-1]):
+            entries = self._info[older].entries
+            lce = Position(older, entries - 1)
+            if entries > 0:
+                break
+        self.last_confirmed_entry = lce
+
+    def _roll(self, why: str) -> None:
+        closed = self._current_id
+        entries = self._current_info.entries
+        if entries == 0:  # an empty ledger is deleted on close
+            self._drop_ledger(closed)
+        self._open_new_ledger()
+        log = self.events
+        if log is not None and log.enabled:
+            log.append(
+                LEDGER_ROLLED, self.scheduler.now(), topic=self.name, closed=closed, entries=entries,
+                opened=self._current_id, why=why,
+            )
+
+    def _drop_ledger(self, lid: int) -> None:
+        i = self._ids.index(lid)
+        del self._ids[i], self.ledgers[i]
+        del self._info[lid], self._entries[lid]
+
+    # ------------------------------------------------------------------ reading
+
+    def read_entry(self, pos: Position) -> EntryData:
+        """`asyncReadEntry(position)`: the stored entry, or Pulsar's read failure."""
+        entries = self._entries.get(pos.ledger_id)
+        if entries is None:
+            raise LedgerNotExistException(
+                "Message not found, the ledgerId does not belong to this topic or has been deleted"
+            )
+        e = pos.entry_id
+        if e < 0:
+            raise ManagedLedgerException("Incorrect parameter input")  # BKException IncorrectParameterException
+        if e >= len(entries):
+            raise NonRecoverableLedgerException("Error while reading ledger")  # BKException ReadException
+        return _from_stored(entries[e])
+
+    def entries_of(self, ledger_id: int) -> Sequence[EntryData]:
+        """The entries written to one ledger, in entry-id order (read-only view for snapshots)."""
+        return _LedgerEntries(self._entries[ledger_id])
+
+    @property
+    def current_ledger_id(self) -> int:
+        return self._current_id
+
+    # ------------------------------------------------------------------ position arithmetic
+
+    def _is_valid(self, ledger_id: int, entry_id: int) -> bool:
+        """`isValidPosition`."""
+        if entry_id < 0:
+            return False
+        lce = self.last_confirmed_entry
+        if ledger_id > lce.ledger_id:
+            return False
+        if ledger_id == lce.ledger_id:
+            return entry_id <= lce.entry_id + 1
+        info = self._info.get(ledger_id)
+        if info is None:
+            return False  # a missing ledger older than the last confirmed one
+        return entry_id < info.entries
+
+    def is_valid_position(self, pos: Position) -> bool:
+        """`isValidPosition`: an existing entry, or the slot right after the last confirmed entry."""
+        return self._is_valid(pos.ledger_id, pos.entry_id)
+
+    def _next_valid(self, ledger_id: int, entry_id: int) -> tuple[int, int]:
+        """`getNextValidPosition` on ints."""
+        entry_id = entry_id + 1 if entry_id >= 0 else 0
+        ids = self._ids
+        while not self._is_valid(ledger_id, entry_id):
+            i = bisect_left(ids, ledger_id + 1)
+            if i == len(ids):  # no later ledger: fall back to the position after the last confirmed entry
+                lce = self.last_confirmed_entry
+                return lce.ledger_id, lce.entry_id + 1 if lce.entry_id >= 0 else 0
+            ledger_id, entry_id = ids[i], 0
+        return ledger_id, entry_id
+
+    def next_valid_position(self, pos: Position) -> Position:
+        """`getNextValidPosition`: the next entry after ``pos`` (crossing ledgers), or the slot after the last one."""
+        return self.position_of(*self._next_valid(pos.ledger_id, pos.entry_id))
+
+    def _previous(self, ledger_id: int, entry_id: int) -> tuple[int, int]:
+        """`getPreviousPosition` on ints."""
+        if entry_id > 0:
+            return ledger_id, entry_id - 1
+        ids = self._ids
+        i = bisect_left(ids, ledger_id)
+        if i == 0:
+            return ledger_id, -1
+        for j in range(i - 1, -1, -1):
+            entries = self._info[ids[j]].entries
+            if entries > 0:
+                return ids[j], entries - 1
+        return ids[0], -1
+
+    def previous_position(self, pos: Position) -> Position:
+        """`getPreviousPosition`: the entry before ``pos`` (maybe an earlier ledger's last entry), or ``L:-1``."""
+        return self.position_of(*self._previous(pos.ledger_id, pos.entry_id))
+
+    def _count(self, from_l: int, from_e: int, from_incl: bool, to_l: int, to_e: int, to_incl: bool) -> int:
+        """`getNumberOfEntries(Range)`: entries between two positions, by Java's arithmetic."""
+        if from_l == to_l:
+            return to_e - from_e - 1 + from_incl + to_incl
+        count = to_e + to_incl
+        info = self._info.get(from_l)
+        if info is not None:
+            count += info.entries - (from_e + 1) + from_incl
+        ids = self._ids
+        for j in range(bisect_left(ids, from_l + 1), bisect_left(ids, to_l)):
+            count += self._info[ids[j]].entries
+        return count
+
+    def number_of_entries(self, start_exclusive: Position | None = None,
+                          end_inclusive: Position | None = None) -> int:
+        """`getNumberOfEntries(Range.openClosed(start, end))`; with no arguments `getNumberOfEntries()`, all entries."""
+        if start_exclusive is None and end_inclusive is None:
+            return self._stored_entries
+        if start_exclusive is None or end_inclusive is None:
+            raise TypeError("number_of_entries takes both start_exclusive and end_inclusive, or neither")
+        return self._count(start_exclusive.ledger_id, start_exclusive.entry_id, False,
+                           end_inclusive.ledger_id, end_inclusive.entry_id, True)
+
+    def position_of(self, ledger_id: int, entry_id: int) -> Position:
+        """The Position (ledger, entry). Positions are made when asked for, not stored per entry: a stored one
+        would be one more object per entry for every full garbage collection to walk."""
+        return make_position(ledger_id, entry_id)
+
+    def read_run(self, ledger_id: int, first: int, end: int) -> list[tuple[Position, EntryData]]:
+        """Entries ``first .. end-1`` of one ledger with their positions (for the cursor's reads; trusted bounds)."""
+        last = self._last_written
+        if end - first == 1 and last is not None and last[0].entry_id == first and last[0].ledger_id == ledger_id:
+            return [last]
+        entries = self._entries[ledger_id]
+        return [(make_position(ledger_id, i), _from_stored(entries[i])) for i in range(first, end)]
+
+    def _ceiling_ledger(self, ledger_id: int) -> int | None:
+        """`ledgers.ceilingKey(ledger_id)`."""
+        i = bisect_left(self._ids, ledger_id)
+        return self._ids[i] if i < len(self._ids) else None
+
+    def first_position(self) -> Position:
+        """`getFirstPosition()`: ``(first ledger, -1)``."""
+        first = self._ids[0]
+        if first > self.last_confirmed_entry.ledger_id:
+            first = self.last_confirmed_entry.ledger_id
+        return Position(first, -1)
+
+    # ------------------------------------------------------------------ cursors
+
+    def open_cursor(self, name: str, initial_position: Any = "Latest") -> "ManagedCursor":
+        """`openCursor(name, initialPosition)`: the existing cursor of that name, or a new durable one."""
+        from pulsarlab.managed_ledger.cursor import ManagedCursor
+
+        cursor = self.cursors.get(name)
+        if cursor is not None:
+            return cursor
+        cursor = ManagedCursor(self, name, initial_position)
+        self.cursors[name] = cursor
+        return cursor
+
+    def delete_cursor(self, name: str) -> None:
+        """`deleteCursor(name)`: remove the subscription's cursor; its handle fails from now on."""
+        cursor = self.cursors.pop(name, None)
+        if cursor is None:
+            raise CursorNotFoundException(f"ManagedCursor not found: {name}")
+        cursor._close()
+
+    # ------------------------------------------------------------------ restart
+
+    def restart(self) -> None:
+        """Unload and reload the topic: keep what Pulsar persists, drop what lives only in memory.
+
+        Like `ManagedLedgerImpl.initializeBookKeeper` on reopen: the open ledger is closed (deleted if
+        empty), a new ledger is created, ``entriesAddedCounter`` restarts at 0. Each cursor recovers
+        its persisted mark-delete position, properties, individually deleted ranges (up to
+        ``managedLedgerMaxUnackedRangesToPersist`` + 1, Java's off-by-one) and batch ack sets (up to
+        ``managedLedgerMaxBatchDeletedIndexToPersist``), and reads again from the mark-delete position.
+        """
+        saved = {name: cursor._persisted_state() for name, cursor in self.cursors.items()}
+        self.entries_added_counter = 0
+        self._roll(ROLLED_RESTART)
+        for name, cursor in self.cursors.items():
+            cursor._recover(*saved[name])
+
+    # ------------------------------------------------------------------ stats
+
+    def stats_internal(self) -> dict[str, Any]:
+        """`pulsar-admin topics stats-internal`: `PersistentTopicInternalStats` in its JSON shape (reference §11)."""
+        current = self._current_id
+        return {
+            "entriesAddedCounter": self.entries_added_counter,
+            "numberOfEntries": self._stored_entries,
+            "totalSize": self.total_size,
+            "currentLedgerEntries": self.current_ledger_entries,
+            "currentLedgerSize": self.current_ledger_size,
+            "lastLedgerCreatedTimestamp": format_timestamp(self.last_ledger_created_timestamp),
+            "waitingCursorsCount": sum(1 for c in self.cursors.values() if c.waiting_read_op),
+            "pendingAddEntriesCount": 0,
+            "lastConfirmedEntry": str(self.last_confirmed_entry),
+            "state": self.state,
+            "ledgers": [
+                {
+                    "ledgerId": info.ledger_id,
+                    "entries": 0 if info.ledger_id == current else info.entries,
+                    "size": 0 if info.ledger_id == current else info.size,
+                    "offloaded": False,
+                    "underReplicated": False,
+                }
+                for info in self.ledgers
+            ],
+            "cursors": {name: cursor.stats_internal() for name, cursor in self.cursors.items()},
+            "schemaLedgers": [],
+            "compactedLedger": {"ledgerId": -1, "entries": -1, "size": -1, "offloaded": False},
+        }
+
+    def __repr__(self) -> str:
+        return (f"ManagedLedger({self.name!r}, ledgers={[i.ledger_id for i in self.ledgers]}, "
+                f"lastConfirmedEntry={self.last_confirmed_entry})")
