@@ -352,7 +352,7 @@ def test_event_types_are_declared() -> None:
 def test_stats_timestamps_use_pulsars_date_formatter():
     # Pulsar stamps connectedSince and the ledger/cursor timestamps with one DateFormatter (ISO_OFFSET_DATE_TIME:
     # the fraction without trailing zeros), so all of them print alike.
-    from pulsarlab.managed_ledger.ledger import format_timestamp
+    from pulsarlab.date_format import format_timestamp
 
     lab = pl.Lab(version="4.0", seed=3, start_ms=1_080)
     consumer = lab.client().subscribe("ts", "sub", consumer_name="c1")

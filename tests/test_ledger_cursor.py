@@ -15,16 +15,14 @@ from pulsarlab.managed_ledger.cursor import (
     ack_set_bits,
     ack_set_words,
 )
-from pulsarlab.managed_ledger.ledger import (
-    FIRST_LEDGER_ID,
+from pulsarlab.date_format import format_timestamp
+from pulsarlab.managed_ledger.exceptions import (
     CursorAlreadyClosedException,
     CursorNotFoundException,
-    LedgerIdAllocator,
     LedgerNotExistException,
-    ManagedLedger,
     ManagedLedgerException,
-    format_timestamp,
 )
+from pulsarlab.managed_ledger.ledger import FIRST_LEDGER_ID, LedgerIdAllocator, ManagedLedger
 from pulsarlab.managed_ledger.position import Position
 from pulsarlab.clock import Scheduler
 from pulsarlab.errors import IllegalArgumentException

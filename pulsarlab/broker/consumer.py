@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from pulsarlab import model_events as ev
 from pulsarlab.broker.dispatch.draining import PendingAcksMap
-from pulsarlab.managed_ledger.ledger import format_timestamp
+from pulsarlab.date_format import format_timestamp
 from pulsarlab.broker.redelivery import MessageRate
 
 if TYPE_CHECKING:  # pragma: no cover

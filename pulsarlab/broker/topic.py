@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 from pulsarlab import model_events as ev
 from pulsarlab.errors import NotAllowedException
 from pulsarlab.events import event_type
-from pulsarlab.managed_ledger.ledger import ManagedLedger, format_timestamp
+from pulsarlab.date_format import format_timestamp
+from pulsarlab.managed_ledger.ledger import ManagedLedger
 from pulsarlab.managed_ledger.position import Position
 from pulsarlab.broker.subscription import PersistentSubscription
 

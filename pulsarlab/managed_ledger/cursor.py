@@ -35,11 +35,8 @@ from sortedcontainers import SortedDict
 
 from pulsarlab.errors import IllegalArgumentException, PulsarError
 from pulsarlab.events import event_type
-from pulsarlab.managed_ledger.ledger import (
-    CursorAlreadyClosedException,
-    ManagedLedgerException,
-    format_timestamp,
-)
+from pulsarlab.date_format import format_timestamp
+from pulsarlab.managed_ledger.exceptions import CursorAlreadyClosedException, ManagedLedgerException
 from pulsarlab.managed_ledger.position import EARLIEST, LATEST, Position, make_position
 from pulsarlab.managed_ledger.rangeset import OpenLongPairRangeSet
 

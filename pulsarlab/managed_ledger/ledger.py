@@ -25,63 +25,28 @@ returns new, equal `EntryData` objects, so the many stored entries stay out of t
 
 from __future__ import annotations
 
-import datetime as _dt
 from bisect import bisect_left
 from dataclasses import dataclass
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from pulsarlab.clock import Scheduler
-from pulsarlab.errors import PulsarError
 from pulsarlab.events import EventLog, event_type
 from pulsarlab.messages import EntryData
+from pulsarlab.date_format import format_timestamp
+from pulsarlab.managed_ledger.cursor import ManagedCursor
+from pulsarlab.managed_ledger.exceptions import (
+    CursorNotFoundException,
+    LedgerNotExistException,
+    ManagedLedgerException,
+    NonRecoverableLedgerException,
+)
 from pulsarlab.managed_ledger.position import Position, make_position
-
-if TYPE_CHECKING:  # pragma: no cover
-    from pulsarlab.managed_ledger.cursor import ManagedCursor
 
 FIRST_LEDGER_ID = 3  # the first ledger id the lab hands out (a fresh standalone's first topic ledger is similar)
 
 _MB = 1024 * 1024
 _MINUTE_MS = 60_000
-
-
-# ---------------------------------------------------------------------------------------------
-# Pulsar's ManagedLedgerException family (org.apache.bookkeeper.mledger.ManagedLedgerException)
-
-_MLE = "org.apache.bookkeeper.mledger.ManagedLedgerException"
-
-
-class ManagedLedgerException(PulsarError):
-    """`ManagedLedgerException`: the managed ledger / cursor failed an operation (a failed future)."""
-
-    java_class = _MLE
-
-    def __init__(self, message: str, *, via: str = "future") -> None:
-        super().__init__(message, via=via)
-
-    @classmethod
-    def wrapping(cls, error: PulsarError) -> "ManagedLedgerException":
-        """`getManagedLedgerException(e)`: ``new ManagedLedgerException(e)``, whose message is ``e.toString()``."""
-        if isinstance(error, ManagedLedgerException):
-            return error
-        return cls(f"{error.java_class}: {error.message}")
-
-
-class CursorNotFoundException(ManagedLedgerException):
-    java_class = _MLE + "$CursorNotFoundException"
-
-
-class CursorAlreadyClosedException(ManagedLedgerException):
-    java_class = _MLE + "$CursorAlreadyClosedException"
-
-
-class NonRecoverableLedgerException(ManagedLedgerException):
-    java_class = _MLE + "$NonRecoverableLedgerException"
-
-
-class LedgerNotExistException(NonRecoverableLedgerException):
-    java_class = _MLE + "$LedgerNotExistException"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -104,20 +69,6 @@ ROLLED_FULL = "managedLedgerMaxEntriesPerLedger reached"
 ROLLED_SIZE = "managedLedgerMaxSizePerLedgerMbytes reached"
 ROLLED_TIME = "managedLedgerMaxLedgerRolloverTimeMinutes passed"
 ROLLED_RESTART = "topic reloaded: the old ledger is closed and a new one opened"
-
-
-def format_timestamp(millis: int) -> str:
-    """Pulsar's `DateFormatter.format(ms)` on a UTC broker: ISO_OFFSET_DATE_TIME, e.g. ``2026-01-01T00:00:00.5Z``.
-
-    Seconds are always printed; the fraction is omitted when zero and otherwise printed without
-    trailing zeros (Java's ``appendFraction(NANO_OF_SECOND, 0, 9, true)``).
-    """
-    seconds, ms = divmod(int(millis), 1000)
-    moment = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc) + _dt.timedelta(seconds=seconds)
-    text = moment.strftime("%Y-%m-%dT%H:%M:%S")
-    if ms:
-        text += "." + f"{ms:03d}".rstrip("0")
-    return text + "Z"
 
 
 class LedgerIdAllocator:
@@ -483,8 +434,6 @@ class ManagedLedger:
 
     def open_cursor(self, name: str, initial_position: Any = "Latest") -> "ManagedCursor":
         """`openCursor(name, initialPosition)`: the existing cursor of that name, or a new durable one."""
-        from pulsarlab.managed_ledger.cursor import ManagedCursor
-
         cursor = self.cursors.get(name)
         if cursor is not None:
             return cursor

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pulsarlab.admin import ConflictException, NotFoundException, PreconditionFailedException
-from pulsarlab.managed_ledger.ledger import ManagedLedgerException
+from pulsarlab.managed_ledger.exceptions import ManagedLedgerException
 from pulsarlab.errors import (
     ConsumerAssignException, ConsumerBusyException, IllegalArgumentException, NotAllowedException,
     ServerMetadataException, SubscriptionBusyException,
