@@ -14,7 +14,7 @@ export PYSPARK_DRIVER_PYTHON := $(abspath $(BIN)/python)
 NEED_311 = import sys; v = sys.version_info; sys.exit(0 if v >= (3, 11) else \
   f"pulsarlab needs Python 3.11 or newer; {sys.executable} is {v.major}.{v.minor}.{v.micro}. Run: make PYTHON=python3.11 ...")
 
-.PHONY: install lab test chromium conformance bench clean
+.PHONY: install lab test lint chromium conformance bench clean
 .DELETE_ON_ERROR:
 
 $(BIN)/python:
@@ -44,7 +44,13 @@ chromium:
 	  command -v chromium >/dev/null 2>&1 || { echo "error: chromium is still missing after apt-get install" >&2; exit 1; }; \
 	fi
 
-test: install chromium
+# ruff (lint + format) and the import contracts of pyproject.toml (the layers of docs/architecture.md)
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
+
+test: install chromium lint
 	@mkdir -p .test-artifacts
 	$(BIN)/python -m pytest --junitxml=.test-artifacts/junit.xml $(PYTEST_ARGS)
 

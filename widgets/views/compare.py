@@ -13,8 +13,7 @@ from typing import Any, Sequence
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from pulsarlab.broker.key_shared import SELECTOR_KINDS
-from pulsarlab.scenarios.distribution import distribution_metrics
+from pulsarlab.scenarios.distribution import SELECTOR_KINDS, distribution_metrics
 
 KIND_COLORS = {"auto_split": "#636efa", "consistent_hashing": "#ef553b", "sticky": "#00cc96"}
 
