@@ -136,14 +136,6 @@ class Lab:
             sched.run_until(nxt)
         return True
 
-    def serve(self, port: int = 6650, host: str = "127.0.0.1", **options: Any) -> Any:
-        """Serve this lab to real Pulsar clients on a background thread (`pulsarlab.serve.start`): returns a
-        handle with ``.url`` and ``.stop()``. While it serves, the lab's clock follows the wall clock; read or
-        change the lab from the notebook through the handle (``.call``, ``.snapshot``, ``.stats_internal``)."""
-        from pulsarlab.serve import start
-
-        return start(self, host, port, **options)
-
     def derive_seed(self, *parts: Any) -> int:
         """A deterministic sub-seed for one component (the same on every machine)."""
         text = "/".join(str(p) for p in (self.seed, *parts))

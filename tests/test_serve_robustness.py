@@ -190,7 +190,7 @@ def test_the_lab_refuses_non_loopback_addresses_unless_asked():
     with pytest.raises(PermissionError, match="not a loopback address"):
         pl.serve.start(lab, "0.0.0.0", 0)
     with pytest.raises(PermissionError, match="allow_remote=True"):
-        lab.serve(port=0, host="")
+        pl.serve.start(lab, "", 0)
     server = pl.serve.start(lab, "0.0.0.0", 0, allow_remote=True)
     try:
         assert server.url == f"pulsar://127.0.0.1:{server.port}"

@@ -1,6 +1,6 @@
 """Live views of a served lab: the player's views, redrawn as real clients' traffic arrives.
 
-Usage (a notebook, with ``server = lab.serve(port=0)``)::
+Usage (a notebook, with ``server = pulsarlab.serve.start(lab, port=0)``)::
 
     live = LiveViews(server, [partial(cursor_view, subscription="workers"), dispatch_timeline_view], max_fps=2)
     live                      # display it; it follows the lab while the app runs

@@ -1,6 +1,6 @@
 """``pulsarlab serve``: the lab's broker speaking Pulsar's binary protocol, so real clients drive the model.
 
-    server = pulsarlab.serve.start(lab, port=6650)     # or lab.serve(port=6650); port=0 picks a free one
+    server = pulsarlab.serve.start(lab, port=6650)     # port=0 picks a free one
     client = pulsar.Client(server.url)                  # the real pulsar-client package
     ...
     server.stats_internal("orders"); server.snapshot()  # read the lab while it serves (the model is locked)
