@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from pulsarlab import model_events as ev
-from pulsarlab.broker.dispatch.draining import PendingAcksMap
+from pulsarlab.broker.dispatch.pending_acks import PendingAcksMap
 from pulsarlab.date_format import format_timestamp
 from pulsarlab.broker.redelivery import MessageRate
 
