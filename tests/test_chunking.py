@@ -10,6 +10,7 @@ from __future__ import annotations
 import pickle
 
 import pytest
+from chunk_simulator import chunk_metadata, interleave_chunks, simulate_reassembly
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -22,9 +23,6 @@ from pulsarlab.client.chunk_reassembly import (
     ChunkedMessageTracker,
     ChunkFate,
     DiscardReason,
-    chunk_metadata,
-    interleave_chunks,
-    simulate_reassembly,
 )
 from pulsarlab.client.chunking import (
     BATCHING_AND_CHUNKING,
