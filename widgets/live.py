@@ -32,7 +32,8 @@ import ipywidgets as widgets
 import plotly.graph_objects as go
 
 from pulsarlab.events import Event
-from pulsarlab.snapshot.lab import History, LabSnapshot, Sample, SnapshotBuilder
+from pulsarlab.snapshot.base import History, Sample
+from pulsarlab.snapshot.lab import LabSnapshot, SnapshotBuilder
 
 from pulsarlab_widgets.player import Player, View, sync_figure
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-Pos = tuple[int, int]
+from pulsarlab.snapshot.base import Pos
 
 
 @dataclass(frozen=True)

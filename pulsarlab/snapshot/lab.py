@@ -44,36 +44,20 @@ the model's own client (e.g. the binary-protocol front end).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, fields, is_dataclass
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 from pulsarlab import model_events as ev
 from pulsarlab.broker.dispatch.failover import ring_index
-from pulsarlab.snapshot.chunks import ChunkInfo, ChunkTrackerSnap, chunk_info, chunk_tracker_snap
-from pulsarlab.managed_ledger.position import Position
-from pulsarlab.snapshot.delayed import DelayedTrackerSnap, delayed_snapshot
 from pulsarlab.ids import MessageId
+from pulsarlab.managed_ledger.position import Position
+from pulsarlab.snapshot.base import History, Pos, RawRange, jsonable, short_topic
+from pulsarlab.snapshot.chunks import ChunkInfo, ChunkTrackerSnap, chunk_info, chunk_tracker_snap
+from pulsarlab.snapshot.delayed import DelayedTrackerSnap, delayed_snapshot
+from pulsarlab.snapshot.redelivery import RedeliverySnap, RedeliverySnapshotBuilder
 
 if TYPE_CHECKING:  # pragma: no cover
     from pulsarlab.lab import Lab
-
-Pos = tuple[int, int]  # (ledger id, entry id)
-RawRange = tuple[int, int, int, int]  # (ledger, first - 1, ledger, last): the open-closed range (L:a..L:b]
-
-_DEFAULT_PREFIX = "persistent://public/default/"
-
-
-def short_topic(name: str) -> str:
-    """``persistent://public/default/orders`` -> ``orders``; other namespaces keep ``tenant/ns/topic``."""
-    if name.startswith(_DEFAULT_PREFIX):
-        return name[len(_DEFAULT_PREFIX):]
-    return name.split("://", 1)[-1]
-
-
-def fmt_pos(pos: Pos | None) -> str:
-    """``(3, 4)`` -> ``3:4`` as stats-internal prints positions."""
-    return "-" if pos is None else f"{pos[0]}:{pos[1]}"
-
 
 # ---------------------------------------------------------------------------------------------
 # The snapshot's parts
@@ -326,60 +310,6 @@ class TopicSnap:
 
 
 @dataclass(frozen=True)
-class Sample:
-    """One consumer's dispatch numbers at one frame (for the dispatch timeline)."""
-
-    event_index: int
-    time: int
-    topic: str
-    subscription: str
-    consumer: int
-    name: str
-    permits: int
-    receiver_queue: int | None
-    in_flight: int
-    blocked: bool
-
-
-class History(Sequence[Sample]):
-    """The samples of frames 0..i of a recorder: a read-only prefix of a list the recorder only appends to."""
-
-    __slots__ = ("_samples", "_end")
-
-    def __init__(self, samples: list[Sample], end: int) -> None:
-        self._samples = samples
-        self._end = end
-
-    def __len__(self) -> int:
-        return self._end
-
-    def __getitem__(self, i):  # type: ignore[override]
-        if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(self._end))]
-        if i < 0:
-            i += self._end
-        if not 0 <= i < self._end:
-            raise IndexError(f"sample {i} is outside the history (0..{self._end - 1})")
-        return self._samples[i]
-
-    def __iter__(self) -> Iterator[Sample]:
-        samples = self._samples
-        for i in range(self._end):
-            yield samples[i]
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, History):
-            return NotImplemented
-        return len(self) == len(other) and all(a == b for a, b in zip(self, other))
-
-    def __hash__(self) -> int:
-        return hash((len(self), self[-1] if len(self) else None))
-
-    def __repr__(self) -> str:
-        return f"<History {self._end} samples>"
-
-
-@dataclass(frozen=True)
 class LabSnapshot:
     """The whole lab at one instant: time, the last event's index, every topic and the settings views cite."""
 
@@ -390,7 +320,7 @@ class LabSnapshot:
     partitioned: tuple[tuple[str, int], ...]
     config: tuple[tuple[str, Any], ...]
     history: History | None = None
-    redelivery: Any = None  # a pulsarlab.snapshot.redelivery.RedeliverySnap
+    redelivery: RedeliverySnap | None = None
 
     def setting(self, name: str) -> Any:
         return dict(self.config)[name]
@@ -430,22 +360,10 @@ class LabSnapshot:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dicts, lists, ints, strings and None (positions become ``[ledger, entry]``)."""
-        return _jsonable(self)
+        return jsonable(self)
 
     def to_json(self, **kwargs: Any) -> str:
         return json.dumps(self.to_dict(), **kwargs)
-
-
-def _jsonable(obj: Any) -> Any:
-    if is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: _jsonable(getattr(obj, f.name)) for f in fields(obj)}
-    if isinstance(obj, (tuple, list, History)):
-        return [_jsonable(x) for x in obj]
-    if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if obj is None or isinstance(obj, (bool, int, float, str)):
-        return obj
-    return str(obj)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -496,8 +414,6 @@ class SnapshotBuilder:
         self.lab = lab
         self._wanted = None if topics is None else {lab.service.normalize(t) for t in topics}
         self._ledger_cache: dict[tuple[str, int], LedgerSnap] = {}
-        from pulsarlab.snapshot.redelivery import RedeliverySnapshotBuilder  # it imports this module
-
         self._redelivery = RedeliverySnapshotBuilder(lab)
         # selector -> (selector, consumer ids, assignments): assignments change only when consumers do
         self._assignment_cache: dict[int, tuple[Any, tuple[int, ...], tuple[HashAssignment, ...]]] = {}
@@ -788,7 +704,6 @@ def snapshot(lab: "Lab", topics: Iterable[str] | None = None) -> LabSnapshot:
 
 __all__ = [
     "AckGroupingSnap", "BatchBits", "BlockedHash", "ConsumerSnap", "CursorSnap", "DispatcherSnap", "DrainingHash",
-    "HashAssignment", "History", "LabSnapshot", "LedgerSnap", "REASON_TEXT", "ReplayEntry",
-    "Sample", "SnapshotBuilder", "SubscriptionSnap", "TopicSnap", "blocked_hash_reason", "fmt_pos",
-    "short_topic", "snapshot",
+    "HashAssignment", "LabSnapshot", "LedgerSnap", "REASON_TEXT", "ReplayEntry",
+    "SnapshotBuilder", "SubscriptionSnap", "TopicSnap", "blocked_hash_reason", "snapshot",
 ]

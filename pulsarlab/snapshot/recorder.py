@@ -25,7 +25,8 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 
 from pulsarlab.events import Event
-from pulsarlab.snapshot.lab import History, LabSnapshot, Sample, SnapshotBuilder, short_topic
+from pulsarlab.snapshot.base import History, Sample, short_topic
+from pulsarlab.snapshot.lab import LabSnapshot, SnapshotBuilder
 
 if TYPE_CHECKING:  # pragma: no cover
     from pulsarlab.lab import Lab

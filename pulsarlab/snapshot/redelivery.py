@@ -25,12 +25,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
-from pulsarlab.snapshot.lab import History, short_topic
+from pulsarlab.snapshot.base import History, Pos, short_topic
 
 if TYPE_CHECKING:  # pragma: no cover
     from pulsarlab.lab import Lab
 
-Pos = tuple[int, int]
 
 # step kinds, in the order a learner meets them
 PUBLISHED = "published"

@@ -29,7 +29,8 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from pulsarlab.snapshot.chunks import ChunkInfo
-from pulsarlab.snapshot.lab import LabSnapshot, Pos, SubscriptionSnap, TopicSnap, fmt_pos
+from pulsarlab.snapshot.base import fmt_pos, Pos
+from pulsarlab.snapshot.lab import LabSnapshot, SubscriptionSnap, TopicSnap
 
 from pulsarlab_widgets.views.lab_common import check_lab_snapshot, empty_figure, events_of, pick, plural
 from pulsarlab_widgets.views.style import PALETTE

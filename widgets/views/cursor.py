@@ -27,7 +27,9 @@ from typing import Any, Sequence
 
 import plotly.graph_objects as go
 
-from pulsarlab.snapshot.lab import LabSnapshot, Pos, SubscriptionSnap, TopicSnap, fmt_pos
+from pulsarlab.snapshot.base import fmt_pos, Pos
+
+from pulsarlab.snapshot.lab import LabSnapshot, SubscriptionSnap, TopicSnap
 
 from pulsarlab_widgets.views.lab_common import check_lab_snapshot, empty_figure, events_of, pick, plural
 

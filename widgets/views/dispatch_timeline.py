@@ -27,7 +27,9 @@ from typing import Any, Sequence
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from pulsarlab.snapshot.lab import LabSnapshot, Sample, short_topic
+from pulsarlab.snapshot.base import short_topic, Sample
+
+from pulsarlab.snapshot.lab import LabSnapshot
 
 from pulsarlab_widgets.views.lab_common import check_lab_snapshot, empty_figure, events_of, pick, plural
 from pulsarlab_widgets.views.style import consumer_color

@@ -27,7 +27,9 @@ from typing import Any, Sequence
 import networkx as nx
 import plotly.graph_objects as go
 
-from pulsarlab.snapshot.lab import LabSnapshot, TopicSnap, short_topic
+from pulsarlab.snapshot.base import short_topic
+
+from pulsarlab.snapshot.lab import LabSnapshot, TopicSnap
 
 from pulsarlab_widgets.views.lab_common import check_lab_snapshot, consumer_names, empty_figure, events_of, plural
 from pulsarlab_widgets.views.style import HIGHLIGHT_COLOR, consumer_color

@@ -32,7 +32,9 @@ from typing import Any, Sequence
 
 import plotly.graph_objects as go
 
-from pulsarlab.snapshot.lab import REASON_TEXT, LabSnapshot, SubscriptionSnap, fmt_pos
+from pulsarlab.snapshot.base import fmt_pos
+
+from pulsarlab.snapshot.lab import REASON_TEXT, LabSnapshot, SubscriptionSnap
 
 from pulsarlab_widgets.views.lab_common import check_lab_snapshot, consumer_names, empty_figure, events_of, pick, plural
 from pulsarlab_widgets.views.style import HIGHLIGHT_COLOR, NOBODY_COLOR, consumer_color

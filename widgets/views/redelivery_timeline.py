@@ -24,7 +24,9 @@ from typing import Any, Sequence
 
 import plotly.graph_objects as go
 
-from pulsarlab.snapshot.lab import LabSnapshot, short_topic
+from pulsarlab.snapshot.base import short_topic
+
+from pulsarlab.snapshot.lab import LabSnapshot
 from pulsarlab.snapshot.redelivery import (
     ACKED,
     COUNTED,

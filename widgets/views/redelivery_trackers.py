@@ -23,7 +23,9 @@ from typing import Any, Sequence
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from pulsarlab.snapshot.lab import LabSnapshot, short_topic
+from pulsarlab.snapshot.base import short_topic
+
+from pulsarlab.snapshot.lab import LabSnapshot
 from pulsarlab.snapshot.redelivery import ClientTrackersSnap
 
 from pulsarlab_widgets.views.lab_common import check_lab_snapshot, empty_figure, events_of
