@@ -36,8 +36,13 @@ def chunk_metadata(
 ) -> MessageMetadata:
     """Metadata of one hand-made chunk, like ``MessageChunkingTest.sendSingleChunk`` builds."""
     return MessageMetadata(
-        producer_name=producer_name, sequence_id=sequence_id, publish_time=publish_time, uuid=uuid,
-        chunk_id=chunk_id, num_chunks_from_msg=num_chunks, total_chunk_msg_size=total_chunk_msg_size,
+        producer_name=producer_name,
+        sequence_id=sequence_id,
+        publish_time=publish_time,
+        uuid=uuid,
+        chunk_id=chunk_id,
+        num_chunks_from_msg=num_chunks,
+        total_chunk_msg_size=total_chunk_msg_size,
     )
 
 
@@ -82,8 +87,10 @@ class ReassemblyTimeline:
         lines = []
         for s in self.steps:
             if s.kind == "expiry":
-                lines.append(f"t={s.time} expiry task expired {', '.join(s.expired)} and acked "
-                             f"{', '.join(map(str, s.acked)) or 'nothing'}")
+                lines.append(
+                    f"t={s.time} expiry task expired {', '.join(s.expired)} and acked "
+                    f"{', '.join(map(str, s.acked)) or 'nothing'}"
+                )
                 continue
             what = s.fate.value if s.fate is not None else "delivered"
             if s.reason is not None:
@@ -98,8 +105,12 @@ class ReassemblyTimeline:
             if s.delivered is not None:
                 extra.append(f"delivered {s.message_id} {s.delivered[:40]!r}")
             head = f"t={s.time} {s.position} " + (f"{s.uuid}#{s.chunk_id} " if s.uuid is not None else "")
-            lines.append(head + what + ("; " + "; ".join(extra) if extra else "")
-                         + f" | pending {list(s.pending)} queue {list(s.uuid_queue)} count {s.pending_count}")
+            lines.append(
+                head
+                + what
+                + ("; " + "; ".join(extra) if extra else "")
+                + f" | pending {list(s.pending)} queue {list(s.uuid_queue)} count {s.pending_count}"
+            )
         return lines
 
 
@@ -142,18 +153,39 @@ def simulate_reassembly(
     marks = [0, 0]  # how much of acked / tracked earlier steps already reported
 
     def take() -> tuple[tuple[MessageId, ...], tuple[MessageId, ...]]:
-        a, t = tuple(acked[marks[0]:]), tuple(tracked[marks[1]:])
+        a, t = tuple(acked[marks[0] :]), tuple(tracked[marks[1] :])
         marks[0], marks[1] = len(acked), len(tracked)
         return a, t
 
     def state() -> tuple[tuple[str, ...], tuple[str, ...], int]:
-        return (tuple(tracker.chunked_messages), tuple(tracker.pending_uuid_queue),
-                tracker.pending_chunked_message_count)
+        return (
+            tuple(tracker.chunked_messages),
+            tuple(tracker.pending_uuid_queue),
+            tracker.pending_chunked_message_count,
+        )
 
     def record_expiry(uuids: list[str]) -> None:
         a, t = take()
-        steps.append(ReassemblyStep(scheduler.now(), "expiry", None, None, None, None, None, None, 0, a, t,
-                                    (), tuple(uuids), None, None, *state()))
+        steps.append(
+            ReassemblyStep(
+                scheduler.now(),
+                "expiry",
+                None,
+                None,
+                None,
+                None,
+                None,
+                None,
+                0,
+                a,
+                t,
+                (),
+                tuple(uuids),
+                None,
+                None,
+                *state(),
+            )
+        )
 
     for item in deliveries:
         if not isinstance(item, tuple) or len(item) not in (3, 4):
@@ -168,28 +200,55 @@ def simulate_reassembly(
             raise TypeError(f"the metadata of {position} must be a MessageMetadata, not {type(metadata).__name__}")
         if not metadata.is_chunk:
             delivered.append((position, payload))
-            steps.append(ReassemblyStep(now, "plain", position, None, None, None, None, None, 0, (), (), (), (),
-                                        payload, position, *state()))
+            steps.append(
+                ReassemblyStep(
+                    now, "plain", position, None, None, None, None, None, 0, (), (), (), (), payload, position, *state()
+                )
+            )
             continue
         queue_before = tuple(tracker.pending_uuid_queue)
         map_before = set(tracker.chunked_messages)
         before = permits[0]
         outcome = tracker.process_chunk(position, metadata, payload)
         a, t = take()
-        evicted = tuple(u for u in queue_before if u in map_before and u not in tracker.chunked_messages
-                        and u != outcome.uuid)
+        evicted = tuple(
+            u for u in queue_before if u in map_before and u not in tracker.chunked_messages and u != outcome.uuid
+        )
         message = outcome.message
         if message is not None:
             delivered.append((message.message_id, message.payload))
-        steps.append(ReassemblyStep(
-            now, "chunk", position, outcome.uuid, outcome.chunk_id, outcome.fate, outcome.reason, outcome.action,
-            permits[0] - before, a, t, evicted, (), None if message is None else message.payload,
-            None if message is None else message.message_id, *state()))
+        steps.append(
+            ReassemblyStep(
+                now,
+                "chunk",
+                position,
+                outcome.uuid,
+                outcome.chunk_id,
+                outcome.fate,
+                outcome.reason,
+                outcome.action,
+                permits[0] - before,
+                a,
+                t,
+                evicted,
+                (),
+                None if message is None else message.payload,
+                None if message is None else message.message_id,
+                *state(),
+            )
+        )
     if until_ms is not None:
         scheduler.run_until(max(until_ms, scheduler.now()))
     tracker.close()
-    return ReassemblyTimeline(tuple(steps), tuple(delivered), tuple(acked), tuple(tracked), permits[0],
-                              tuple(tracker.chunked_messages), tuple(tracker.pending_uuid_queue))
+    return ReassemblyTimeline(
+        tuple(steps),
+        tuple(delivered),
+        tuple(acked),
+        tuple(tracked),
+        permits[0],
+        tuple(tracker.chunked_messages),
+        tuple(tracker.pending_uuid_queue),
+    )
 
 
 def interleave_chunks(*messages: Sequence[Delivery], order: Sequence[int]) -> list[Delivery]:

@@ -20,8 +20,16 @@ class PendingAcksMap:
     ``add_handler_hashes`` is set, the add handler is asked only about hashes in it (it accepts every other one).
     """
 
-    __slots__ = ("consumer", "_map", "add_handler", "add_handler_hashes", "remove_handler", "start_batch",
-                 "end_batch", "closed")
+    __slots__ = (
+        "consumer",
+        "_map",
+        "add_handler",
+        "add_handler_hashes",
+        "remove_handler",
+        "start_batch",
+        "end_batch",
+        "closed",
+    )
 
     def __init__(self, consumer: Any) -> None:
         self.consumer = consumer
@@ -46,8 +54,11 @@ class PendingAcksMap:
         if self.closed:
             return False
         handler = self.add_handler
-        if handler is not None and (self.add_handler_hashes is None or sticky_hash in self.add_handler_hashes) \
-                and not handler(self.consumer, ledger, entry, sticky_hash):
+        if (
+            handler is not None
+            and (self.add_handler_hashes is None or sticky_hash in self.add_handler_hashes)
+            and not handler(self.consumer, ledger, entry, sticky_hash)
+        ):
             return False
         self._map[(ledger, entry)] = (batch_size, sticky_hash)
         return True
