@@ -35,9 +35,9 @@ client trackers' internals (`pulsarlab.snapshot.redelivery`).
 
 Simplifies: a frame is taken inside the event log's listener, i.e. at the instant the event was logged;
 a model operation may not be finished then (after a ``dispatched`` event the entry is not yet in the
-client's receiver queue: it is "on the wire"). The reason a waiting Key_Shared hash is blocked is derived
-from the state (`blocked_hash_reason`), not from the dispatcher's last attempt; the ``hash_blocked``
-events carry the reason of each attempt. Client-side fields are None when a consumer's connection is not
+client's receiver queue: it is "on the wire"). The reason a waiting Key_Shared hash is blocked is the one
+the dispatcher's rules give for it now (`KeySharedDispatcher.blocked_hash_reason`, the rules its reads apply),
+not its last attempt's; the ``hash_blocked`` events carry the reason of each attempt. Client-side fields are None when a consumer's connection is not
 the model's own client (e.g. the binary-protocol front end).
 """
 
@@ -48,7 +48,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 from pulsarlab import model_events as ev
-from pulsarlab.broker.dispatch.failover import ring_index
 from pulsarlab.ids import MessageId
 from pulsarlab.managed_ledger.position import Position
 from pulsarlab.snapshot.base import History, Pos, RawRange, jsonable, short_topic
@@ -147,7 +146,9 @@ class DrainingHash:
 
 @dataclass(frozen=True)
 class BlockedHash:
-    """A Key_Shared hash whose messages wait in the replay set, the consumer it selects, and why it waits."""
+    """A Key_Shared hash whose messages wait in the replay set, the consumer it selects, and why it waits
+    (`KeySharedDispatcher.blocked_hash_reason`): ``draining_from`` the consumer still draining it (4.x),
+    ``joined_at`` the position the owner's entries must stay before (classic recently joined)."""
 
     hash: int
     consumer: int | None
@@ -380,19 +381,13 @@ _CONFIG_KEYS = (
     "keySharedUnblockingIntervalMs",
 )
 
-# reasons of BlockedHash (the first four are the model's hash_blocked reasons)
-REASON_REPLAY = ev.REASON_REPLAY
-REASON_DRAINING = ev.REASON_DRAINING
-REASON_NO_PERMITS = ev.REASON_NO_PERMITS
-REASON_NO_CONSUMER = ev.REASON_NO_CONSUMER
-REASON_RECENTLY_JOINED = ev.REASON_RECENTLY_JOINED
-
+# what each reason of BlockedHash and of the hash_blocked events means
 REASON_TEXT = {
-    REASON_REPLAY: "older messages of this hash wait in the replay set; a normal read may not overtake them",
-    REASON_DRAINING: "the hash is draining: its previous consumer still has unacked messages of it (PIP-379)",
-    REASON_NO_PERMITS: "the consumer that owns the hash has no permits left",
-    REASON_NO_CONSUMER: "no consumer owns this hash",
-    REASON_RECENTLY_JOINED: "the owner joined recently: it gets only messages before its join read position "
+    ev.REASON_REPLAY: "older messages of this hash wait in the replay set; a normal read may not overtake them",
+    ev.REASON_DRAINING: "the hash is draining: its previous consumer still has unacked messages of it (PIP-379)",
+    ev.REASON_NO_PERMITS: "the consumer that owns the hash has no permits left",
+    ev.REASON_NO_CONSUMER: "no consumer owns this hash",
+    ev.REASON_RECENTLY_JOINED: "the owner joined recently: it gets only messages before its join read position "
                             "until the mark-delete position passes it (classic)",
     "hash_already_blocked_in_this_read": "an earlier entry of this hash was held back in the same read",
 }
@@ -512,7 +507,7 @@ class SnapshotBuilder:
             task = d.read_on_active_task
             return DispatcherSnap(
                 type=kind, consumer_order=order, active_consumer=active.id if active is not None else None,
-                failover_rule=_failover_rule(d) if kind == "Failover" else None,
+                failover_rule=d.list.active_rule() if kind == "Failover" else None,
                 failover_pending_until=task.deadline if task is not None else None,
             )
         controller = d.redelivery_messages
@@ -539,7 +534,7 @@ class SnapshotBuilder:
             **base, key_shared_mode=d.key_shared_mode, classic=d.classic,
             allow_out_of_order=d.allow_out_of_order_delivery, key_hash_range=tuple(selector.key_hash_range()),
             assignments=assignments, draining=drain, recently_joined=rj,
-            blocked_hashes=_blocked_hashes(t, d, replay, dict(rj)),
+            blocked_hashes=_blocked_hashes(t, d, replay),
         )
 
     # --- consumers -----------------------------------------------------------------------------
@@ -628,57 +623,9 @@ def _grouping(tracker: Any, batch_sizes: dict, partition: int) -> AckGroupingSna
     )
 
 
-def _failover_rule(d: Any) -> str | None:
-    """Why the active consumer is the active one (reference §4), as one line."""
-    lst = d.list
-    consumers = list(lst.consumers)
-    if not consumers or lst.active is None:
-        return None
-    top = consumers[0].priority
-    level = [c for c in consumers if c.priority == top]
-    names = ", ".join(c.name for c in level)
-    head = f"sorted by (priority, name); priority {top} has {len(level)}: [{names}]"
-    if lst.partition_index >= 0 and not lst.consistent_hashing:
-        i = lst.partition_index % len(level)
-        return f"{head}; partition {lst.partition_index} % {len(level)} = {i} -> {level[i].name}"
-    i = ring_index([c.name for c in level], lst.topic_hash)
-    why = "non-partitioned topic" if lst.partition_index < 0 else "activeConsumerFailoverConsistentHashing"
-    return (f"{head}; {why}: the topic's hash {lst.topic_hash} lands on a ring point of "
-            f"{level[i].name} (100 points per consumer)")
-
-
-def blocked_hash_reason(d: Any, h: int | None, pos: Pos, recently_joined: dict[int, Pos]) -> tuple[
-        str, Any, int | None, Pos | None]:
-    """``(reason, selected consumer, draining-from consumer id, join position)`` for a replayed entry of hash h.
-
-    Derived from the dispatcher's state, without changing it (4.x: `filterAndGroupEntriesForDispatching`
-    and the `ReplayPositionFilter` rules; classic: `getRestrictedMaxEntriesForConsumer`).
-    """
-    if h is None:
-        return REASON_REPLAY, None, None, None
-    c = d.selector.select(h)
-    if c is None:
-        return REASON_NO_CONSUMER, None, None, None
-    draining = d.draining
-    if draining is not None:
-        entry = draining.get_entry(h)
-        if entry is not None and entry.consumer is not c:
-            return REASON_DRAINING, c, entry.consumer.id, None
-    joined = recently_joined.get(c.id)
-    if joined is not None and pos >= joined:
-        return REASON_RECENTLY_JOINED, c, None, joined
-    if d.classic:
-        permits = max(c.available_permits, 0)
-        if c.max_unacked_messages > 0:
-            permits = min(permits, max(c.max_unacked_messages - c.unacked_messages, 0))
-    else:
-        permits = d.ks_available_permits(c)
-    if permits <= 0 or c.blocked:
-        return REASON_NO_PERMITS, c, None, None
-    return REASON_REPLAY, c, None, None
-
-
-def _blocked_hashes(t: Any, d: Any, replay: tuple[ReplayEntry, ...], rj: dict[int, Pos]) -> tuple[BlockedHash, ...]:
+def _blocked_hashes(t: Any, d: Any, replay: tuple[ReplayEntry, ...]) -> tuple[BlockedHash, ...]:
+    """The hashes waiting in the replay set, each with the reason the dispatcher's `blocked_hash_reason` gives for
+    its first position."""
     by_hash: dict[int | None, list[Pos]] = {}
     for r in replay:
         by_hash.setdefault(r.hash, []).append((r.ledger, r.entry))
@@ -687,13 +634,18 @@ def _blocked_hashes(t: Any, d: Any, replay: tuple[ReplayEntry, ...], rj: dict[in
     for h, positions in by_hash.items():
         if h is None:
             continue
-        reason, c, draining_from, joined = blocked_hash_reason(d, h, positions[0], rj)
+        first = Position(*positions[0])
+        block = d.blocked_hash_reason(h, first)
         try:
-            key = _entry_key(ml.read_entry(Position(*positions[0])))
+            key = _entry_key(ml.read_entry(first))
         except Exception:  # the entry is gone: no key to show
             key = None
-        out.append(BlockedHash(hash=h, consumer=c.id if c is not None else None, reason=reason,
-                               positions=tuple(positions), key=key, draining_from=draining_from, joined_at=joined))
+        joined = block.joined_at
+        out.append(BlockedHash(
+            hash=h, consumer=block.consumer.id if block.consumer is not None else None, reason=block.reason,
+            positions=tuple(positions), key=key,
+            draining_from=block.draining_from.id if block.draining_from is not None else None,
+            joined_at=(joined.ledger_id, joined.entry_id) if joined is not None else None))
     return tuple(sorted(out, key=lambda b: b.positions[0]))
 
 
@@ -705,5 +657,5 @@ def snapshot(lab: "Lab", topics: Iterable[str] | None = None) -> LabSnapshot:
 __all__ = [
     "AckGroupingSnap", "BatchBits", "BlockedHash", "ConsumerSnap", "CursorSnap", "DispatcherSnap", "DrainingHash",
     "HashAssignment", "LabSnapshot", "LedgerSnap", "REASON_TEXT", "ReplayEntry",
-    "SnapshotBuilder", "SubscriptionSnap", "TopicSnap", "blocked_hash_reason", "snapshot",
+    "SnapshotBuilder", "SubscriptionSnap", "TopicSnap", "snapshot",
 ]

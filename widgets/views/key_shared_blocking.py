@@ -22,7 +22,7 @@ the row of the consumer the hash selects, coloured by the reason they wait:
 
 Stars mark the ``hash_blocked`` events of the last step with the reason of that dispatch attempt. A
 function ``(snapshot, events) -> go.Figure``. Simplifies: the reason drawn for a waiting hash is derived
-from the state now (`pulsarlab.snapshot.lab.blocked_hash_reason`), one per hash.
+from the state now (`KeySharedDispatcher.blocked_hash_reason`, through the snapshot), one per hash.
 """
 
 from __future__ import annotations

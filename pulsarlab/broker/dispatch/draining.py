@@ -114,18 +114,26 @@ class DrainingHashesTracker:
         if notify:
             self._handler(sticky_hash)
 
+    def blocking_entry(self, consumer: Any, sticky_hash: int) -> DrainingHashEntry | None:
+        """The entry of a hash another consumer is still draining, which keeps it from ``consumer``; read-only."""
+        entry = self.draining_hashes.get(sticky_hash)
+        if entry is None or entry.consumer is consumer:
+            return None
+        return entry
+
     def should_block_sticky_key_hash(self, consumer: Any, sticky_hash: int) -> bool:
+        """`shouldBlockStickyKeyHash`: `blocking_entry`, counting the blocked attempt; a hash that came back to
+        the consumer draining it stops draining."""
         if sticky_hash == STICKY_KEY_HASH_NOT_SET:
             return False
-        entry = self.draining_hashes.get(sticky_hash)
-        if entry is None:
-            return False
-        if entry.consumer is consumer:
-            # the hash came back to its original consumer: stop draining it
-            self._remove_entry(sticky_hash, entry)
-            return False
-        entry.blocked_count += 1
-        return True
+        entry = self.blocking_entry(consumer, sticky_hash)
+        if entry is not None:
+            entry.blocked_count += 1
+            return True
+        own = self.draining_hashes.get(sticky_hash)
+        if own is not None:  # the hash came back to its original consumer: stop draining it
+            self._remove_entry(sticky_hash, own)
+        return False
 
     def _remove_entry(self, sticky_hash: int, entry: DrainingHashEntry) -> None:
         del self.draining_hashes[sticky_hash]

@@ -83,6 +83,16 @@ class ActiveConsumerPick:
     notifications: list[tuple[FailoverConsumer, FailoverConsumer]] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class FailoverSelection:
+    """The pick's choice: the first ``level_size`` consumers share the top priority; ``index`` among them is the
+    active one, chosen by partition index modulo their count (``by_partition``) or on the hash ring."""
+
+    level_size: int
+    index: int
+    by_partition: bool
+
+
 class FailoverConsumerList:
     """The consumers of one Failover dispatcher (one topic or partition) and the active one.
 
@@ -129,8 +139,8 @@ class FailoverConsumerList:
             return ActiveConsumerPick(changed=False)
         return self._pick()
 
-    def selected_index(self) -> int:
-        """The index the pick chooses in the (already sorted) list."""
+    def selection(self) -> FailoverSelection:
+        """Which consumer the pick chooses in the (already sorted, non-empty) list, and by which rule; read-only."""
         consumers = self.consumers
         top = consumers[0].priority
         size = len(consumers)
@@ -139,8 +149,31 @@ class FailoverConsumerList:
                 size = i
                 break
         if self.partition_index >= 0 and not self.consistent_hashing:
-            return self.partition_index % size
-        return ring_index([c.name for c in consumers[:size]], self.topic_hash)
+            return FailoverSelection(size, self.partition_index % size, by_partition=True)
+        return FailoverSelection(size, ring_index([c.name for c in consumers[:size]], self.topic_hash), by_partition=False)
+
+    def selected_index(self) -> int:
+        """The index the pick chooses in the (already sorted) list."""
+        return self.selection().index
+
+    def active_rule(self) -> str | None:
+        """Why the active consumer is the active one (reference §4), as one line; None with no active consumer."""
+        consumers = self.consumers
+        if not consumers or self.active is None:
+            return None
+        chosen = self.selection()
+        top = consumers[0].priority
+        level = consumers[: chosen.level_size]
+        names = ", ".join(c.name for c in level)
+        head = f"sorted by (priority, name); priority {top} has {len(level)}: [{names}]"
+        name = level[chosen.index].name
+        if chosen.by_partition:
+            return f"{head}; partition {self.partition_index} % {len(level)} = {chosen.index} -> {name}"
+        why = "non-partitioned topic" if self.partition_index < 0 else "activeConsumerFailoverConsistentHashing"
+        return (
+            f"{head}; {why}: the topic's hash {self.topic_hash} lands on a ring point of "
+            f"{name} ({CONSUMER_CONSISTENT_HASH_REPLICAS} points per consumer)"
+        )
 
     def _pick(self) -> ActiveConsumerPick:
         """`pickAndScheduleActiveConsumer`: sort in place by (priority, name), choose, notify all on change."""

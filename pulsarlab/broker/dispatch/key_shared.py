@@ -28,6 +28,7 @@ waits for the next FLOW, ack, consumer change or unblock timer instead of pollin
 from __future__ import annotations
 
 from bisect import bisect_right
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pulsarlab import model_events as ev
@@ -47,6 +48,18 @@ INT_MAX = 2**31 - 1
 def _in_ranges(ranges: list, h: int) -> bool:
     i = bisect_right(ranges, (h, INT_MAX + 1)) - 1
     return i >= 0 and ranges[i][0] <= h <= ranges[i][1]
+
+
+@dataclass(frozen=True)
+class HashBlock:
+    """Why a Key_Shared hash waits (one of the ``hash_blocked`` reasons), the consumer it selects, and what
+    holds it: the consumer still draining it (4.x) or the position the owner's entries must stay before
+    (classic recently joined)."""
+
+    reason: str
+    consumer: "Consumer | None"
+    draining_from: "Consumer | None" = None
+    joined_at: Position | None = None
 
 
 class KeySharedDispatcher(SharedDispatcher):
@@ -220,8 +233,7 @@ class KeySharedDispatcher(SharedDispatcher):
 
     def _handle_adding_pending_ack(self, consumer: "Consumer", ledger: int, entry: int, sticky_hash: int) -> bool:
         """`handleAddingPendingAck`: refuse (and replay) an entry whose hash another consumer is draining."""
-        entry_ = self._draining_hashes.get(sticky_hash)
-        if entry_ is not None and entry_.consumer is not consumer:
+        if self.draining.blocking_entry(consumer, sticky_hash) is not None:
             self.add_message_to_replay(ledger, entry, sticky_hash)
             self._hash_blocked(consumer, sticky_hash, ledger, entry, ev.REASON_DRAINING)
             return False
@@ -446,13 +458,8 @@ class KeySharedDispatcher(SharedDispatcher):
         total_sent = 0
         for c, group, hashes in groups.values():
             n = len(group)
-            # max_for_c = min(n, permits capped by the unacked room), without the builtin calls
-            permits = c.available_permits
-            if c.max_unacked_messages > 0:
-                room = c.max_unacked_messages - c.unacked_messages
-                if room < permits:
-                    permits = room
-            max_for_c = n if n < permits else (permits if permits > 0 else 0)
+            permits = self.entry_permits(c)
+            max_for_c = n if n < permits else permits
             count = self._restricted_max_entries(c, group, max_for_c, read_type, hashes)
             if count == n:
                 total_sent += self._send_group(c, group, hashes, read_type)[1]
@@ -484,13 +491,9 @@ class KeySharedDispatcher(SharedDispatcher):
         if not rj:
             return max_messages
         self._remove_consumers_from_recently_joined()
-        max_read = rj.get(c)
+        max_read = self.recently_joined_limit(c, read_type)
         if max_read is None:
             return max_messages
-        if read_type == REPLAY:
-            first = next(iter(rj.values()))
-            if first < max_read:
-                max_read = first
         self._last_cut_reason = ev.REASON_RECENTLY_JOINED
         for i in range(max_messages):
             if group[i][0] >= max_read:
@@ -573,6 +576,54 @@ class KeySharedDispatcher(SharedDispatcher):
             if c.id not in permits_for and self.ks_available_permits(c) > 0:
                 return True
         return False
+
+    # --- the rules, read-only: the dispatch paths and the snapshot's picture ask the same methods ----
+    def entry_permits(self, c: "Consumer") -> int:
+        """Entries ``c`` may be sent now: classic, its permits capped by its unacked room (the start of
+        `getRestrictedMaxEntriesForConsumer`); 4.x, `getAvailablePermits(consumer)` (`ks_available_permits`)."""
+        if not self.classic:
+            return self.ks_available_permits(c)
+        permits = c.available_permits
+        if c.max_unacked_messages > 0:
+            room = c.max_unacked_messages - c.unacked_messages
+            if room < permits:
+                permits = room
+        return permits if permits > 0 else 0
+
+    def recently_joined_limit(self, c: "Consumer", read_type: int) -> Position | None:
+        """Classic: the position ``c``'s entries must stay before - its read position when it joined, or on a
+        replay read the earliest recently joined consumer's if that is earlier; None when ``c`` is not limited."""
+        rj = self.recently_joined
+        if not rj:
+            return None
+        max_read = rj.get(c)
+        if max_read is None:
+            return None
+        if read_type == REPLAY:
+            first = next(iter(rj.values()))
+            if first < max_read:
+                max_read = first
+        return max_read
+
+    def blocked_hash_reason(self, sticky_hash: int, position: Position) -> HashBlock:
+        """Why the replayed entry at ``position`` with ``sticky_hash`` waits, by the rules a replay read applies
+        now, in their order (4.x `ReplayPositionFilter`: no consumer, no permits, draining; classic: no consumer,
+        no permits, recently joined); `REASON_REPLAY` when none holds it back. Changes nothing (no blocked
+        attempt counted, no draining entry or recently joined consumer removed)."""
+        c = self.selector.select(sticky_hash)
+        if c is None:
+            return HashBlock(ev.REASON_NO_CONSUMER, None)
+        if self.entry_permits(c) <= 0:
+            return HashBlock(ev.REASON_NO_PERMITS, c)
+        if self.classic:
+            limit = self.recently_joined_limit(c, REPLAY)
+            if limit is not None and position >= limit:
+                return HashBlock(ev.REASON_RECENTLY_JOINED, c, joined_at=limit)
+        elif self.draining_required:
+            entry = self.draining.blocking_entry(c, sticky_hash)
+            if entry is not None:
+                return HashBlock(ev.REASON_DRAINING, c, draining_from=entry.consumer)
+        return HashBlock(ev.REASON_REPLAY, c)
 
     # --- stats ---------------------------------------------------------------------------------
     def stats(self) -> dict[str, Any]:
