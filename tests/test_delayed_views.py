@@ -65,7 +65,7 @@ def test_in_memory_snapshot_lists_the_queue_in_delivery_order():
     assert d.form == "priority_queue" and d.kind == "InMemoryDelayedDeliveryTracker (priority queue)"
     assert d.messages == d.queue_size == 5 and [q[0] for q in d.queue] == [5000, 6000, 7000, 8000, 9000]
     assert (d.cutoff, d.next_delivery, d.timer_deadline) == (5000, 5000, 5000)
-    assert d.memory_bytes == d.index_size_bytes == mem.bytes_capacity(5)
+    assert d.memory_bytes == d.index_size_bytes == d.priority_queue_bytes == mem.bytes_capacity(5)
     json.dumps(snapshot(lab).to_dict())
 
 
@@ -172,6 +172,8 @@ def test_memory_view_compares_with_the_in_memory_queue():
     lab, _c, _r = run(conf=BUCKETS)
     fig = delayed_memory_view(snapshot(lab))
     pq = traces_named(fig, "priority queue (3.x/4.0)")[0]
+    # priced by the broker's JVM model when the snapshot is taken; the view reads the figure from the snapshot
+    assert snapshot(lab).subscription().dispatcher.delayed.priority_queue_bytes == mem.bytes_capacity(7)
     assert list(pq.y) == [mem.bytes_capacity(7)]
     stored = traces_named(fig, "snapshot ledgers")[0]
     assert list(stored.y) == [lab.service.bucket_snapshot_storage.total_length()]
@@ -242,3 +244,21 @@ def test_the_labs_committed_answers_pass():
         exec("\n".join(body), namespace)
         result = eval(last, namespace)
         assert result.ok, result.message
+
+
+def test_paused_in_the_snapshot_is_the_trackers_rule_and_taking_it_changes_no_timer():
+    lab = pl.Lab(version="4.0", seed=1, broker_config={"delayedDeliveryFixedDelayDetectionLookahead": 3})
+    client = lab.client()
+    client.subscribe("t", "s", consumer_type=pl.ConsumerType.Shared, ack_group_time_ms=0)
+    producer = client.create_producer("t")
+    for i in range(5):
+        producer.send(f"m{i}".encode(), deliver_after=timedelta(seconds=3))
+    tracker = lab.service.topics[lab.service.normalize("t")].subscriptions["s"].dispatcher.delayed.tracker
+    timer = tracker.timer
+    d = snapshot(lab).subscription().dispatcher.delayed
+    assert d.paused and tracker.would_pause_all_deliveries()
+    assert tracker.timer == timer  # asking re-evaluated no timer
+    assert tracker.should_pause_all_deliveries()
+    lab.advance(3000)
+    d = snapshot(lab).subscription().dispatcher.delayed
+    assert not d.paused and not tracker.would_pause_all_deliveries() and d.messages == 0

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from pulsarlab.broker.delayed import jvm_memory
 from pulsarlab.broker.delayed.bucket.snapshot import BucketSnapshotPersistenceException
 from pulsarlab.broker.delayed.bucket.tracker import BucketDelayedDeliveryTracker
 from pulsarlab.broker.delayed.factory import buffer_memory_usage, tracker_kind
@@ -73,7 +74,9 @@ class DelayedTrackerSnap:
 
     ``queue`` is the in-memory priority queue (or the bucket tracker's shared queue), earliest first, at most
     `MAX_ITEMS`; ``memory_bytes`` the estimated JVM bytes of every in-memory structure and ``index_size_bytes``
-    what stats print as ``delayedMessageIndexSizeInBytes``; ``stored_bytes`` the snapshot ledgers' bytes.
+    what stats print as ``delayedMessageIndexSizeInBytes``; ``stored_bytes`` the snapshot ledgers' bytes;
+    ``priority_queue_bytes`` what the 3.x/4.0 in-memory priority queue would take for as many messages (the
+    broker's JVM pricing, `pulsarlab.broker.delayed.jvm_memory`), for comparison.
     """
 
     kind: str
@@ -97,6 +100,7 @@ class DelayedTrackerSnap:
     mutable_size: int = 0
     buckets: tuple[BucketSnap, ...] = ()
     stored_bytes: int = 0
+    priority_queue_bytes: int = 0
 
     @property
     def in_stored_buckets(self) -> int:
@@ -113,9 +117,10 @@ def delayed_snapshot(tracker: Any) -> DelayedTrackerSnap | None:
         kind=tracker_kind(tracker), messages=tracker.number_of_delayed_messages(), tick=tracker.tick_time_millis,
         strict=tracker.is_delayed_delivery_deliver_at_time_strict, cutoff=tracker.cutoff_time(),
         next_delivery=_next_delivery(tracker), timer_deadline=timer.deadline if timer is not None else None,
-        paused=_pausing(tracker),
+        paused=tracker.would_pause_all_deliveries(),
         index_size_bytes=buffer_memory_usage(tracker),
     )
+    common["priority_queue_bytes"] = jvm_memory.bytes_capacity(common["messages"])
     if isinstance(tracker, BucketDelayedDeliveryTracker):
         breakdown = tracker.memory_breakdown()
         mutable = tracker.mutable_bucket
@@ -146,16 +151,6 @@ def delayed_snapshot(tracker: Any) -> DelayedTrackerSnap | None:
     return DelayedTrackerSnap(
         form="priority_queue", memory_bytes=memory, memory_breakdown=(("priority queue", memory),),
         queue=tuple(tracker.queue(MAX_ITEMS)), queue_size=common["messages"], **common)
-
-
-def _pausing(tracker: Any) -> bool:
-    """``shouldPauseAllDeliveries`` without its timer side effect (the bucket tracker never pauses)."""
-    if isinstance(tracker, BucketDelayedDeliveryTracker):
-        return False
-    n = tracker.number_of_delayed_messages()
-    lookahead = tracker.fixed_delay_detection_lookahead
-    due = n > 0 and tracker.next_delivery_time() <= tracker.cutoff_time()
-    return lookahead > 0 and tracker.messages_have_fixed_delay and n >= lookahead and not due
 
 
 def _next_delivery(tracker: Any) -> int | None:

@@ -27,7 +27,6 @@ from typing import Any, Iterable, Mapping, Sequence
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from pulsarlab.broker.delayed import jvm_memory as delayed_memory
 from pulsarlab.snapshot.delayed import DELIVERED, LOADED, STORED, DelayedTrackerSnap
 from pulsarlab.snapshot.lab import LabSnapshot
 
@@ -210,7 +209,7 @@ def delayed_memory_view(
     for (name, value), label in zip(tr.memory_breakdown, names):
         fig.add_trace(go.Bar(x=[f"this {tr.form.replace('_', ' ')} tracker"], y=[value], name=label,
                              hovertext=f"{label}: {value:,} B", hoverinfo="text"))
-    pq = delayed_memory.bytes_capacity(tr.messages)
+    pq = tr.priority_queue_bytes
     fig.add_trace(go.Bar(x=["in-memory priority queue, same messages"], y=[pq], name="priority queue (3.x/4.0)",
                          marker=dict(color=TRACKER_COLORS["in-memory"]), hovertext=f"{pq:,} B", hoverinfo="text"))
     if tr.form == "bucket":

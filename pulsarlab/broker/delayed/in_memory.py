@@ -111,9 +111,13 @@ class InMemoryDelayedDeliveryTracker:
         self._highest_delivery_time_tracked = max(self._highest_delivery_time_tracked, deliver_at)
         return True
 
+    def message_due(self) -> bool:
+        """Something is due by the cutoff; read-only (`has_message_available` without the timer)."""
+        return self.number_of_delayed_messages() > 0 and self._next_delivery_time() <= self.cutoff_time()
+
     def has_message_available(self) -> bool:
         """True if something is due by the cutoff; otherwise re-evaluates the timer."""
-        available = self.number_of_delayed_messages() > 0 and self._next_delivery_time() <= self.cutoff_time()
+        available = self.message_due()
         if not available:
             self._update_timer()
         return available
@@ -127,14 +131,21 @@ class InMemoryDelayedDeliveryTracker:
         self._update_timer()
         return sorted(positions)
 
-    def should_pause_all_deliveries(self) -> bool:
-        """Fixed-delay look-ahead: pause reads while enough fixed-delay messages wait and none is due."""
+    def _fixed_delay_backlog(self) -> bool:
+        """Enough fixed-delay messages wait for the look-ahead to pause reads (if none of them is due)."""
         return (
             self.fixed_delay_detection_lookahead > 0
             and self._messages_have_fixed_delay
             and self.number_of_delayed_messages() >= self.fixed_delay_detection_lookahead
-            and not self.has_message_available()
         )
+
+    def should_pause_all_deliveries(self) -> bool:
+        """Fixed-delay look-ahead: pause reads while enough fixed-delay messages wait and none is due."""
+        return self._fixed_delay_backlog() and not self.has_message_available()
+
+    def would_pause_all_deliveries(self) -> bool:
+        """`should_pause_all_deliveries` without its side effect (re-evaluating the timer); for snapshots."""
+        return self._fixed_delay_backlog() and not self.message_due()
 
     def clear(self) -> None:
         """Drop every held position; the timer and the fixed-delay state are left alone."""

@@ -601,6 +601,9 @@ class BucketDelayedDeliveryTracker(InMemoryDelayedDeliveryTracker):
         """The bucket tracker never pauses reads (no fixed-delay look-ahead)."""
         return False
 
+    def would_pause_all_deliveries(self) -> bool:
+        return self.should_pause_all_deliveries()
+
     def contains_message(self, ledger_id: int, entry_id: int) -> bool:
         if self._mutable.contains_message(ledger_id, entry_id):
             return True
