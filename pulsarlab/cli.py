@@ -59,6 +59,39 @@ def _cmd_hash(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_events(args: argparse.Namespace) -> int:
+    from pulsarlab.event_catalogue import catalogue
+
+    kinds = catalogue()
+    if args.kinds:
+        known = {et.name for _area, et in kinds}
+        unknown = [k for k in args.kinds if k not in known]
+        if unknown:
+            print(f"pulsarlab events: no event kind {', '.join(map(repr, unknown))}; "
+                  "`pulsarlab events` lists them all", file=sys.stderr)
+            return 1
+        kinds = [(area, et) for area, et in kinds if et.name in args.kinds]
+    if args.json:
+        print(json.dumps([
+            {"kind": et.name, "code": et.code, "area": area, "module": f"pulsarlab.event_catalogue.{area}",
+             "fields": [{"name": f, "type": t} for f, t in et.fields], "template": et.template, "rule": et.rule,
+             "explainer": f"{et.explainer.__module__}.{et.explainer.__qualname__}" if et.explainer else None}
+            for area, et in kinds], indent=2))
+        return 0
+    for area, et in kinds:
+        fields = " ".join(f"{f}:{t}" for f, t in et.fields)
+        print(f"{et.name}  [{area}]  {fields}")
+        print(f"    {et.template}")
+        if et.rule:
+            print(f"    rule: {et.rule}")
+        if et.explainer is not None:
+            print(f"    explained from the field values by {et.explainer.__module__}.{et.explainer.__qualname__}")
+    if not args.kinds:
+        areas = sorted({area for area, _et in kinds})
+        print(f"{len(kinds)} event kinds in {len(areas)} areas (pulsarlab.event_catalogue: {', '.join(areas)})")
+    return 0
+
+
 def _config_value(text: str) -> object:
     try:
         return json.loads(text)
@@ -110,6 +143,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("hash", help="show Pulsar's hashes of sticky keys")
     p.add_argument("keys", nargs="+")
     p.set_defaults(func=_cmd_hash)
+    p = sub.add_parser("events", help="list every kind of event the lab logs, with its fields and template")
+    p.add_argument("kinds", nargs="*", metavar="KIND", help="only these kinds")
+    p.add_argument("--json", action="store_true", help="print JSON: kind, code, area, fields, template, rule")
+    p.set_defaults(func=_cmd_events)
     p = sub.add_parser("serve", help="serve a lab broker to real Pulsar clients (Pulsar's binary protocol)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (loopback unless --allow-remote)")
     p.add_argument("--port", type=int, default=6650, help="TCP port (0 picks a free one)")

@@ -22,7 +22,8 @@ from typing import Any, Callable
 import mmh3
 
 from pulsarlab.admin import Admin
-from pulsarlab.broker.restart import CONSUMER_RECONNECTING, PRODUCER_RECONNECTING, RECONNECT_FAILED, RestartReport
+from pulsarlab.broker.restart import RestartReport
+from pulsarlab.event_catalogue.restart import CONSUMER_RECONNECTING, PRODUCER_RECONNECTING, RECONNECT_FAILED
 from pulsarlab.broker.service import BrokerService
 from pulsarlab.client.batching import ClientLibrary
 from pulsarlab.client.client import Client

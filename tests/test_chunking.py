@@ -17,8 +17,6 @@ from hypothesis import strategies as st
 from pulsarlab.broker.dispatch.chunk_assignor import ReplayReason, SharedConsumerAssignor
 from pulsarlab.client.batching import OutgoingMessage
 from pulsarlab.client.chunk_reassembly import (
-    CHUNK_DISCARDED,
-    CHUNKED_MESSAGE_ASSEMBLED,
     ChunkAction,
     ChunkedMessageTracker,
     ChunkFate,
@@ -38,6 +36,7 @@ from pulsarlab.client.chunking import (
     split_into_chunks,
 )
 from pulsarlab.clock import Scheduler
+from pulsarlab.event_catalogue.chunk_reassembly import CHUNK_DISCARDED, CHUNKED_MESSAGE_ASSEMBLED
 from pulsarlab.errors import IllegalArgumentException, InvalidMessageException
 from pulsarlab.events import EventLog
 from pulsarlab.ids import MessageId

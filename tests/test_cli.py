@@ -123,3 +123,58 @@ def test_conformance_fails_when_any_file_fails(pulsarlab, murmur3_copy, tmp_path
     assert res.returncode == 1
     assert "scenarios match" in res.stdout
     assert "missing.jsonl" in res.stderr
+
+
+def _declared_in_source() -> dict[str, str]:
+    """Event kinds declared by an ``event_type("name", ...)`` call anywhere in the package -> the declaring file."""
+    import ast
+
+    root = Path(__file__).resolve().parents[1] / "pulsarlab"
+    found: dict[str, str] = {}
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "event_type" and node.args:
+                found[node.args[0].value] = str(path.relative_to(root.parent))
+    return found
+
+
+def test_events_lists_every_kind_declared_in_the_catalogue(pulsarlab):
+    from pulsarlab.events import get_event_type
+
+    res = pulsarlab("events", "--json")
+    assert res.returncode == 0, res.stderr
+    listed = json.loads(res.stdout)
+    declared = _declared_in_source()
+    assert {k["kind"] for k in listed} == set(declared)
+    assert all(path.startswith("pulsarlab/event_catalogue/") for path in declared.values()), declared
+    assert [k["code"] for k in listed] == list(range(len(listed)))
+    for k in listed:
+        et = get_event_type(k["kind"])
+        assert (k["code"], k["template"], k["rule"]) == (et.code, et.template, et.rule)
+        assert [(f["name"], f["type"]) for f in k["fields"]] == list(et.fields)
+        assert declared[k["kind"]] == f"pulsarlab/event_catalogue/{k['area']}.py"
+    text = pulsarlab("events")
+    assert text.returncode == 0, text.stderr
+    for k in listed:
+        fields = " ".join(f"{f['name']}:{f['type']}" for f in k["fields"])
+        assert f"{k['kind']}  [{k['area']}]  {fields}\n    {k['template']}\n" in text.stdout
+    assert text.stdout.splitlines()[-1].startswith(f"{len(listed)} event kinds in ")
+
+
+def test_events_names_an_unknown_kind(pulsarlab):
+    one = pulsarlab("events", "ledger_rolled")
+    assert one.returncode == 0 and one.stdout.startswith("ledger_rolled  [managed_ledger]  topic:str ")
+    res = pulsarlab("events", "ledger_rolled", "no_such_kind")
+    assert res.returncode == 1 and "no_such_kind" in res.stderr and res.stdout == ""
+
+
+@pytest.mark.parametrize("first", ["pulsarlab.event_catalogue.cursor", "pulsarlab.scenarios.key_shared",
+                                   "pulsarlab.managed_ledger.cursor", "pulsarlab.events"])
+def test_type_codes_do_not_depend_on_what_is_imported_first(first):
+    """Codes are stored in the log and hashed by its digest: they must be the catalogue's order in every process."""
+    code = (f"import {first}, pulsarlab.event_catalogue as c, pulsarlab.events as e; "
+            "print([t.name for t in e._BY_CODE] == [et.name for _a, et in c.catalogue()], len(e._BY_CODE))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    from pulsarlab.event_catalogue import catalogue
+
+    assert out == ["True", str(len(catalogue()))]

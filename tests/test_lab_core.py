@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import pulsarlab as pl
-from pulsarlab import model_events as ev
+from pulsarlab.event_catalogue import broker as ev
 from pulsarlab.errors import InvalidMessageException, Timeout
 
 

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from pulsarlab.event_catalogue.cursor import MARK_DELETE_MOVED
 from pulsarlab.managed_ledger.cursor import (
-    MARK_DELETE_MOVED,
     ManagedCursor,
     ack_set_bits,
     ack_set_words,

@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import pulsarlab as pl
-from pulsarlab import model_events as ev
+from pulsarlab.event_catalogue import broker as ev
 from pulsarlab.managed_ledger.position import Position
 from pulsarlab.managed_ledger.rangeset import OpenLongPairRangeSet
 from pulsarlab.broker.redelivery import MessageRedeliveryController

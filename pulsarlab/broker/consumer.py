@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pulsarlab import model_events as ev
+from pulsarlab.event_catalogue import broker as ev
 from pulsarlab.broker.dispatch.pending_acks import PendingAcksMap
 from pulsarlab.date_format import format_timestamp
 from pulsarlab.broker.redelivery import MessageRate

@@ -18,12 +18,12 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, Sequence
 
-from pulsarlab import model_events as ev
+from pulsarlab.event_catalogue import broker as ev
 from pulsarlab.client.ack_grouping import AckCommand
 from pulsarlab.client.policies import ConsumerKeySharedPolicy, ConsumerType, InitialPosition, KeySharedMode
 from pulsarlab.errors import IllegalArgumentException, PulsarError, ServerMetadataException
 from pulsarlab.broker.delayed.bucket.snapshot import InMemoryBucketSnapshotStorage
-from pulsarlab.redelivery_events import REDELIVER_IDS
+from pulsarlab.event_catalogue.redelivery import REDELIVER_IDS
 from pulsarlab.broker.consumer import Consumer
 from pulsarlab.broker.delayed.factory import load_delayed_delivery_tracker_factory
 from pulsarlab.managed_ledger.ledger import LedgerIdAllocator

@@ -13,9 +13,9 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from pulsarlab import model_events as ev
+from pulsarlab.event_catalogue import broker as ev
 from pulsarlab.errors import NotAllowedException
-from pulsarlab.events import event_type
+from pulsarlab.event_catalogue.delayed import DELIVERY_DELAY_REFUSED
 from pulsarlab.date_format import format_timestamp
 from pulsarlab.managed_ledger.ledger import ManagedLedger
 from pulsarlab.managed_ledger.position import Position
@@ -26,12 +26,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from pulsarlab.broker.service import BrokerService
 
 _PARTITION = re.compile(r"-partition-(\d+)$")
-
-DELIVERY_DELAY_REFUSED = event_type(
-    "delivery_delay_refused", "topic:int producer:int sequence_id:int deliver_at:int max_delay:int",
-    "topic {topic} refused sequence id {sequence_id} of producer {producer}: deliverAt t = {deliver_at} ms is more "
-    "than delayedDeliveryMaxDelayInMillis = {max_delay} ms after its publish time",
-    rule="PersistentTopic.publishMessage -> NotAllowedException (4.0+, PIP-315), reference §10")
 
 
 def partition_index_of(name: str) -> int:

@@ -43,7 +43,8 @@ from typing import Any, Callable, Iterable, Mapping
 
 from pulsarlab.clock import Scheduler, Timer
 from pulsarlab.errors import IllegalArgumentException, IllegalStateException
-from pulsarlab.events import EventLog, EventType, event_type
+from pulsarlab.events import EventLog, EventType
+from pulsarlab.event_catalogue.ack_grouping import ACKS_FLUSHED, ACKS_LOST, ACK_QUEUED
 from pulsarlab.ids import EARLIEST, MessageId
 from pulsarlab.profiles import Profile, get_profile
 
@@ -83,28 +84,6 @@ class AckCommand:
 
 
 # --- events ------------------------------------------------------------------------------------------
-_RULE = "PersistentAcknowledgmentsGroupingTracker, reference §7.1"
-ACK_QUEUED = event_type(
-    "ack_queued",
-    "consumer:str ack_type:str ledger:int entry:int batch_index:int outcome:str",
-    "{consumer}: {ack_type} ack of {ledger}:{entry} (batch index {batch_index}) -> {outcome}",
-    rule=_RULE,
-)
-ACKS_FLUSHED = event_type(
-    "acks_flushed",
-    "consumer:str reason:str individual:int batch_index:int cumulative_ledger:int cumulative_entry:int",
-    "{consumer} sent acks ({reason}): {individual} entries, {batch_index} batch-index acks, "
-    "cumulative up to {cumulative_ledger}:{cumulative_entry}",
-    rule=_RULE,
-)
-ACKS_LOST = event_type(
-    "acks_lost",
-    "consumer:str reason:str individual:int batch_index:int cumulative_ledger:int cumulative_entry:int",
-    "{consumer} lost acks that were never sent ({reason}): {individual} entries, {batch_index} "
-    "batch-index acks, cumulative up to {cumulative_ledger}:{cumulative_entry}; the broker will "
-    "deliver those messages again",
-    rule=_RULE,
-)
 
 # Outcomes of one add_acknowledgment (the ``outcome`` field of ack_queued).
 QUEUED = "queued"  # entry-level individual ack now pending

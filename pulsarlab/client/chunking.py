@@ -63,7 +63,6 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from pulsarlab.errors import IllegalArgumentException, InvalidMessageException, PulsarClientException
-from pulsarlab.events import event_type
 from pulsarlab.ids import MessageId
 from pulsarlab.messages import EntryData, MessageMetadata
 from pulsarlab.profiles import Profile, get_profile
@@ -73,19 +72,6 @@ BATCHING_AND_CHUNKING = "Batching and chunking of messages can't be enabled toge
 PYTHON_BATCHING_AND_CHUNKING = BATCHING_AND_CHUNKING + "."  # the Python wrapper's own check
 MESSAGE_TOO_BIG = "Pulsar error: MessageTooBig"  # str() of the Python client's pulsar.MessageTooBig
 DEFAULT_CHUNK_MAX_MESSAGE_SIZE = -1  # ProducerConfigurationData.chunkMaxMessageSize: use the broker's limit
-
-CHUNK_PUBLISHED = event_type(
-    "chunk_published", "producer:int uuid:str chunk_id:int num_chunks:int size:int partition:int",
-    "producer {producer} sent chunk {chunk_id} of {num_chunks} of {uuid} ({size} bytes) to partition {partition}",
-    rule="ProducerImpl.sendAsync chunk loop: each chunk is its own SEND and ledger entry, reference §9")
-PRODUCER_CRASHED = event_type(
-    "producer_crashed", "producer:int chunks:int messages:int",
-    "producer {producer} crashed: {chunks} chunk(s) of {messages} message(s) were never sent",
-    rule="lab extension Producer.crash(): a publisher that fails part way through a chunked message")
-MESSAGE_TOO_BIG_EVENT = event_type(
-    "message_too_big", "producer:int sequence_id:int size:int max_message_size:int error:str",
-    "producer {producer} could not send sequence id {sequence_id} ({size} bytes): {error}",
-    rule="ProducerImpl.sendAsync size check against the broker's maxMessageSize, reference §9")
 
 
 class MessageTooBig(PulsarClientException):

@@ -50,8 +50,8 @@ from datetime import timedelta
 from functools import partial
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
-from pulsarlab import model_events as ev
-from pulsarlab import redelivery_events as rev
+from pulsarlab.event_catalogue import broker as ev
+from pulsarlab.event_catalogue import redelivery as rev
 from pulsarlab.errors import (
     IllegalArgumentException,
     InvalidConfigurationException,
@@ -65,8 +65,8 @@ from pulsarlab.messages import ROW_ORDERING_KEY as _ROW_ORDERING_KEY
 from pulsarlab.messages import ROW_PARTITION_KEY as _ROW_PARTITION_KEY
 from pulsarlab.messages import ROW_PROPERTIES as _ROW_PROPERTIES
 from pulsarlab.client.ack_grouping import AckType, AcknowledgmentsGroupingTracker
+from pulsarlab.event_catalogue.chunk_reassembly import CHUNKED_MESSAGE_ACKED
 from pulsarlab.client.chunk_reassembly import (
-    CHUNKED_MESSAGE_ACKED,
     DEFAULT_EXPIRE_TIME_OF_INCOMPLETE_CHUNKED_MESSAGE_MS,
     DEFAULT_MAX_PENDING_CHUNKED_MESSAGE,
     ChunkedMessageTracker,

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
-from pulsarlab import redelivery_events as rev
+from pulsarlab.event_catalogue import redelivery as rev
 from pulsarlab.errors import IllegalArgumentException
 from pulsarlab.ids import MessageId
 

@@ -36,7 +36,7 @@ from collections import deque
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Callable
 
-from pulsarlab import model_events as ev
+from pulsarlab.event_catalogue import broker as ev
 from pulsarlab.errors import NotAllowedException as BrokerNotAllowedException
 from pulsarlab.errors import PulsarClientException
 from pulsarlab.errors import InvalidMessageException, PulsarClientException
@@ -50,11 +50,9 @@ from pulsarlab.client.batching import (
     make_container,
     non_batched_entry,
 )
+from pulsarlab.event_catalogue.chunking import CHUNK_PUBLISHED, MESSAGE_TOO_BIG_EVENT, PRODUCER_CRASHED
 from pulsarlab.client.chunking import (
-    CHUNK_PUBLISHED,
     DEFAULT_CHUNK_MAX_MESSAGE_SIZE,
-    MESSAGE_TOO_BIG_EVENT,
-    PRODUCER_CRASHED,
     MessageTooBig,
     check_chunking_config,
     check_send_size,

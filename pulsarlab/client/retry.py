@@ -16,7 +16,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
-from pulsarlab import redelivery_events as rev
+from pulsarlab.event_catalogue import redelivery as rev
 from pulsarlab.client.dead_letter import (
     SYSTEM_PROPERTY_DELAY_TIME,
     SYSTEM_PROPERTY_RECONSUMETIMES,

@@ -31,7 +31,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from pulsarlab.clock import Scheduler
-from pulsarlab.events import EventLog, event_type
+from pulsarlab.events import EventLog
+from pulsarlab.event_catalogue.managed_ledger import ENTRY_WRITTEN, LEDGER_ROLLED
 from pulsarlab.messages import EntryData
 from pulsarlab.date_format import format_timestamp
 from pulsarlab.managed_ledger.cursor import ManagedCursor
@@ -52,18 +53,6 @@ _MINUTE_MS = 60_000
 # ---------------------------------------------------------------------------------------------
 # Events (declared once; emitted only while the log is enabled)
 
-ENTRY_WRITTEN = event_type(
-    "entry_written",
-    "topic:str ledger:int entry:int messages:int size:int",
-    "{topic}: entry {ledger}:{entry} written ({messages} message(s), {size} bytes)",
-    rule="ManagedLedgerImpl.addEntry appends to the current ledger; the entry id counts from 0 in each ledger",
-)
-LEDGER_ROLLED = event_type(
-    "ledger_rolled",
-    "topic:str closed:int entries:int opened:int why:str",
-    "{topic}: ledger {closed} closed with {entries} entries, new ledger {opened} opened ({why})",
-    rule="a full ledger is closed and a new one created; positions continue at entry 0 of the new ledger",
-)
 
 ROLLED_FULL = "managedLedgerMaxEntriesPerLedger reached"
 ROLLED_SIZE = "managedLedgerMaxSizePerLedgerMbytes reached"

@@ -26,7 +26,7 @@ from pulsarlab.hashing import sticky_key
 from pulsarlab.profiles import ConsistentHashingVariant, Profile, StickyHashMode, get_profile
 from pulsarlab.broker.key_shared import make_selector
 from pulsarlab.broker.key_shared.base import Consumer, StickyKeyConsumerSelector
-from pulsarlab.scenarios.key_shared_events import (
+from pulsarlab.event_catalogue.key_shared_scenario import (
     ASSIGN_REJECTED,
     CONSUMER_ADDED,
     CONSUMER_REMOVED,

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import google_crc32c
 
-from pulsarlab import model_events as ev
+from pulsarlab.event_catalogue import broker as ev
 from pulsarlab.managed_ledger.position import EARLIEST, LATEST, Position
 from pulsarlab.broker.topic import partition_index_of
 from pulsarlab.client.ack_grouping import AckCommand, AckType

@@ -47,7 +47,7 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
-from pulsarlab import model_events as ev
+from pulsarlab.event_catalogue import broker as ev
 from pulsarlab.ids import MessageId
 from pulsarlab.managed_ledger.position import Position
 from pulsarlab.snapshot.base import History, Pos, RawRange, jsonable, short_topic

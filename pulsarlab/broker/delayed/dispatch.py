@@ -30,42 +30,19 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from pulsarlab.errors import PulsarError
-from pulsarlab.events import event_type
+from pulsarlab.event_catalogue.delayed import (
+    DELAYED_PAUSED,
+    DELAYED_RELEASED,
+    DELAYED_REQUEUED,
+    DELAYED_TRACKED,
+    DELAYED_TRACKER_CREATED,
+)
 from pulsarlab.broker.delayed.bucket.tracker import DELAYED_BUCKET_KEY_PREFIX, BucketDelayedDeliveryTracker
 from pulsarlab.broker.delayed.factory import buffer_memory_usage, tracker_kind
 
 if TYPE_CHECKING:  # pragma: no cover
     from pulsarlab.broker.redelivery import MessageRedeliveryController
 
-_RULE = "PersistentDispatcherMultipleConsumers, reference §10"
-DELAYED_TRACKER_CREATED = event_type(
-    "delayed_tracker_created", "subscription:int tracker:str factory:str",
-    "subscription {subscription} read its first delayed message: the broker's {factory} built a {tracker}",
-    rule="trackDelayedDelivery creates the tracker on first use (delayedDeliveryTrackerFactoryClassName), "
-         "reference §10")
-DELAYED_TRACKED = event_type(
-    "delayed_tracked", "subscription:int ledger:int entry:int deliver_at:int held:bool",
-    "subscription {subscription}: entry {ledger}:{entry} (deliverAt t = {deliver_at} ms) held back by the "
-    "delayed-delivery tracker: {held}",
-    rule="filterEntriesForConsumer -> trackDelayedDelivery -> addMessage; held unless deliverAt <= cutoff "
-         "(now + tick, or now when strict), reference §10")
-DELAYED_RELEASED = event_type(
-    "delayed_released", "subscription:int ledger:int entry:int due:int",
-    "subscription {subscription}: delayed entry {ledger}:{entry} is due and joins the replay set without a sticky "
-    "hash ({due} due in this read)",
-    rule="getMessagesToReplayNow: getScheduledMessages -> redeliveryMessages.add, " + _RULE)
-DELAYED_REQUEUED = event_type(
-    "delayed_requeued", "subscription:int ledger:int entry:int deliver_at:int until:int",
-    "subscription {subscription}: entry {ledger}:{entry} came out of its rounded-down time bucket early and was "
-    "held again when replayed (deliverAt t = {deliver_at} ms is after the cutoff); the dispatcher keeps reading "
-    "until t = {until} ms",
-    rule="4.1 InMemoryDelayedDeliveryTracker trims deliverAt down to 2^floor(log2 tick) ms; master rounds up in "
-         "strict mode (#25996), reference §10.1")
-DELAYED_PAUSED = event_type(
-    "delayed_paused", "subscription:int paused:bool delayed:int",
-    "subscription {subscription}: every read paused = {paused} ({delayed} delayed messages with a fixed delay "
-    "wait and none is due)",
-    rule="shouldPauseDeliveryForDelayTracker: delayedDeliveryFixedDelayDetectionLookahead, reference §10.1")
 
 BUCKET_TOTAL = "pulsar_delayed_message_index_bucket_total"
 INDEX_LOADED = "pulsar_delayed_message_index_loaded"

@@ -31,7 +31,7 @@ from bisect import bisect_right
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pulsarlab import model_events as ev
+from pulsarlab.event_catalogue import broker as ev
 from pulsarlab.errors import ConsumerAssignException
 from pulsarlab.broker.key_shared import make_selector
 from pulsarlab.broker.dispatch.shared import NORMAL, REPLAY, SharedDispatcher

@@ -40,12 +40,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Sequence
 
-from pulsarlab import model_events as ev
+from pulsarlab.event_catalogue import broker as ev
 from pulsarlab.client.ack_grouping import ack_set_mask
 from pulsarlab.profiles import SharedDispatcherForm
-from pulsarlab.redelivery_events import REDELIVERY_COUNTED
+from pulsarlab.event_catalogue.redelivery import REDELIVERY_COUNTED
 from pulsarlab.broker.dispatch.entries_per_turn import classic_batch_entries, get_max_entries_in_this_batch
-from pulsarlab.broker.dispatch.chunk_assignor import CHUNK_HELD, CHUNK_LOST, CHUNK_PINNED, ReplayReason, SharedConsumerAssignor
+from pulsarlab.broker.dispatch.chunk_assignor import ReplayReason, SharedConsumerAssignor
+from pulsarlab.event_catalogue.chunk_assignment import CHUNK_HELD, CHUNK_LOST, CHUNK_PINNED
 from pulsarlab.broker.consumer import popcount
 from pulsarlab.broker.delayed.dispatch import DelayedDelivery
 from pulsarlab.managed_ledger.position import Position

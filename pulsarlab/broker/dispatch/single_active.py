@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Sequence
 
-from pulsarlab import model_events as ev
+from pulsarlab.event_catalogue import broker as ev
 from pulsarlab.errors import ConsumerBusyException
 from pulsarlab.broker.dispatch.failover import FailoverConsumerList
 from pulsarlab.broker.redelivery import RedeliveryTrackerDisabled
