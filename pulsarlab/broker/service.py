@@ -19,8 +19,8 @@ import json
 from typing import TYPE_CHECKING, Any, Sequence
 
 from pulsarlab import model_events as ev
-from pulsarlab.client.ack_grouping import AckCommand
-from pulsarlab.client.policies import ConsumerKeySharedPolicy, ConsumerType, InitialPosition, KeySharedMode
+from pulsarlab.protocol.acks import AckCommand
+from pulsarlab.protocol.subscription import ConsumerKeySharedPolicy, ConsumerType, InitialPosition, KeySharedMode
 from pulsarlab.errors import IllegalArgumentException, PulsarError, ServerMetadataException
 from pulsarlab.broker.delayed.bucket.snapshot import InMemoryBucketSnapshotStorage
 from pulsarlab.redelivery_events import REDELIVER_IDS
@@ -163,7 +163,7 @@ class BrokerService:
         of each partition) when the producer connects, if it does not exist yet."""
         n = self.ensure_topic(topic)
         for name in [f"{topic}-partition-{i}" for i in range(n)] if n else [topic]:
-            self.get_topic(name).get_or_create_subscription(subscription, InitialPosition.Latest.value)
+            self.get_topic(name).get_or_create_subscription(subscription, InitialPosition.Latest.name)
 
     def unregister_producer(self, handle: ProducerHandle) -> None:
         handle.topic.producers.pop(handle.producer_id, None)
@@ -197,7 +197,7 @@ class BrokerService:
             if policy.key_shared_mode is KeySharedMode.Sticky:
                 ranges = tuple(policy.sticky_ranges)
         existed = subscription in t.subscriptions
-        sub = t.get_or_create_subscription(subscription, initial_position.value)
+        sub = t.get_or_create_subscription(subscription, initial_position.name)
         consumer = Consumer(
             consumer_id=consumer_id, name=name, priority=priority, sub_type=sub_type, subscription=sub, cnx=cnx,
             max_unacked_messages=self.config["maxUnackedMessagesPerConsumer"], key_shared_mode=ks_mode,

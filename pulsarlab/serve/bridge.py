@@ -21,7 +21,8 @@ from pulsarlab.errors import (
     ConsumerAssignException, ConsumerBusyException, IllegalArgumentException, NotAllowedException,
     ServerMetadataException, SubscriptionBusyException,
 )
-from pulsarlab.serve.commands import ActiveConsumerChange, CloseConsumer, ServerError, encode_command
+from pulsarlab.protocol.server_errors import ServerError
+from pulsarlab.serve.commands import ActiveConsumerChange, CloseConsumer, encode_command
 from pulsarlab.serve.entries import consumer_prefix, message_frame
 from pulsarlab.serve.frames import simple_frame
 

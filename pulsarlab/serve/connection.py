@@ -35,19 +35,20 @@ import google_crc32c
 from pulsarlab import model_events as ev
 from pulsarlab.managed_ledger.position import EARLIEST, LATEST, Position
 from pulsarlab.broker.topic import partition_index_of
-from pulsarlab.client.ack_grouping import AckCommand, AckType
-from pulsarlab.client.policies import ConsumerKeySharedPolicy, ConsumerType, InitialPosition, KeySharedMode
 from pulsarlab.errors import PulsarError
+from pulsarlab.protocol.acks import AckCommand, AckType
+from pulsarlab.protocol.server_errors import ServerError
+from pulsarlab.protocol.subscription import ConsumerKeySharedPolicy, ConsumerType, KeySharedMode
 from pulsarlab.serve.bridge import RemoteConsumer, RemoteProducer, server_error
 from pulsarlab.serve.codec import CodecError, decode_varint
 from pulsarlab.serve.commands import (
-    Ack, AckKind, AckResponse, CloseConsumer, CloseProducer, CommandType, Connect, Connected, ConsumerStats,
+    Ack, AckResponse, CloseConsumer, CloseProducer, CommandType, Connect, Connected, ConsumerStats,
     ConsumerStatsResponse, Error, Flow, GetLastMessageId, GetLastMessageIdResponse, GetOrCreateSchema,
     GetOrCreateSchemaResponse, GetSchema, GetSchemaResponse, GetTopicsOfNamespace, GetTopicsOfNamespaceResponse,
-    InitialPositionType, KeySharedModeType, LookupKind, LookupRequest, LookupResponse, MetadataLookupKind, MsgId,
-    PartitionMetadataRequest, PartitionMetadataResponse, Ping, Pong, ProducerRequest, ProducerSuccess,
-    RawCommand, RedeliverUnacked, Seek, SendError, ServerError, Subscribe, SubType, Success, TopicsMode,
-    UnknownCommand, Unsubscribe, encode_command, read_envelope, request_id_of,
+    LookupKind, LookupRequest, LookupResponse, MetadataLookupKind, MsgId, PartitionMetadataRequest,
+    PartitionMetadataResponse, Ping, Pong, ProducerRequest, ProducerSuccess, RawCommand, RedeliverUnacked, Seek,
+    SendError, Subscribe, Success, TopicsMode, UnknownCommand, Unsubscribe, encode_command, read_envelope,
+    request_id_of,
 )
 from pulsarlab.serve.entries import WireEntry, read_metadata
 from pulsarlab.serve.hot_commands import producer_prefix, read_ack, read_send, send_receipt_frame
@@ -60,12 +61,6 @@ log = logging.getLogger("pulsarlab.serve")
 
 CLOSE_GRACE_S = 5.0
 SERVER_PROTOCOL_VERSION = 21  # what a 3.x/4.x broker announces; CONNECTED carries min(client's, this)
-_SUB_TYPES = {
-    SubType.Exclusive: ConsumerType.Exclusive,
-    SubType.Shared: ConsumerType.Shared,
-    SubType.Failover: ConsumerType.Failover,
-    SubType.Key_Shared: ConsumerType.KeyShared,
-}
 # commands a client may send that the lab answers with ERROR(NotAllowedError) instead of closing
 _NOT_MODELLED = frozenset({
     CommandType.NEW_TXN, CommandType.ADD_PARTITION_TO_TXN, CommandType.ADD_SUBSCRIPTION_TO_TXN, CommandType.END_TXN,
@@ -468,12 +463,12 @@ class ServerConnection(asyncio.Protocol):
         except PulsarError as e:
             self.error(cmd.request_id, ServerError.InvalidTopicName, str(e))
             return
-        sub_type = _SUB_TYPES[cmd.sub_type]
+        sub_type = cmd.sub_type
         policy = None
         if sub_type is ConsumerType.KeyShared:
             meta = cmd.key_shared_meta
             try:
-                if meta is not None and meta.mode is KeySharedModeType.STICKY:
+                if meta is not None and meta.mode is KeySharedMode.Sticky:
                     policy = ConsumerKeySharedPolicy(KeySharedMode.Sticky, bool(meta.allow_out_of_order_delivery),
                                                      [(r.start, r.end) for r in meta.hash_ranges])
                 else:
@@ -482,8 +477,7 @@ class ServerConnection(asyncio.Protocol):
             except PulsarError as e:
                 self.error(cmd.request_id, ServerError.ConsumerAssignError, str(e))
                 return
-        initial = (InitialPosition.Earliest if cmd.value("initial_position") is InitialPositionType.Earliest
-                   else InitialPosition.Latest)
+        initial = cmd.value("initial_position")
         durable = cmd.value("durable")
         svc = self.service
         lab_id = svc.new_consumer_id()
@@ -494,7 +488,7 @@ class ServerConnection(asyncio.Protocol):
             if not durable:
                 t = svc.get_topic(topic)
                 created_subscription = cmd.subscription not in t.subscriptions
-                sub = t.get_or_create_subscription(cmd.subscription, initial.value)
+                sub = t.get_or_create_subscription(cmd.subscription, initial.name)
                 if created_subscription and cmd.start_message_id is not None:
                     sub.cursor.reset_cursor(_start_position(cmd.start_message_id))
             consumer = svc.subscribe(
@@ -537,7 +531,7 @@ class ServerConnection(asyncio.Protocol):
                 self.send(AckResponse(consumer_id=consumer_id, error=ServerError.ConsumerNotFound,
                                       message=f"Consumer {consumer_id} not found", request_id=request_id))
             return
-        kind = AckType.CUMULATIVE if ack_type == AckKind.Cumulative else AckType.INDIVIDUAL
+        kind = AckType.CUMULATIVE if ack_type == 1 else AckType.INDIVIDUAL  # CommandAck.AckType's numbers
         try:
             self.service.ack(cnx.broker_consumer, AckCommand(kind, ids, props))
         except PulsarError as e:
