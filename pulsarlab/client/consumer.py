@@ -549,7 +549,7 @@ class Consumer:
         policy = DeadLetterPolicy.of(dead_letter_policy) if dead_letter_policy is not None else None
         if retry_enable:
             policy = resolve_retry_policy(policy, self._topic, subscription_name,
-                                          lambda name: name in svc.topics or name in svc.partitioned)
+                                          svc.topic_exists)
         self._dead_letter_policy = policy
         if policy is not None and ack_timeout == 0:
             ack_timeout = lab.profile.dead_letter_default_ack_timeout_ms
