@@ -20,13 +20,8 @@ from pulsarlab.errors import (
 from pulsarlab.client.batching import BatchingType, ClientLibrary
 from pulsarlab.client.chunking import ChunkMessageId, MessageTooBig
 from pulsarlab.client.routing import PartitionsRoutingMode
-from pulsarlab.client.policies import (
-    ConsumerDeadLetterPolicy,
-    ConsumerKeySharedPolicy,
-    ConsumerType,
-    InitialPosition,
-    KeySharedMode,
-)
+from pulsarlab.client.policies import ConsumerDeadLetterPolicy
+from pulsarlab.protocol.subscription import ConsumerKeySharedPolicy, ConsumerType, InitialPosition, KeySharedMode
 from pulsarlab.client.negative_acks import MultiplierRedeliveryBackoff
 from pulsarlab.lab import Lab
 

@@ -4,7 +4,8 @@ Models `PulsarAdmin.topics()` (`Topics`): ``list``, ``list_partitioned_topics``,
 ``create_non_partitioned_topic``, ``get_partitioned_topic_metadata``, ``stats`` (`TopicStatsImpl`),
 ``partitioned_stats``, ``stats_internal`` (`PersistentTopicInternalStats`, reference §11) and ``subscriptions``.
 Errors carry pulsar-admin's exception classes and texts (``NotFoundException: Topic not found``,
-``ConflictException: This topic already exists``).
+``ConflictException: This topic already exists``). Every call goes through the broker's command surface
+(`BrokerService`); the results are plain JSON-shaped values.
 """
 
 from __future__ import annotations
@@ -29,21 +30,12 @@ class Topics:
     def _name(self, topic: str) -> str:
         return self._svc.normalize(topic)
 
-    def _topic(self, topic: str):
-        name = self._name(topic)
-        t = self._svc.topics.get(name)
-        if t is None:
-            raise NotFoundException("Topic not found")
-        return t
-
     def list(self, namespace: str = "public/default") -> list[str]:
         """Every topic (partitions included, as ``pulsar-admin topics list`` prints them), sorted."""
-        prefix = f"persistent://{namespace}/"
-        return sorted(n for n in self._svc.topics if n.startswith(prefix))
+        return self._svc.topics_of_namespace(namespace)
 
     def list_partitioned_topics(self, namespace: str = "public/default") -> list[str]:
-        prefix = f"persistent://{namespace}/"
-        return sorted(n for n in self._svc.partitioned if n.startswith(prefix))
+        return self._svc.partitioned_topics_of_namespace(namespace)
 
     def create_partitioned_topic(self, topic: str, partitions: int) -> None:
         self._svc.create_partitioned_topic(self._name(topic), partitions)
@@ -52,29 +44,22 @@ class Topics:
         self._svc.create_non_partitioned_topic(self._name(topic))
 
     def get_partitioned_topic_metadata(self, topic: str) -> dict[str, Any]:
-        name = self._name(topic)
-        return {"partitions": self._svc.partitioned.get(name, 0)}
+        return {"partitions": self._svc.partition_count(self._name(topic))}
 
     def subscriptions(self, topic: str) -> list[str]:
-        name = self._name(topic)
-        if name in self._svc.partitioned:
-            subs: set[str] = set()
-            for i in range(self._svc.partitioned[name]):
-                subs.update(self._svc.topics[f"{name}-partition-{i}"].subscriptions)
-            return sorted(subs)
-        return list(self._topic(topic).subscriptions)
+        return self._svc.subscriptions_of(self._name(topic))
 
     def stats(self, topic: str) -> dict[str, Any]:
         """``pulsar-admin topics stats``."""
-        return self._topic(topic).stats()
+        return self._svc.topic_stats(self._name(topic))
 
     def partitioned_stats(self, topic: str, per_partition: bool = True) -> dict[str, Any]:
         """``pulsar-admin topics partitioned-stats``: counters summed, ``partitions`` per partition."""
         name = self._name(topic)
-        n = self._svc.partitioned.get(name)
-        if n is None:
+        n = self._svc.partition_count(name)
+        if n == 0:
             raise NotFoundException("Partitioned Topic not found")
-        parts = {f"{name}-partition-{i}": self._svc.topics[f"{name}-partition-{i}"].stats() for i in range(n)}
+        parts = {f"{name}-partition-{i}": self._svc.topic_stats(f"{name}-partition-{i}") for i in range(n)}
         total: dict[str, Any] = {"metadata": {"partitions": n}}
         for key in ("msgInCounter", "bytesInCounter", "msgOutCounter", "bytesOutCounter", "storageSize"):
             total[key] = sum(p[key] for p in parts.values())
@@ -95,7 +80,7 @@ class Topics:
 
     def stats_internal(self, topic: str) -> dict[str, Any]:
         """``pulsar-admin topics stats-internal``."""
-        return self._topic(topic).stats_internal()
+        return self._svc.topic_stats_internal(self._name(topic))
 
 
 class Admin:

@@ -11,14 +11,9 @@ from pulsarlab.errors import IllegalArgumentException, IllegalStateException
 from pulsarlab.events import EventLog
 from pulsarlab.ids import EARLIEST, MessageId
 from pulsarlab.client.ack_grouping import (
-    AckCommand,
-    AckType,
-    AcknowledgmentsGroupingTracker,
-    NonPersistentAcknowledgmentGroupingTracker,
-    ack_set_mask,
-    ack_set_words,
-    for_profile,
+    AcknowledgmentsGroupingTracker, NonPersistentAcknowledgmentGroupingTracker, for_profile,
 )
+from pulsarlab.protocol.acks import AckCommand, AckType, ack_set_mask, ack_set_words
 
 IND, CUM = AckType.INDIVIDUAL, AckType.CUMULATIVE
 

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from pulsarlab.managed_ledger.position import Position
 from pulsarlab.managed_ledger.rangeset import OpenLongPairRangeSet
-from pulsarlab.client.policies import ConsumerType, KeySharedMode
+from pulsarlab.protocol.subscription import ConsumerType, KeySharedMode
 from pulsarlab.importers import (
     AckRange,
     Finding,

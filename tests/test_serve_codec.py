@@ -14,9 +14,10 @@ from pulsarlab.messages import MessageMetadata
 from pulsarlab.serve import codec
 from pulsarlab.serve.codec import CodecError, Kind, Label, decode_varint, encode_varint
 from pulsarlab.serve.commands import (
-    BODIES, Ack, AckKind, CommandType, Connected, MessageCmd, MsgId, ProducerSuccess, Send, Subscribe,
-    UnknownCommand, WireMetadata, WireSingleMetadata, decode_command, encode_command, read_envelope,
+    BODIES, Ack, CommandType, Connected, MessageCmd, MsgId, ProducerSuccess, Send, Subscribe, UnknownCommand,
+    WireMetadata, WireSingleMetadata, decode_command, encode_command, read_envelope,
 )
+from pulsarlab.protocol.acks import AckType
 from pulsarlab.serve.entries import (
     NotSplittable, WireEntry, entry_wire, message_frame, read_metadata,
 )
@@ -193,9 +194,9 @@ def test_packed_and_unpacked_repeated_fields_read_the_same():
 
 
 def test_unknown_fields_are_skipped_and_unknown_enum_values_are_absent():
-    extra = Ack(consumer_id=7, ack_type=AckKind.Cumulative).encode() + b"\xf8\x07\x01" + b"\xa2\x06\x00"
+    extra = Ack(consumer_id=7, ack_type=AckType.CUMULATIVE).encode() + b"\xf8\x07\x01" + b"\xa2\x06\x00"
     ack = Ack.decode(extra)
-    assert ack.consumer_id == 7 and ack.ack_type is AckKind.Cumulative
+    assert ack.consumer_id == 7 and ack.ack_type is AckType.CUMULATIVE
     with pytest.raises(CodecError, match="missing required field ack_type"):
         Ack.decode(b"\x08\x07\x10\x09")  # ack_type 9 is no AckType
 

@@ -7,17 +7,19 @@ import pytest
 import pulsarlab as pl
 from pulsarlab.errors import ConsumerBusyException
 from pulsarlab.serve.commands import (
-    Ack, AckKind, CloseConsumer, CommandType, ConsumerStats, Flow, GetLastMessageId, GetSchema, GetTopicsOfNamespace,
-    IntRange, KeySharedMeta, KeySharedModeType, LookupKind, LookupRequest, MetadataLookupKind, MsgId,
-    PartitionMetadataRequest, Ping, ProducerRequest, RedeliverUnacked, Seek, ServerError, Subscribe, SubType,
-    Unsubscribe,
+    Ack, CloseConsumer, CommandType, ConsumerStats, Flow, GetLastMessageId, GetSchema, GetTopicsOfNamespace,
+    IntRange, KeySharedMeta, LookupKind, LookupRequest, MetadataLookupKind, MsgId, PartitionMetadataRequest, Ping,
+    ProducerRequest, RedeliverUnacked, Seek, Subscribe, Unsubscribe,
 )
+from pulsarlab.protocol.acks import AckType
+from pulsarlab.protocol.subscription import ConsumerType, KeySharedMode
+from pulsarlab.protocol.server_errors import ServerError
 from serve_support import raw_client, served_lab, wait_until
 
 TOPIC = "persistent://public/default/proto"
 
 
-def _subscribe(raw, consumer_id: int, sub: str, sub_type: SubType, request_id: int, **kw):
+def _subscribe(raw, consumer_id: int, sub: str, sub_type: ConsumerType, request_id: int, **kw):
     raw.send(Subscribe(topic=TOPIC, subscription=sub, sub_type=sub_type, consumer_id=consumer_id,
                        request_id=request_id, consumer_name=f"c{consumer_id}", **kw))
     return raw.recv()
@@ -54,22 +56,22 @@ def test_handshake_and_lookups():
 def test_subscription_errors_carry_pulsars_codes_and_texts():
     with served_lab() as (lab, server), raw_client(server.url) as raw:
         raw.handshake()
-        assert _subscribe(raw, 1, "ex", SubType.Exclusive, 10)[0] is CommandType.SUCCESS
-        kind, err, _ = _subscribe(raw, 2, "ex", SubType.Exclusive, 11)
+        assert _subscribe(raw, 1, "ex", ConsumerType.Exclusive, 10)[0] is CommandType.SUCCESS
+        kind, err, _ = _subscribe(raw, 2, "ex", ConsumerType.Exclusive, 11)
         assert (kind, err.request_id, err.error, err.message) == (
             CommandType.ERROR, 11, ServerError.ConsumerBusy, "Exclusive consumer is already connected")
-        kind, err, _ = _subscribe(raw, 3, "ex", SubType.Shared, 12)
+        kind, err, _ = _subscribe(raw, 3, "ex", ConsumerType.Shared, 12)
         assert (err.error, err.message) == (ServerError.ConsumerBusy, (
             "Subscription is of different type. Active subscription type of 'Exclusive' is different than the "
             "connecting consumer's type 'Shared'."))
-        sticky = KeySharedMeta(mode=KeySharedModeType.STICKY, hash_ranges=[IntRange(0, 100)])
-        assert _subscribe(raw, 4, "st", SubType.Key_Shared, 13, key_shared_meta=sticky)[0] is CommandType.SUCCESS
-        overlap = KeySharedMeta(mode=KeySharedModeType.STICKY, hash_ranges=[IntRange(50, 200)])
-        kind, err, _ = _subscribe(raw, 5, "st", SubType.Key_Shared, 14, key_shared_meta=overlap)
+        sticky = KeySharedMeta(mode=KeySharedMode.Sticky, hash_ranges=[IntRange(0, 100)])
+        assert _subscribe(raw, 4, "st", ConsumerType.KeyShared, 13, key_shared_meta=sticky)[0] is CommandType.SUCCESS
+        overlap = KeySharedMeta(mode=KeySharedMode.Sticky, hash_ranges=[IntRange(50, 200)])
+        kind, err, _ = _subscribe(raw, 5, "st", ConsumerType.KeyShared, 14, key_shared_meta=overlap)
         assert (kind, err.error) == (CommandType.ERROR, ServerError.ConsumerAssignError)
         assert err.message.startswith("Range conflict with consumer Consumer{") and "consumerName=c4" in err.message
-        kind, err, _ = _subscribe(raw, 6, "st", SubType.Key_Shared, 15,
-                                  key_shared_meta=KeySharedMeta(mode=KeySharedModeType.STICKY))
+        kind, err, _ = _subscribe(raw, 6, "st", ConsumerType.KeyShared, 15,
+                                  key_shared_meta=KeySharedMeta(mode=KeySharedMode.Sticky))
         assert (err.error, err.message) == (ServerError.ConsumerAssignError,
                                             "Ranges for KeyShared policy must not be empty.")
         # the model raises the same texts in process
@@ -78,14 +80,14 @@ def test_subscription_errors_carry_pulsars_codes_and_texts():
         with pytest.raises(ConsumerBusyException, match="^Exclusive consumer is already connected$"):
             lab2.client().subscribe(TOPIC, "ex")
         # a consumer id already subscribed on this connection is answered SUCCESS again
-        assert _subscribe(raw, 1, "ex", SubType.Exclusive, 16)[0] is CommandType.SUCCESS
+        assert _subscribe(raw, 1, "ex", ConsumerType.Exclusive, 16)[0] is CommandType.SUCCESS
 
 
 def test_unsubscribe_seek_and_unknown_consumers():
     with served_lab() as (lab, server), raw_client(server.url) as raw:
         raw.handshake()
         for cid in (1, 2):
-            assert _subscribe(raw, cid, "sh", SubType.Shared, cid)[0] is CommandType.SUCCESS
+            assert _subscribe(raw, cid, "sh", ConsumerType.Shared, cid)[0] is CommandType.SUCCESS
         raw.send(Unsubscribe(consumer_id=1, request_id=3))
         err = raw.expect(CommandType.ERROR)
         assert (err.error, err.message) == (ServerError.MetadataError,
@@ -103,7 +105,7 @@ def test_unsubscribe_seek_and_unknown_consumers():
         assert last.last_message_id.signed_ids() == (-1, -1)  # an empty topic
         # FLOW / ACK / REDELIVER for a consumer that does not exist are ignored, as the broker does
         raw.send(Flow(consumer_id=9, message_permits=5))
-        raw.send(Ack(consumer_id=9, ack_type=AckKind.Individual, message_ids=[MsgId(ledger_id=3, entry_id=0)]))
+        raw.send(Ack(consumer_id=9, ack_type=AckType.INDIVIDUAL, message_ids=[MsgId(ledger_id=3, entry_id=0)]))
         raw.send(RedeliverUnacked(consumer_id=9))
         raw.send(ConsumerStats(request_id=8, consumer_id=2))
         stats = raw.expect(CommandType.CONSUMER_STATS_RESPONSE)
@@ -128,8 +130,8 @@ def test_producers_get_broker_names_and_ack_receipts_are_answered():
         raw.send(ProducerRequest(topic="non-persistent://public/default/x", producer_id=2, request_id=3))
         err = raw.expect(CommandType.ERROR)
         assert err.request_id == 3 and err.error is ServerError.InvalidTopicName
-        assert _subscribe(raw, 7, "acks", SubType.Shared, 4)[0] is CommandType.SUCCESS
-        raw.send(Ack(consumer_id=7, ack_type=AckKind.Individual, message_ids=[MsgId(ledger_id=3, entry_id=0)],
+        assert _subscribe(raw, 7, "acks", ConsumerType.Shared, 4)[0] is CommandType.SUCCESS
+        raw.send(Ack(consumer_id=7, ack_type=AckType.INDIVIDUAL, message_ids=[MsgId(ledger_id=3, entry_id=0)],
                      request_id=5))
         resp = raw.expect(CommandType.ACK_RESPONSE)
         assert (resp.consumer_id, resp.request_id, resp.error) == (7, 5, None)
@@ -139,11 +141,11 @@ def test_priority_levels_and_key_shared_policies_reach_the_dispatcher():
     with served_lab() as (lab, server), raw_client(server.url) as raw:
         raw.handshake()
         for cid, prio in ((1, 0), (2, 1)):
-            assert _subscribe(raw, cid, "prio", SubType.Shared, cid, priority_level=prio)[0] is CommandType.SUCCESS
-        ooo = KeySharedMeta(mode=KeySharedModeType.AUTO_SPLIT, allow_out_of_order_delivery=True)
-        assert _subscribe(raw, 3, "ooo", SubType.Key_Shared, 3, key_shared_meta=ooo)[0] is CommandType.SUCCESS
-        kind, err, _ = _subscribe(raw, 4, "ooo", SubType.Key_Shared, 4,
-                                  key_shared_meta=KeySharedMeta(mode=KeySharedModeType.AUTO_SPLIT))
+            assert _subscribe(raw, cid, "prio", ConsumerType.Shared, cid, priority_level=prio)[0] is CommandType.SUCCESS
+        ooo = KeySharedMeta(mode=KeySharedMode.AutoSplit, allow_out_of_order_delivery=True)
+        assert _subscribe(raw, 3, "ooo", ConsumerType.KeyShared, 3, key_shared_meta=ooo)[0] is CommandType.SUCCESS
+        kind, err, _ = _subscribe(raw, 4, "ooo", ConsumerType.KeyShared, 4,
+                                  key_shared_meta=KeySharedMeta(mode=KeySharedMode.AutoSplit))
         assert (kind, err.error) == (CommandType.ERROR, ServerError.ConsumerBusy)
         assert err.message == ("Subscription is of different type. Active subscription allows out of order delivery "
                                "while the connecting consumer does not allow it.")

@@ -10,10 +10,9 @@ import pytest
 
 import pulsarlab as pl
 import pulsarlab.serve
-from pulsarlab.serve.commands import (
-    CommandType, Flow, ProducerRequest, Send, ServerError, Subscribe, SubType, WireMetadata,
-    encode_command,
-)
+from pulsarlab.serve.commands import CommandType, Flow, ProducerRequest, Send, Subscribe, WireMetadata, encode_command
+from pulsarlab.protocol.server_errors import ServerError
+from pulsarlab.protocol.subscription import ConsumerType
 from pulsarlab.serve.frames import payload_frame, simple_frame, wire_section
 from serve_support import RECEIVE_MS, client_for, raw_client, served_lab, wait_until
 
@@ -53,7 +52,7 @@ BAD_STREAMS = {
     "no command type": simple_frame(b"\x12\x00"),
     "undecodable command": simple_frame(b"\x08\x04\x22\x05\x0a\xff"),
     "subscribe before connect": simple_frame(encode_command(Subscribe(
-        topic=TOPIC, subscription="s", sub_type=SubType.Shared, consumer_id=1, request_id=1))),
+        topic=TOPIC, subscription="s", sub_type=ConsumerType.Shared, consumer_id=1, request_id=1))),
 }
 EXPECTED_REASON = {
     "random bytes": "protocol error",
@@ -88,7 +87,7 @@ def test_a_client_that_disconnects_mid_frame_is_cleaned_up(served):
     lab, server = served
     with raw_client(server.url) as raw:
         raw.handshake()
-        raw.send(Subscribe(topic=TOPIC, subscription="half", sub_type=SubType.Shared, consumer_id=1, request_id=1))
+        raw.send(Subscribe(topic=TOPIC, subscription="half", sub_type=ConsumerType.Shared, consumer_id=1, request_id=1))
         raw.expect(CommandType.SUCCESS)
         raw.send_raw(simple_frame(encode_command(Flow(consumer_id=1, message_permits=10)))[:7])
         wait_until(lambda: any(c.decoder.buffered == 7 for c in list(server.server.connections)),
@@ -141,7 +140,7 @@ def test_a_client_that_does_not_read_is_closed_and_memory_stays_bounded():
     with served_lab(max_write_buffer=256 * 1024) as (lab, server):
         with raw_client(server.url) as raw:
             raw.handshake()
-            raw.send(Subscribe(topic=TOPIC, subscription="slow", sub_type=SubType.Exclusive, consumer_id=1,
+            raw.send(Subscribe(topic=TOPIC, subscription="slow", sub_type=ConsumerType.Exclusive, consumer_id=1,
                                request_id=1))
             raw.expect(CommandType.SUCCESS)
             raw.send(Flow(consumer_id=1, message_permits=100_000))

@@ -13,8 +13,10 @@ from golden_files import golden_path
 from pulsarlab.conformance import run_file
 from pulsarlab.errors import ConsumerAssignException, IllegalArgumentException
 from pulsarlab.hashing import murmur3_32, reduce_hash
-from pulsarlab.broker.key_shared import NO_CONSUMER, Consumer, HashRange, make_selector
-from pulsarlab.broker.key_shared.sticky_ranges import HashRangeExclusiveSelector, validate_sticky_policy_ranges
+from pulsarlab.broker.key_shared import NO_CONSUMER, Consumer, make_selector
+from pulsarlab.protocol.subscription import HashRange
+from pulsarlab.broker.key_shared.sticky_ranges import HashRangeExclusiveSelector
+from pulsarlab.protocol.subscription import validate_sticky_policy_ranges
 
 LEGACY, PAIR_3X, PAIR_4X = "2.10", "3.0", "4.0"
 ALL = [LEGACY, PAIR_3X, PAIR_4X]

@@ -46,6 +46,7 @@ class Consumer:
         allow_out_of_order_delivery: bool = False,
         ranges: tuple[tuple[int, int], ...] | None = None,
         connected_since: int = 0,
+        durable: bool = True,
     ) -> None:
         self.id = consumer_id
         self.name = name
@@ -54,6 +55,7 @@ class Consumer:
         self.sub_type = sub_type
         self.subscription = subscription
         self.cnx = cnx
+        self.durable = durable  # False: a reader's, on a non-durable subscription (BrokerService.close_consumer)
         self.key_shared_mode = key_shared_mode
         self.allow_out_of_order_delivery = allow_out_of_order_delivery
         self.max_unacked_messages = max_unacked_messages

@@ -3,7 +3,11 @@
 Models `BrokerService` (topic lookup and auto-creation, partitioned-topic metadata) and the command handling of
 `ServerCnx` (design.md, "Split like Pulsar"): SUBSCRIBE, FLOW, SEND, ACK, REDELIVER_UNACKNOWLEDGED_MESSAGES and
 CLOSE_CONSUMER arrive as method calls with the command's fields; MESSAGE and ACTIVE_CONSUMER_CHANGE go back through
-the consumer's ``cnx`` (the client-side object). A binary-protocol front end can call the same methods.
+the consumer's ``cnx`` (the client-side object). These methods are the only way in for the lab's client, the
+binary-protocol front end (`pulsarlab.serve`, which also asks for GET_LAST_MESSAGE_ID, CONSUMER_STATS, readers'
+non-durable subscriptions, SEEK and GET_TOPICS_OF_NAMESPACE) and ``lab.admin``; what they return to a caller
+outside the broker is a handle to pass back or a read-only result. `client_error_code` maps the model's
+exceptions to the wire's `ServerError` as `BrokerServiceException.getClientErrorCode` does.
 
 Topic names are normalised as `TopicName` does: ``orders`` -> ``persistent://public/default/orders``;
 ``tenant/ns/topic`` -> ``persistent://tenant/ns/topic``. Topics are created on first use (non-partitioned,
@@ -16,19 +20,25 @@ only.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
 from pulsarlab.event_catalogue import broker as ev
-from pulsarlab.client.ack_grouping import AckCommand
-from pulsarlab.client.policies import ConsumerKeySharedPolicy, ConsumerType, InitialPosition, KeySharedMode
-from pulsarlab.errors import IllegalArgumentException, PulsarError, ServerMetadataException
+from pulsarlab.protocol.acks import AckCommand
+from pulsarlab.protocol.subscription import ConsumerKeySharedPolicy, ConsumerType, InitialPosition, KeySharedMode
+from pulsarlab.errors import (
+    ConsumerAssignException, ConsumerBusyException, IllegalArgumentException, NotAllowedException, PulsarError,
+    ServerMetadataException, SubscriptionBusyException,
+)
+from pulsarlab.protocol.server_errors import ServerError
 from pulsarlab.broker.delayed.bucket.snapshot import InMemoryBucketSnapshotStorage
 from pulsarlab.event_catalogue.redelivery import REDELIVER_IDS
 from pulsarlab.broker.consumer import Consumer
 from pulsarlab.broker.delayed.factory import load_delayed_delivery_tracker_factory
+from pulsarlab.managed_ledger.exceptions import ManagedLedgerException
 from pulsarlab.managed_ledger.ledger import LedgerIdAllocator
 from pulsarlab.broker.restart import RestartReport, restart_broker
-from pulsarlab.managed_ledger.position import Position
+from pulsarlab.managed_ledger.position import EARLIEST, LATEST, Position
 from pulsarlab.broker.topic import PersistentTopic, ProducerHandle, partition_index_of
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -67,6 +77,65 @@ def normalize_topic(name: str) -> str:
         return f"persistent://{name}"
     raise IllegalArgumentException(
         f"Invalid short topic name '{name}', it should be in the format of <tenant>/<namespace>/<topic> or <topic>")
+
+
+def client_error_code(error: BaseException) -> ServerError:
+    """`BrokerServiceException.getClientErrorCode`: the wire's error code for one of the model's exceptions."""
+    if isinstance(error, ServerMetadataException):
+        return ServerError.MetadataError
+    if isinstance(error, (ConsumerBusyException, SubscriptionBusyException)):
+        return ServerError.ConsumerBusy
+    if isinstance(error, ConsumerAssignException):
+        return ServerError.ConsumerAssignError
+    if isinstance(error, NotAllowedException):
+        return ServerError.NotAllowedError
+    if isinstance(error, NotFoundException):
+        return ServerError.TopicNotFound
+    if isinstance(error, ManagedLedgerException):
+        return ServerError.PersistenceError
+    if isinstance(error, (PreconditionFailedException, ConflictException)):
+        return ServerError.MetadataError
+    if isinstance(error, IllegalArgumentException) and str(error).startswith("Invalid topic"):
+        return ServerError.InvalidTopicName
+    return ServerError.UnknownError
+
+
+def message_id_position(ledger: int, entry: int) -> Position:
+    """A message id a client sends (SEEK, a reader's start id) as a ledger position: earliest (-1:-1, or any
+    negative part), latest (Long.MAX_VALUE:Long.MAX_VALUE), or the entry (a batch index is dropped)."""
+    if ledger < 0 or entry < 0:
+        return EARLIEST
+    if ledger == LATEST.ledger_id and entry == LATEST.entry_id:
+        return LATEST
+    return Position(ledger, entry)
+
+
+@dataclass(frozen=True)
+class LastMessageId:
+    """GET_LAST_MESSAGE_ID's answer (`ServerCnx.handleGetLastMessageId`): the topic's last entry (-1:-1 when
+    empty) with the batch index of its last message (-1 when not batched) and the subscription's mark-delete
+    position."""
+
+    ledger_id: int
+    entry_id: int
+    partition: int
+    batch_index: int
+    mark_delete_ledger_id: int
+    mark_delete_entry_id: int
+
+
+@dataclass(frozen=True)
+class ConsumerStatsResult:
+    """CONSUMER_STATS' answer (`ServerCnx.handleConsumerStats`): the counters the model keeps for a consumer
+    (rates are 0: the model has no wall clock)."""
+
+    consumer_name: str
+    available_permits: int
+    unacked_messages: int
+    blocked_consumer_on_unacked_msgs: bool
+    connected_since: str
+    type: str
+    msg_backlog: int
 
 
 class BrokerService:
@@ -109,6 +178,51 @@ class BrokerService:
 
     # --- topics --------------------------------------------------------------------------------
     normalize = staticmethod(normalize_topic)
+    partition_index = staticmethod(partition_index_of)
+
+    def partition_count(self, name: str) -> int:
+        """PARTITIONED_METADATA: the partitions of a partitioned topic, 0 for any other name."""
+        return self.partitioned.get(name, 0)
+
+    def topic_exists(self, name: str) -> bool:
+        """Whether a (normalised) name is a topic, a partition or a partitioned topic."""
+        return name in self.topics or name in self.partitioned
+
+    def topics_of_namespace(self, namespace: str) -> list[str]:
+        """GET_TOPICS_OF_NAMESPACE (persistent) and ``pulsar-admin topics list``: every topic of the namespace,
+        partitions included, sorted."""
+        prefix = f"persistent://{namespace}/"
+        return sorted(n for n in self.topics if n.startswith(prefix))
+
+    def partitioned_topics_of_namespace(self, namespace: str) -> list[str]:
+        """``pulsar-admin topics list-partitioned-topics``: the partitioned topics of the namespace, sorted."""
+        prefix = f"persistent://{namespace}/"
+        return sorted(n for n in self.partitioned if n.startswith(prefix))
+
+    def existing_topic(self, name: str) -> PersistentTopic:
+        """The topic (or partition) of a normalised name, without auto-creation; NotFoundException if absent."""
+        t = self.topics.get(name)
+        if t is None:
+            raise NotFoundException("Topic not found")
+        return t
+
+    def subscriptions_of(self, name: str) -> list[str]:
+        """``pulsar-admin topics subscriptions``: a topic's subscriptions (the union over the partitions of a
+        partitioned topic, sorted)."""
+        if name in self.partitioned:
+            subs: set[str] = set()
+            for i in range(self.partitioned[name]):
+                subs.update(self.topics[f"{name}-partition-{i}"].subscriptions)
+            return sorted(subs)
+        return list(self.existing_topic(name).subscriptions)
+
+    def topic_stats(self, name: str) -> dict[str, Any]:
+        """``pulsar-admin topics stats`` (`TopicStatsImpl`) of a topic or partition."""
+        return self.existing_topic(name).stats()
+
+    def topic_stats_internal(self, name: str) -> dict[str, Any]:
+        """``pulsar-admin topics stats-internal`` (`PersistentTopicInternalStats`) of a topic or partition."""
+        return self.existing_topic(name).stats_internal()
 
     def _create_topic(self, name: str, partitions: int = 0) -> PersistentTopic:
         topic = PersistentTopic(self, name, self._next_topic)
@@ -155,15 +269,21 @@ class BrokerService:
         self._create_topic(name)
 
     # --- SEND ----------------------------------------------------------------------------------
-    def register_producer(self, producer_id: int, name: str, topic: str) -> ProducerHandle:
-        return self.get_topic(topic).add_producer(producer_id, name)
+    def register_producer(self, producer_id: int, name: str, topic: str,
+                          initial_subscription: str | None = None) -> ProducerHandle:
+        """PRODUCER; with ``initial_subscription`` (CommandProducer's ``initial_subscription_name``) that
+        subscription is created at the earliest position of the topic if it does not exist yet."""
+        handle = self.get_topic(topic).add_producer(producer_id, name)
+        if initial_subscription:
+            handle.topic.get_or_create_subscription(initial_subscription, InitialPosition.Earliest.name)
+        return handle
 
     def create_initial_subscription(self, topic: str, subscription: str) -> None:
         """CommandProducer's ``initial_subscription_name``: create the subscription (at the end of the topic, or
         of each partition) when the producer connects, if it does not exist yet."""
         n = self.ensure_topic(topic)
         for name in [f"{topic}-partition-{i}" for i in range(n)] if n else [topic]:
-            self.get_topic(name).get_or_create_subscription(subscription, InitialPosition.Latest.value)
+            self.get_topic(name).get_or_create_subscription(subscription, InitialPosition.Latest.name)
 
     def unregister_producer(self, handle: ProducerHandle) -> None:
         handle.topic.producers.pop(handle.producer_id, None)
@@ -185,8 +305,31 @@ class BrokerService:
         initial_position: InitialPosition,
         key_shared_policy: ConsumerKeySharedPolicy | None,
         partition_index: int = -1,
+        durable: bool = True,
+        start_message_id: tuple[int, int] | None = None,
     ) -> Consumer:
+        """SUBSCRIBE. ``durable`` False is a reader's non-durable subscription: created here if missing (its
+        cursor then starts at ``start_message_id``, a ``(ledger, entry)`` id, when given) and deleted when its
+        last such consumer closes (`close_consumer`) or when the subscribe fails."""
         t = self.get_topic(topic)
+        if durable:
+            return self._subscribe(t, cnx, consumer_id, subscription, sub_type, name, priority, initial_position,
+                                   key_shared_policy, True)
+        created = subscription not in t.subscriptions
+        try:
+            sub = t.get_or_create_subscription(subscription, initial_position.name)
+            if created and start_message_id is not None:
+                sub.cursor.reset_cursor(message_id_position(*start_message_id))
+            return self._subscribe(t, cnx, consumer_id, subscription, sub_type, name, priority, initial_position,
+                                   key_shared_policy, False)
+        except PulsarError:
+            if created:
+                self._delete_subscription_if_present(topic, subscription)
+            raise
+
+    def _subscribe(self, t: PersistentTopic, cnx: Any, consumer_id: int, subscription: str, sub_type: ConsumerType,
+                   name: str, priority: int, initial_position: InitialPosition,
+                   key_shared_policy: ConsumerKeySharedPolicy | None, durable: bool) -> Consumer:
         ks_mode = None
         ooo = False
         ranges = None
@@ -197,11 +340,11 @@ class BrokerService:
             if policy.key_shared_mode is KeySharedMode.Sticky:
                 ranges = tuple(policy.sticky_ranges)
         existed = subscription in t.subscriptions
-        sub = t.get_or_create_subscription(subscription, initial_position.value)
+        sub = t.get_or_create_subscription(subscription, initial_position.name)
         consumer = Consumer(
             consumer_id=consumer_id, name=name, priority=priority, sub_type=sub_type, subscription=sub, cnx=cnx,
             max_unacked_messages=self.config["maxUnackedMessagesPerConsumer"], key_shared_mode=ks_mode,
-            allow_out_of_order_delivery=ooo, ranges=ranges, connected_since=self.scheduler.now(),
+            allow_out_of_order_delivery=ooo, ranges=ranges, connected_since=self.scheduler.now(), durable=durable,
         )
         try:
             sub.add_consumer(consumer)
@@ -251,19 +394,22 @@ class BrokerService:
         d.redeliver_unacknowledged_messages(consumer)
 
     # --- SEEK ----------------------------------------------------------------------------------
-    def reset_cursor(self, consumer: Consumer, position: Position | None = None, *,
+    def reset_cursor(self, consumer: Consumer, position: Position | tuple[int, int] | None = None, *,
                      publish_time: int | None = None) -> Position:
         """SEEK (`PersistentSubscription.resetCursor`): every consumer of the subscription is disconnected
-        (``cnx.closed_by_broker()``: a real client re-subscribes), then the cursor reads again from ``position``,
-        or - by ``publish_time`` - from the entry after the newest one published at or before it (the first
-        entry when none is). Returns the new read position."""
+        (``cnx.closed_by_broker()``: a real client re-subscribes), then the cursor reads again from ``position``
+        (a `Position`, or a client's ``(ledger, entry)`` message id: see `message_id_position`), or - by
+        ``publish_time`` - from the entry after the newest one published at or before it (the first entry when
+        none is). Returns the new read position."""
         sub = consumer.subscription
+        if isinstance(position, tuple):
+            position = message_id_position(*position)
         if publish_time is not None:
             position = self._position_after_publish_time(sub.topic, publish_time)
         if position is None:
             raise IllegalArgumentException("reset_cursor needs a position or a publish time")
         for c in list(sub.consumers()):
-            self.close_consumer(c, "seek")
+            self._close_consumer(c, "seek")
             closed = getattr(c.cnx, "closed_by_broker", None)
             if closed is not None:
                 closed()
@@ -284,6 +430,20 @@ class BrokerService:
         return ml.first_position()
 
     def close_consumer(self, consumer: Consumer, reason: str = "closed") -> None:
+        """CLOSE_CONSUMER (or the consumer's connection went): the consumer leaves its subscription, and a
+        reader's non-durable subscription left without consumers is deleted."""
+        self._close_consumer(consumer, reason)
+        if not consumer.durable:
+            sub = consumer.subscription
+            if not sub.consumers():
+                self._delete_subscription_if_present(sub.topic.name, sub.name)
+
+    def _delete_subscription_if_present(self, topic: str, subscription: str) -> None:
+        t = self.topics.get(topic)
+        if t is not None and subscription in t.subscriptions:
+            t.delete_subscription(subscription)
+
+    def _close_consumer(self, consumer: Consumer, reason: str) -> None:
         if consumer.closed:
             return
         consumer.closed = True
@@ -302,8 +462,33 @@ class BrokerService:
         active = getattr(d, "active_consumer", consumer)
         if len(consumers) != 1 or consumers[0] is not consumer or active is not consumer:
             raise ServerMetadataException("Unconnected or shared consumer attempting to unsubscribe")
-        self.close_consumer(consumer, "unsubscribed")
+        self._close_consumer(consumer, "unsubscribed")
         sub.topic.delete_subscription(sub.name)
+
+    # --- what a connection asks about its consumer ----------------------------------------------
+    def get_last_message_id(self, consumer: Consumer) -> LastMessageId:
+        """GET_LAST_MESSAGE_ID (`ServerCnx.handleGetLastMessageId`) for a consumer's topic and subscription."""
+        sub = consumer.subscription
+        ml = sub.topic.ledger
+        last = ml.last_confirmed_entry
+        md = sub.cursor.mark_delete_position
+        partition = sub.topic.partition_index
+        if last.entry_id < 0:
+            return LastMessageId(-1, -1, partition, -1, md.ledger_id, md.entry_id)
+        n = ml.read_entry(last).metadata.num_messages_in_batch
+        return LastMessageId(last.ledger_id, last.entry_id, partition, n - 1 if n is not None and n > 0 else -1,
+                             md.ledger_id, md.entry_id)
+
+    def consumer_stats(self, consumer: Consumer) -> ConsumerStatsResult:
+        """CONSUMER_STATS (`ServerCnx.handleConsumerStats`): the consumer's counters and its subscription's
+        backlog."""
+        sub = consumer.subscription
+        return ConsumerStatsResult(
+            consumer_name=consumer.name, available_permits=max(consumer.available_permits, 0),
+            unacked_messages=consumer.unacked_messages, blocked_consumer_on_unacked_msgs=consumer.blocked,
+            connected_since=consumer.stats()["connectedSince"], type=sub.dispatcher.type_name,
+            msg_backlog=sub.cursor.number_of_entries_in_backlog(False),
+        )
 
 
 def _positions(positions: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:

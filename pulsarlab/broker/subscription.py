@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from pulsarlab.event_catalogue import broker as ev
-from pulsarlab.client.ack_grouping import AckCommand, AckType, ack_set_mask
+from pulsarlab.protocol.acks import AckCommand, AckType, ack_set_mask
 from pulsarlab.errors import PulsarError, SubscriptionBusyException
 from pulsarlab.broker.consumer import popcount
 from pulsarlab.broker.dispatch.key_shared import KeySharedDispatcher

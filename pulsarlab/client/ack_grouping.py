@@ -37,9 +37,7 @@ acked as its entry.
 
 from __future__ import annotations
 
-import enum
-from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Mapping
 
 from pulsarlab.clock import Scheduler, Timer
 from pulsarlab.errors import IllegalArgumentException, IllegalStateException
@@ -47,40 +45,19 @@ from pulsarlab.events import EventLog, EventType
 from pulsarlab.event_catalogue.ack_grouping import ACKS_FLUSHED, ACKS_LOST, ACK_QUEUED
 from pulsarlab.ids import EARLIEST, MessageId
 from pulsarlab.profiles import Profile, get_profile
+from pulsarlab.protocol.acks import AckCommand, AckType, ack_set_words
 
 DEFAULT_ACK_GROUP_TIME_MS = 100  # acknowledgementsGroupTimeMicros = 100 ms
 DEFAULT_MAX_ACK_GROUP_SIZE = 1000  # maxAcknowledgmentGroupSize (a constant before 3.0)
 
 _NO_BATCH = 2**31 - 1  # LastCumulativeAck.compareTo ranks batch index -1 as Integer.MAX_VALUE
-_WORD = (1 << 64) - 1
-_SIGN = 1 << 63
 _PRUNE_ACK_SETS_AT = 4096  # shared ack sets held before flush prunes the ones a cumulative ack covers
 
 Key = tuple[int, int, int]  # (ledger, entry, partition): an entry-level id
 
 
-class AckType(enum.Enum):
-    """`CommandAck.AckType`."""
-
-    INDIVIDUAL = "Individual"
-    CUMULATIVE = "Cumulative"
-
-
 _INDIVIDUAL = AckType.INDIVIDUAL
 _CUMULATIVE = AckType.CUMULATIVE
-
-
-@dataclass(frozen=True)
-class AckCommand:
-    """What one `CommandAck` carries to the broker.
-
-    ``message_ids`` holds ``(ledger, entry, ack_set)`` where ``ack_set`` is the Java
-    ``BitSet.toLongArray()`` words (set bit = not yet acked) or None for a whole entry.
-    """
-
-    ack_type: AckType
-    message_ids: tuple[tuple[int, int, tuple[int, ...] | None], ...]
-    properties: dict[str, int] = field(default_factory=dict)
 
 
 # --- events ------------------------------------------------------------------------------------------
@@ -92,43 +69,8 @@ BIT_CLEARED = "bit_cleared"  # only the shared ack set changed; nothing will be 
 CUMULATIVE_QUEUED = "cumulative_queued"  # the last cumulative ack moved forward
 CUMULATIVE_STALE = "cumulative_stale"  # not above the last cumulative ack: ignored
 IMMEDIATE = "immediate"  # sent at once (group time 0 or properties)
-_QUEUED_STRINGS = (AckType.INDIVIDUAL.value, AckType.CUMULATIVE.value, QUEUED, BATCH_INDEX_QUEUED, BIT_CLEARED,
+_QUEUED_STRINGS = (AckType.INDIVIDUAL.label, AckType.CUMULATIVE.label, QUEUED, BATCH_INDEX_QUEUED, BIT_CLEARED,
                    CUMULATIVE_QUEUED, CUMULATIVE_STALE, IMMEDIATE)
-
-
-def ack_set_words(bits: int | Iterable[int], size: int | None = None) -> tuple[int, ...]:
-    """Java ``BitSet.toLongArray()`` of a bit set: little-endian signed 64-bit words, no trailing zeros.
-
-    ``bits`` is an int mask (bit i set = index i set) or the set indexes; ``size`` (the batch size),
-    if given, bounds them. Batch 10 with index 3 acked -> ``(1015,)``; cumulative up to 3 -> ``(1008,)``.
-    """
-    if isinstance(bits, int) and not isinstance(bits, bool):
-        mask = bits
-        if mask < 0:
-            raise ValueError(f"a bit set mask is non-negative, got {mask}")
-        if size is not None and mask >> size:
-            raise ValueError(f"mask {mask:#x} has bits at or above the batch size {size}")
-    else:
-        mask = 0
-        for i in bits:
-            if not isinstance(i, int) or isinstance(i, bool) or i < 0 or (size is not None and i >= size):
-                bound = f"[0, {size})" if size is not None else ">= 0"
-                raise ValueError(f"bit index {i!r} is not an int in {bound}")
-            mask |= 1 << i
-    words = []
-    while mask:
-        w = mask & _WORD
-        words.append(w - (1 << 64) if w & _SIGN else w)
-        mask >>= 64
-    return tuple(words)
-
-
-def ack_set_mask(words: Iterable[int]) -> int:
-    """The int mask of ``BitSet.valueOf(long[])``: the inverse of ``ack_set_words``."""
-    mask = 0
-    for i, w in enumerate(words):
-        mask |= (w & _WORD) << (64 * i)
-    return mask
 
 
 def _require_int(name: str, value: object) -> None:
@@ -178,8 +120,8 @@ class AcknowledgmentsGroupingTracker:
         if self._append_row is not None:
             intern = events.intern  # type: ignore[union-attr]
             self._sid = {text: intern(text) for text in _QUEUED_STRINGS}
-            self._individual_sid = self._sid[AckType.INDIVIDUAL.value]
-            self._cumulative_sid = self._sid[AckType.CUMULATIVE.value]
+            self._individual_sid = self._sid[AckType.INDIVIDUAL.label]
+            self._cumulative_sid = self._sid[AckType.CUMULATIVE.label]
             self._consumer_sid = intern(consumer_name)
         self._grouping = group_time_ms > 0
         self._epoch = scheduler.now()  # the fixed-delay task's phase: it runs at epoch + k * group time
@@ -505,7 +447,7 @@ class AcknowledgmentsGroupingTracker:
                 ACK_QUEUED,
                 self._scheduler.now(),
                 consumer=self.consumer_name,
-                ack_type=ack_type.value,
+                ack_type=ack_type.label,
                 ledger=key[0],
                 entry=key[1],
                 batch_index=batch_index,

@@ -64,7 +64,8 @@ from pulsarlab.messages import ROW_EVENT_TIME as _ROW_EVENT_TIME
 from pulsarlab.messages import ROW_ORDERING_KEY as _ROW_ORDERING_KEY
 from pulsarlab.messages import ROW_PARTITION_KEY as _ROW_PARTITION_KEY
 from pulsarlab.messages import ROW_PROPERTIES as _ROW_PROPERTIES
-from pulsarlab.client.ack_grouping import AckType, AcknowledgmentsGroupingTracker
+from pulsarlab.client.ack_grouping import AcknowledgmentsGroupingTracker
+from pulsarlab.protocol.acks import AckType
 from pulsarlab.event_catalogue.chunk_reassembly import CHUNKED_MESSAGE_ACKED
 from pulsarlab.client.chunk_reassembly import (
     DEFAULT_EXPIRE_TIME_OF_INCOMPLETE_CHUNKED_MESSAGE_MS,
@@ -80,7 +81,8 @@ from pulsarlab.client.dead_letter import (
     resolve_retry_policy,
 )
 from pulsarlab.client.negative_acks import MultiplierRedeliveryBackoff, NegativeAcksTracker
-from pulsarlab.client.policies import ConsumerDeadLetterPolicy, ConsumerKeySharedPolicy, ConsumerType, InitialPosition
+from pulsarlab.client.policies import ConsumerDeadLetterPolicy
+from pulsarlab.protocol.subscription import ConsumerKeySharedPolicy, ConsumerType, InitialPosition
 from pulsarlab.client.producer import AlreadyClosedException
 from pulsarlab.client.retry import RECONSUME_LATER_CUMULATIVE_NOT_ALLOWED, RECONSUME_LATER_ERROR_MSG, RetryLetters, delay_millis
 from pulsarlab.client.unacked_tracker import DEFAULT_TICK_DURATION_MILLIS, UnAckedMessageTracker, check_ack_timeout, check_tick_time
@@ -547,7 +549,7 @@ class Consumer:
         policy = DeadLetterPolicy.of(dead_letter_policy) if dead_letter_policy is not None else None
         if retry_enable:
             policy = resolve_retry_policy(policy, self._topic, subscription_name,
-                                          lambda name: name in svc.topics or name in svc.partitioned)
+                                          svc.topic_exists)
         self._dead_letter_policy = policy
         if policy is not None and ack_timeout == 0:
             ack_timeout = lab.profile.dead_letter_default_ack_timeout_ms

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any, Sequence
 
-from pulsarlab.client.policies import ConsumerType
+from pulsarlab.protocol.subscription import ConsumerType
 from pulsarlab.lab import Lab
 from pulsarlab.exercises.check import CheckResult, failed, passed
 

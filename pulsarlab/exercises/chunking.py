@@ -13,7 +13,7 @@ from typing import Any, Sequence
 from pulsarlab.managed_ledger.position import Position
 from pulsarlab.client.batching import OutgoingMessage
 from pulsarlab.client.chunking import MessageTooBig, cpp_metadata_size
-from pulsarlab.client.policies import ConsumerType
+from pulsarlab.protocol.subscription import ConsumerType
 from pulsarlab.lab import Lab
 from pulsarlab.exercises.check import CheckResult, failed, passed
 

@@ -13,7 +13,7 @@ from datetime import timedelta
 from typing import Any, Sequence
 
 from pulsarlab.broker.delayed.bucket.tracker import BUCKET_TRACKER_FACTORY
-from pulsarlab.client.policies import ConsumerType
+from pulsarlab.protocol.subscription import ConsumerType
 from pulsarlab.errors import Timeout
 from pulsarlab.lab import Lab
 from pulsarlab.exercises.check import CheckResult, failed, passed

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from pulsarlab.client.policies import ConsumerType
+from pulsarlab.protocol.subscription import ConsumerType
 from pulsarlab.lab import Lab
 from pulsarlab.snapshot.lab import snapshot
 from pulsarlab.exercises.check import CheckResult, failed, passed

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from pulsarlab.client.consumer import Consumer
-from pulsarlab.client.policies import ConsumerKeySharedPolicy, ConsumerType
+from pulsarlab.protocol.subscription import ConsumerKeySharedPolicy, ConsumerType
 from pulsarlab.errors import Timeout
 from pulsarlab.ids import MessageId
 from pulsarlab.broker.key_shared import selector_for_subscription

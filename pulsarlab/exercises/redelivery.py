@@ -12,7 +12,8 @@ from __future__ import annotations
 import math
 from typing import Any, Sequence
 
-from pulsarlab.client.policies import ConsumerDeadLetterPolicy, ConsumerType
+from pulsarlab.client.policies import ConsumerDeadLetterPolicy
+from pulsarlab.protocol.subscription import ConsumerType
 from pulsarlab.errors import Timeout
 from pulsarlab.lab import Lab
 from pulsarlab.exercises.check import CheckResult, failed, passed

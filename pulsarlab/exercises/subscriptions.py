@@ -18,7 +18,7 @@ from typing import Any, Sequence
 
 from pulsarlab.errors import Timeout
 from pulsarlab.lab import Lab
-from pulsarlab.client.policies import ConsumerType
+from pulsarlab.protocol.subscription import ConsumerType
 from pulsarlab.exercises.check import CheckResult, failed, passed
 
 MAX_PROBLEMS = 3  # a wrong early answer shifts everything after it: show the first few, then a count

@@ -26,8 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from pulsarlab.managed_ledger.position import Position
-from pulsarlab.client.policies import ConsumerType, KeySharedMode
-from pulsarlab.broker.key_shared.base import HashRange
+from pulsarlab.protocol.subscription import ConsumerType, HashRange, KeySharedMode
 from pulsarlab.importers.stats import ConsumerStats, SubscriptionStats, TopicStats
 from pulsarlab.importers.stats_internal import CursorStats, PartitionedTopicInternalStats, PersistentTopicInternalStats
 

@@ -27,8 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from pulsarlab.managed_ledger.position import Position
-from pulsarlab.client.policies import ConsumerType, KeySharedMode
-from pulsarlab.broker.key_shared.base import HashRange
+from pulsarlab.protocol.subscription import ConsumerType, HashRange, KeySharedMode
 from pulsarlab.importers import lenient_json
 from pulsarlab.importers.fields import Fields, describe, parse_position
 from pulsarlab.importers.lenient_json import JsonSource
@@ -164,8 +163,8 @@ def _hash_range(f: Fields, start: int, end: int, steps: Any) -> HashRange:
     return HashRange(start, end)
 
 
-_SUB_TYPES = [t.value for t in ConsumerType]
-_KS_MODES = [m.value for m in KeySharedMode]
+_SUB_TYPES = [t.wire for t in ConsumerType]
+_KS_MODES = [m.wire for m in KeySharedMode]
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ Models the messages of `PulsarApi.proto` that a broker reads or writes (`BaseCom
 wraps, `MessageIdData`, `KeySharedMeta`, `Schema`, ...), with Pulsar's field numbers, wire types, proto2
 presence and defaults (which is all interoperability needs); names are the lab's own (``MsgId``, ``Subscribe``,
 ``LookupResponse``...). `CommandType` numbers the commands (the field carrying a command's body in the
-envelope has the same number as its type); `ServerError` holds Pulsar's error codes.
+envelope has the same number as its type). The enums a command carries are the wire types of `pulsarlab.protocol`.
 
 Simplifies: commands the lab never handles (transactions, topic watchers, authentication challenges) are
 known by number only; the envelope itself is read and written by `decode_command` / `encode_command`.
@@ -15,6 +15,9 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
+from pulsarlab.protocol.acks import AckType
+from pulsarlab.protocol.server_errors import ServerError
+from pulsarlab.protocol.subscription import ConsumerType, InitialPosition, KeySharedMode
 from pulsarlab.serve.codec import (
     BOOL, BYTES, DOUBLE, ENUM, INT32, INT64, MESSAGE, REPEATED, REQUIRED, STRING, UINT32, UINT64,
     CodecError, F, ProtoMessage, encode_varint, iter_fields, proto,
@@ -82,63 +85,6 @@ class CommandType(enum.IntEnum):
     WATCH_TOPIC_UPDATE = 66
     WATCH_TOPIC_LIST_CLOSE = 67
     TOPIC_MIGRATED = 68
-
-
-class ServerError(enum.IntEnum):
-    """`ServerError`: the error codes a broker puts in ERROR, SEND_ERROR and error fields of responses."""
-
-    UnknownError = 0
-    MetadataError = 1
-    PersistenceError = 2
-    AuthenticationError = 3
-    AuthorizationError = 4
-    ConsumerBusy = 5
-    ServiceNotReady = 6
-    ProducerBlockedQuotaExceededError = 7
-    ProducerBlockedQuotaExceededException = 8
-    ChecksumError = 9
-    UnsupportedVersionError = 10
-    TopicNotFound = 11
-    SubscriptionNotFound = 12
-    ConsumerNotFound = 13
-    TooManyRequests = 14
-    TopicTerminatedError = 15
-    ProducerBusy = 16
-    InvalidTopicName = 17
-    IncompatibleSchema = 18
-    ConsumerAssignError = 19
-    TransactionCoordinatorNotFound = 20
-    InvalidTxnStatus = 21
-    NotAllowedError = 22
-    TransactionConflict = 23
-    TransactionNotFound = 24
-    ProducerFenced = 25
-
-
-class SubType(enum.IntEnum):
-    """`CommandSubscribe.SubType`."""
-
-    Exclusive = 0
-    Shared = 1
-    Failover = 2
-    Key_Shared = 3
-
-
-class InitialPositionType(enum.IntEnum):
-    Latest = 0
-    Earliest = 1
-
-
-class KeySharedModeType(enum.IntEnum):
-    AUTO_SPLIT = 0
-    STICKY = 1
-
-
-class AckKind(enum.IntEnum):
-    """`CommandAck.AckType`."""
-
-    Individual = 0
-    Cumulative = 1
 
 
 class ValidationError(enum.IntEnum):
@@ -541,13 +487,13 @@ class CloseProducer(ProtoMessage):
 
 # --- consuming ----------------------------------------------------------------------------------
 @proto(
-    F(1, "mode", ENUM, REQUIRED, type=KeySharedModeType),
+    F(1, "mode", ENUM, REQUIRED, type=KeySharedMode),
     F(3, "hash_ranges", MESSAGE, REPEATED, type=IntRange),
     F(4, "allow_out_of_order_delivery", BOOL, default=False),
 )
 @dataclass(slots=True)
 class KeySharedMeta(ProtoMessage):
-    mode: KeySharedModeType = KeySharedModeType.AUTO_SPLIT
+    mode: KeySharedMode = KeySharedMode.AutoSplit
     hash_ranges: list[IntRange] = field(default_factory=list)
     allow_out_of_order_delivery: bool | None = None
 
@@ -555,7 +501,7 @@ class KeySharedMeta(ProtoMessage):
 @proto(
     F(1, "topic", STRING, REQUIRED),
     F(2, "subscription", STRING, REQUIRED),
-    F(3, "sub_type", ENUM, REQUIRED, type=SubType),
+    F(3, "sub_type", ENUM, REQUIRED, type=ConsumerType),
     F(4, "consumer_id", UINT64, REQUIRED),
     F(5, "request_id", UINT64, REQUIRED),
     F(6, "consumer_name", STRING),
@@ -565,7 +511,7 @@ class KeySharedMeta(ProtoMessage):
     F(10, "metadata", MESSAGE, REPEATED, type=KeyValue),
     F(11, "read_compacted", BOOL),
     F(12, "schema", MESSAGE, type=SchemaInfo),
-    F(13, "initial_position", ENUM, default=InitialPositionType.Latest, type=InitialPositionType),
+    F(13, "initial_position", ENUM, default=InitialPosition.Latest, type=InitialPosition),
     F(14, "replicate_subscription_state", BOOL),
     F(15, "force_topic_creation", BOOL, default=True),
     F(16, "start_message_rollback_duration_sec", UINT64, default=0),
@@ -579,7 +525,7 @@ class Subscribe(ProtoMessage):
 
     topic: str = ""
     subscription: str = ""
-    sub_type: SubType = SubType.Exclusive
+    sub_type: ConsumerType = ConsumerType.Exclusive
     consumer_id: int = 0
     request_id: int = 0
     consumer_name: str | None = None
@@ -589,7 +535,7 @@ class Subscribe(ProtoMessage):
     metadata: list[KeyValue] = field(default_factory=list)
     read_compacted: bool | None = None
     schema: SchemaInfo | None = None
-    initial_position: InitialPositionType | None = None
+    initial_position: InitialPosition | None = None
     replicate_subscription_state: bool | None = None
     force_topic_creation: bool | None = None
     start_message_rollback_duration_sec: int | None = None
@@ -625,7 +571,7 @@ class MessageCmd(ProtoMessage):
 
 @proto(
     F(1, "consumer_id", UINT64, REQUIRED),
-    F(2, "ack_type", ENUM, REQUIRED, type=AckKind),
+    F(2, "ack_type", ENUM, REQUIRED, type=AckType),
     F(3, "message_ids", MESSAGE, REPEATED, type=MsgId),
     F(4, "validation_error", ENUM, type=ValidationError),
     F(5, "properties", MESSAGE, REPEATED, type=KeyLongValue),
@@ -638,7 +584,7 @@ class Ack(ProtoMessage):
     """`CommandAck`."""
 
     consumer_id: int = 0
-    ack_type: AckKind = AckKind.Individual
+    ack_type: AckType = AckType.INDIVIDUAL
     message_ids: list[MsgId] = field(default_factory=list)
     validation_error: ValidationError | None = None
     properties: list[KeyLongValue] = field(default_factory=list)

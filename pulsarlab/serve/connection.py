@@ -3,10 +3,12 @@
 Models `ServerCnx` (with `PulsarDecoder` dispatching the commands): CONNECT must come first and is answered by
 CONNECTED; lookups answer with this server as the broker; PRODUCER / SEND / CLOSE_PRODUCER, SUBSCRIBE / FLOW /
 ACK / REDELIVER_UNACKNOWLEDGED_MESSAGES / SEEK / UNSUBSCRIBE / CLOSE_CONSUMER, GET_LAST_MESSAGE_ID,
-GET_TOPICS_OF_NAMESPACE, GET_SCHEMA and CONSUMER_STATS call the broker model (`BrokerService`) with the
-command's fields; failures are answered with Pulsar's `ServerError` codes and the model's texts (which are
-Pulsar's). Client ids are per connection, so each producer and consumer also gets a lab-wide id. Closing the
-connection closes its consumers (their unacknowledged messages go back for redelivery) and producers.
+GET_TOPICS_OF_NAMESPACE, GET_SCHEMA and CONSUMER_STATS call the broker's command surface (`BrokerService`) with
+the command's fields, and nothing else of the broker; failures are answered with the `ServerError` codes the broker
+maps its exceptions to (`client_error_code`) and the model's texts (which are Pulsar's). Client ids are per
+connection, so each producer and consumer also gets a lab-wide id. Closing the connection closes its consumers
+(their unacknowledged messages go back for redelivery; a reader's non-durable subscription goes with its last
+consumer) and producers.
 
 A frame that breaks the protocol - one that is too large, truncated lengths, a command that does not decode,
 an unknown command type, anything before CONNECT, a SEND for a producer that does not exist - closes the
@@ -33,21 +35,21 @@ from typing import TYPE_CHECKING, Any, Callable
 import google_crc32c
 
 from pulsarlab.event_catalogue import broker as ev
-from pulsarlab.managed_ledger.position import EARLIEST, LATEST, Position
-from pulsarlab.broker.topic import partition_index_of
-from pulsarlab.client.ack_grouping import AckCommand, AckType
-from pulsarlab.client.policies import ConsumerKeySharedPolicy, ConsumerType, InitialPosition, KeySharedMode
+from pulsarlab.broker.service import client_error_code
 from pulsarlab.errors import PulsarError
-from pulsarlab.serve.bridge import RemoteConsumer, RemoteProducer, server_error
+from pulsarlab.protocol.acks import AckCommand, AckType
+from pulsarlab.protocol.server_errors import ServerError
+from pulsarlab.protocol.subscription import ConsumerKeySharedPolicy, ConsumerType, KeySharedMode
+from pulsarlab.serve.bridge import RemoteConsumer, RemoteProducer
 from pulsarlab.serve.codec import CodecError, decode_varint
 from pulsarlab.serve.commands import (
-    Ack, AckKind, AckResponse, CloseConsumer, CloseProducer, CommandType, Connect, Connected, ConsumerStats,
+    Ack, AckResponse, CloseConsumer, CloseProducer, CommandType, Connect, Connected, ConsumerStats,
     ConsumerStatsResponse, Error, Flow, GetLastMessageId, GetLastMessageIdResponse, GetOrCreateSchema,
     GetOrCreateSchemaResponse, GetSchema, GetSchemaResponse, GetTopicsOfNamespace, GetTopicsOfNamespaceResponse,
-    InitialPositionType, KeySharedModeType, LookupKind, LookupRequest, LookupResponse, MetadataLookupKind, MsgId,
-    PartitionMetadataRequest, PartitionMetadataResponse, Ping, Pong, ProducerRequest, ProducerSuccess,
-    RawCommand, RedeliverUnacked, Seek, SendError, ServerError, Subscribe, SubType, Success, TopicsMode,
-    UnknownCommand, Unsubscribe, encode_command, read_envelope, request_id_of,
+    LookupKind, LookupRequest, LookupResponse, MetadataLookupKind, MsgId, PartitionMetadataRequest,
+    PartitionMetadataResponse, Ping, Pong, ProducerRequest, ProducerSuccess, RawCommand, RedeliverUnacked, Seek,
+    SendError, Subscribe, Success, TopicsMode, UnknownCommand, Unsubscribe, encode_command, read_envelope,
+    request_id_of,
 )
 from pulsarlab.serve.entries import WireEntry, read_metadata
 from pulsarlab.serve.hot_commands import producer_prefix, read_ack, read_send, send_receipt_frame
@@ -60,12 +62,6 @@ log = logging.getLogger("pulsarlab.serve")
 
 CLOSE_GRACE_S = 5.0
 SERVER_PROTOCOL_VERSION = 21  # what a 3.x/4.x broker announces; CONNECTED carries min(client's, this)
-_SUB_TYPES = {
-    SubType.Exclusive: ConsumerType.Exclusive,
-    SubType.Shared: ConsumerType.Shared,
-    SubType.Failover: ConsumerType.Failover,
-    SubType.Key_Shared: ConsumerType.KeyShared,
-}
 # commands a client may send that the lab answers with ERROR(NotAllowedError) instead of closing
 _NOT_MODELLED = frozenset({
     CommandType.NEW_TXN, CommandType.ADD_PARTITION_TO_TXN, CommandType.ADD_SUBSCRIPTION_TO_TXN, CommandType.END_TXN,
@@ -349,7 +345,7 @@ class ServerConnection(asyncio.Protocol):
             self.send(PartitionMetadataResponse(request_id=cmd.request_id, response=MetadataLookupKind.Failed,
                                                 error=ServerError.InvalidTopicName, message=str(e)))
             return
-        self.send(PartitionMetadataResponse(partitions=self.service.partitioned.get(topic, 0),
+        self.send(PartitionMetadataResponse(partitions=self.service.partition_count(topic),
                                             request_id=cmd.request_id, response=MetadataLookupKind.Success))
 
     def _on_lookup(self, cmd: LookupRequest, frame: Frame) -> None:
@@ -365,8 +361,7 @@ class ServerConnection(asyncio.Protocol):
     def _on_get_topics(self, cmd: GetTopicsOfNamespace, frame: Frame) -> None:
         topics: list[str] = []
         if cmd.value("mode") is not TopicsMode.NON_PERSISTENT:
-            prefix = f"persistent://{cmd.namespace}/"
-            topics = sorted(n for n in self.service.topics if n.startswith(prefix))
+            topics = self.service.topics_of_namespace(cmd.namespace)
         self.send(GetTopicsOfNamespaceResponse(request_id=cmd.request_id, topics=topics))
 
     def _on_get_schema(self, cmd: GetSchema, frame: Frame) -> None:
@@ -391,11 +386,9 @@ class ServerConnection(asyncio.Protocol):
         lab_id = svc.new_producer_id()
         name = cmd.producer_name if cmd.producer_name else f"standalone-0-{lab_id}"
         try:
-            handle = svc.register_producer(lab_id, name, topic)
-            if cmd.initial_subscription_name:
-                handle.topic.get_or_create_subscription(cmd.initial_subscription_name, "Earliest")
+            handle = svc.register_producer(lab_id, name, topic, cmd.initial_subscription_name)
         except PulsarError as e:
-            self.error(cmd.request_id, server_error(e), str(e))
+            self.error(cmd.request_id, client_error_code(e), str(e))
             return
         self.producers[cmd.producer_id] = RemoteProducer(cmd.producer_id, handle, name, topic,
                                                          producer_prefix(cmd.producer_id))
@@ -439,7 +432,7 @@ class ServerConnection(asyncio.Protocol):
         try:
             pos = self.service.publish(producer.handle, entry)
         except PulsarError as e:
-            self._send_error(producer_id, sequence_id, server_error(e), str(e))
+            self._send_error(producer_id, sequence_id, client_error_code(e), str(e))
             return
         self.write(send_receipt_frame(producer.prefix, sequence_id, highest, pos.ledger_id, pos.entry_id))
 
@@ -468,12 +461,12 @@ class ServerConnection(asyncio.Protocol):
         except PulsarError as e:
             self.error(cmd.request_id, ServerError.InvalidTopicName, str(e))
             return
-        sub_type = _SUB_TYPES[cmd.sub_type]
+        sub_type = cmd.sub_type
         policy = None
         if sub_type is ConsumerType.KeyShared:
             meta = cmd.key_shared_meta
             try:
-                if meta is not None and meta.mode is KeySharedModeType.STICKY:
+                if meta is not None and meta.mode is KeySharedMode.Sticky:
                     policy = ConsumerKeySharedPolicy(KeySharedMode.Sticky, bool(meta.allow_out_of_order_delivery),
                                                      [(r.start, r.end) for r in meta.hash_ranges])
                 else:
@@ -482,30 +475,22 @@ class ServerConnection(asyncio.Protocol):
             except PulsarError as e:
                 self.error(cmd.request_id, ServerError.ConsumerAssignError, str(e))
                 return
-        initial = (InitialPosition.Earliest if cmd.value("initial_position") is InitialPositionType.Earliest
-                   else InitialPosition.Latest)
+        initial = cmd.value("initial_position")
         durable = cmd.value("durable")
         svc = self.service
         lab_id = svc.new_consumer_id()
         name = cmd.consumer_name if cmd.consumer_name else f"consumer-{lab_id}"
-        cnx = RemoteConsumer(self, cmd.consumer_id, partition_index_of(topic), durable)
-        created_subscription = False
+        cnx = RemoteConsumer(self, cmd.consumer_id, topic, cmd.subscription, name, svc.partition_index(topic))
+        start = cmd.start_message_id
         try:
-            if not durable:
-                t = svc.get_topic(topic)
-                created_subscription = cmd.subscription not in t.subscriptions
-                sub = t.get_or_create_subscription(cmd.subscription, initial.value)
-                if created_subscription and cmd.start_message_id is not None:
-                    sub.cursor.reset_cursor(_start_position(cmd.start_message_id))
             consumer = svc.subscribe(
                 cnx, consumer_id=lab_id, topic=topic, subscription=cmd.subscription, sub_type=sub_type, name=name,
                 priority=cmd.value("priority_level") or 0, initial_position=initial, key_shared_policy=policy,
-                partition_index=cnx.partition,
+                partition_index=cnx.partition, durable=durable,
+                start_message_id=start.signed_ids() if start is not None else None,
             )
         except PulsarError as e:
-            if created_subscription:
-                self._drop_reader_subscription(topic, cmd.subscription)
-            self.error(cmd.request_id, server_error(e), str(e))
+            self.error(cmd.request_id, client_error_code(e), str(e))
             return
         cnx.broker_consumer = consumer
         self.consumers[cmd.consumer_id] = cnx
@@ -537,12 +522,12 @@ class ServerConnection(asyncio.Protocol):
                 self.send(AckResponse(consumer_id=consumer_id, error=ServerError.ConsumerNotFound,
                                       message=f"Consumer {consumer_id} not found", request_id=request_id))
             return
-        kind = AckType.CUMULATIVE if ack_type == AckKind.Cumulative else AckType.INDIVIDUAL
+        kind = AckType.CUMULATIVE if ack_type == 1 else AckType.INDIVIDUAL  # CommandAck.AckType's numbers
         try:
             self.service.ack(cnx.broker_consumer, AckCommand(kind, ids, props))
         except PulsarError as e:
             if request_id is not None:
-                self.send(AckResponse(consumer_id=consumer_id, error=server_error(e), message=str(e),
+                self.send(AckResponse(consumer_id=consumer_id, error=client_error_code(e), message=str(e),
                                       request_id=request_id))
             return
         if request_id is not None:
@@ -563,7 +548,7 @@ class ServerConnection(asyncio.Protocol):
         try:
             self.service.unsubscribe(cnx.broker_consumer)
         except PulsarError as e:
-            self.error(cmd.request_id, server_error(e), str(e))
+            self.error(cmd.request_id, client_error_code(e), str(e))
             return
         self.forget_consumer(cnx)
         self.send(Success(cmd.request_id))
@@ -579,15 +564,6 @@ class ServerConnection(asyncio.Protocol):
         if consumer is None:
             return
         self.service.close_consumer(consumer, reason)
-        if not cnx.durable:
-            sub = consumer.subscription
-            if not sub.consumers():
-                self._drop_reader_subscription(sub.topic.name, sub.name)
-
-    def _drop_reader_subscription(self, topic: str, name: str) -> None:
-        t = self.service.topics.get(topic)
-        if t is not None and name in t.subscriptions:
-            t.delete_subscription(name)
 
     def _on_seek(self, cmd: Seek, frame: Frame) -> None:
         if cmd.message_id is None and cmd.message_publish_time is None:
@@ -600,7 +576,7 @@ class ServerConnection(asyncio.Protocol):
             return
         try:
             if cmd.message_id is not None:
-                self.service.reset_cursor(cnx.broker_consumer, _start_position(cmd.message_id))
+                self.service.reset_cursor(cnx.broker_consumer, cmd.message_id.signed_ids())
             else:
                 self.service.reset_cursor(cnx.broker_consumer,
                                           publish_time=self.server.clock.to_virtual(cmd.message_publish_time))
@@ -616,20 +592,13 @@ class ServerConnection(asyncio.Protocol):
         if cnx is None:
             self.error(cmd.request_id, ServerError.MetadataError, "Consumer not found")
             return
-        sub = cnx.broker_consumer.subscription
-        ml = sub.topic.ledger
-        last = ml.last_confirmed_entry
-        partition = sub.topic.partition_index
-        md = sub.cursor.mark_delete_position
-        if last.entry_id < 0:
-            last_id = MsgId(ledger_id=-1, entry_id=-1, partition=partition, batch_index=-1)
-        else:
-            n = ml.read_entry(last).metadata.num_messages_in_batch
-            last_id = MsgId(ledger_id=last.ledger_id, entry_id=last.entry_id, partition=partition,
-                            batch_index=n - 1 if n is not None and n > 0 else -1)
+        last = self.service.get_last_message_id(cnx.broker_consumer)
+        last_id = MsgId(ledger_id=last.ledger_id, entry_id=last.entry_id, partition=last.partition,
+                        batch_index=last.batch_index)
         self.send(GetLastMessageIdResponse(
             last_message_id=last_id, request_id=cmd.request_id,
-            consumer_mark_delete_position=MsgId(ledger_id=md.ledger_id, entry_id=md.entry_id)))
+            consumer_mark_delete_position=MsgId(ledger_id=last.mark_delete_ledger_id,
+                                                entry_id=last.mark_delete_entry_id)))
 
     def _on_consumer_stats(self, cmd: ConsumerStats, frame: Frame) -> None:
         cnx = self.consumers.get(cmd.consumer_id)
@@ -637,15 +606,14 @@ class ServerConnection(asyncio.Protocol):
             self.send(ConsumerStatsResponse(request_id=cmd.request_id, error_code=ServerError.ConsumerNotFound,
                                             error_message=f"Consumer {cmd.consumer_id} not found"))
             return
-        c = cnx.broker_consumer
-        stats = c.stats()
+        stats = self.service.consumer_stats(cnx.broker_consumer)
         self.send(ConsumerStatsResponse(
             request_id=cmd.request_id, msg_rate_out=0.0, msg_throughput_out=0.0, msg_rate_redeliver=0.0,
-            consumer_name=c.name, available_permits=max(c.available_permits, 0),
-            unacked_messages=c.unacked_messages, blocked_consumer_on_unacked_msgs=c.blocked,
-            address=self.peer, connected_since=stats["connectedSince"], type=c.subscription.dispatcher.type_name,
-            msg_rate_expired=0.0, msg_backlog=c.subscription.cursor.number_of_entries_in_backlog(False),
-            message_ack_rate=0.0,
+            consumer_name=stats.consumer_name, available_permits=stats.available_permits,
+            unacked_messages=stats.unacked_messages,
+            blocked_consumer_on_unacked_msgs=stats.blocked_consumer_on_unacked_msgs, address=self.peer,
+            connected_since=stats.connected_since, type=stats.type, msg_rate_expired=0.0,
+            msg_backlog=stats.msg_backlog, message_ack_rate=0.0,
         ))
 
     # --- teardown -------------------------------------------------------------------------------
@@ -665,16 +633,6 @@ class ServerConnection(asyncio.Protocol):
     def __repr__(self) -> str:
         return (f"<ServerConnection {self.peer} {self.state.value} producers={len(self.producers)} "
                 f"consumers={len(self.consumers)}>")
-
-
-def _start_position(mid: MsgId) -> Position:
-    """A seek or reader start id as a ledger position: earliest (-1:-1), latest (max:max), or the entry."""
-    ledger, entry = mid.signed_ids()
-    if ledger < 0 or entry < 0:
-        return EARLIEST
-    if ledger == LATEST.ledger_id and entry == LATEST.entry_id:
-        return LATEST
-    return Position(ledger, entry)
 
 
 __all__ = ["ProtocolViolation", "ServerConnection", "State"]

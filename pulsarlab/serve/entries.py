@@ -25,8 +25,8 @@ from typing import Any
 
 import google_crc32c
 
-from pulsarlab.managed_ledger.cursor import ack_set_words
 from pulsarlab.messages import EntryData, MessageMetadata
+from pulsarlab.protocol.acks import ack_set_words
 from pulsarlab.serve.codec import (
     CodecError, as_signed32, as_signed64, decode_varint, encode_varint, skip_field,
 )
@@ -362,11 +362,6 @@ def consumer_prefix(consumer_id: int) -> bytes:
     return b"\x08" + encode_varint(consumer_id)
 
 
-ack_set_longs = ack_set_words
-"""An ack-set mask (bit i = batch index i not yet acknowledged) as Java's ``BitSet.toLongArray()`` words: the
-cursor's `pulsarlab.managed_ledger.cursor.ack_set_words`, under the name the MESSAGE writer has always exported."""
-
-
 def message_frame(prefix: bytes, ledger: int, entry: int, redelivery_count: int, ack_set: int | None,
                   wire: bytes, checksum: bytes) -> bytes:
     """A complete MESSAGE frame: ``CommandMessage`` for one entry, then the stored bytes with their CRC32C."""
@@ -375,13 +370,13 @@ def message_frame(prefix: bytes, ledger: int, entry: int, redelivery_count: int,
     if redelivery_count:
         body += b"\x18" + encode_varint(redelivery_count)
     if ack_set is not None:
-        body += b"".join(b"\x20" + encode_varint(w) for w in ack_set_longs(ack_set))
+        body += b"".join(b"\x20" + encode_varint(w) for w in ack_set_words(ack_set))
     cmd = b"\x08\x09\x4a" + encode_varint(len(body)) + body
     n = len(cmd)
     return b"".join((_pack_frame_header(n + 10 + len(wire), n), cmd, b"\x0e\x01", checksum, wire))
 
 
 __all__ = [
-    "EncodedEntries", "NotSplittable", "WireEntry", "ack_set_longs", "consumer_prefix",
+    "EncodedEntries", "NotSplittable", "WireEntry", "consumer_prefix",
     "entry_wire", "message_frame", "metadata_bytes", "read_metadata", "single_metadata_bytes",
 ]

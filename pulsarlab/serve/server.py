@@ -224,9 +224,7 @@ class LabServer:
         for conn in list(self.connections):
             producers = tuple((p.topic, p.name) for p in conn.producers.values())
             consumers = tuple(
-                (c.broker_consumer.subscription.topic.name, c.broker_consumer.subscription.name,
-                 c.broker_consumer.name)
-                for c in conn.consumers.values() if c.broker_consumer is not None)
+                (c.topic, c.subscription, c.name) for c in conn.consumers.values() if c.broker_consumer is not None)
             out.append(ClientInfo(conn.peer, conn.client_version, producers, consumers))
         return out
 

@@ -41,7 +41,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Sequence
 
 from pulsarlab.event_catalogue import broker as ev
-from pulsarlab.client.ack_grouping import ack_set_mask
+from pulsarlab.protocol.acks import ack_set_mask
 from pulsarlab.profiles import SharedDispatcherForm
 from pulsarlab.event_catalogue.redelivery import REDELIVERY_COUNTED
 from pulsarlab.broker.dispatch.entries_per_turn import classic_batch_entries, get_max_entries_in_this_batch

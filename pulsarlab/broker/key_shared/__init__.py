@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from pulsarlab.profiles import Profile, get_profile
-from pulsarlab.broker.key_shared.base import NO_CONSUMER, Consumer, HashRange, ImpactedConsumers, StickyKeyConsumerSelector
+from pulsarlab.broker.key_shared.base import NO_CONSUMER, Consumer, ImpactedConsumers, StickyKeyConsumerSelector
 
 SELECTOR_KINDS = ("auto_split", "consistent_hashing", "sticky")
 
@@ -52,7 +52,6 @@ def selector_for_subscription(
 __all__ = [
     "NO_CONSUMER",
     "Consumer",
-    "HashRange",
     "ImpactedConsumers",
     "StickyKeyConsumerSelector",
     "SELECTOR_KINDS",

@@ -45,24 +45,6 @@ class Consumer:
 
 
 @dataclass(frozen=True)
-class HashRange:
-    """An inclusive hash range [start, end] (Pulsar's `Range`); ``str`` is Pulsar's ``[s, e]``."""
-
-    start: int
-    end: int
-
-    def __str__(self) -> str:
-        return f"[{self.start}, {self.end}]"
-
-    @property
-    def size(self) -> int:
-        return self.end - self.start + 1
-
-    def contains(self, h: int) -> bool:
-        return self.start <= h <= self.end
-
-
-@dataclass(frozen=True)
 class ImpactedConsumers:
     """4.x `ImpactedConsumersResult`: per consumer, the merged hash ranges it lost and gained."""
 

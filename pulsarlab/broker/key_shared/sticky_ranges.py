@@ -7,7 +7,7 @@ chosen by ``profile.sticky_ranges``:
   consumer's ranges select it too; add-time checks run per range in the given order.
 * PAIR (3.x, 4.x): a sorted map start -> (range, consumer), sorted validation of a consumer's own ranges
   ("Consumer's own ranges conflict"), a slot is served only inside a declared range.
-Also the client-side `KeySharedPolicySticky.validate()` (`validate_sticky_policy_ranges`). Unowned
+(The client-side `KeySharedPolicySticky.validate()` is `pulsarlab.protocol.subscription`'s.) Unowned
 hashes select None. Simplifications: the broker's liveness check of a conflicting consumer's
 connection (#20026) always finds it alive; failures Pulsar returns as failed futures are raised with
 ``via="future"``.
@@ -15,19 +15,19 @@ connection (#20026) always finds it alive; failures Pulsar returns as failed fut
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 from sortedcontainers import SortedDict
 
 from pulsarlab.errors import ConsumerAssignException, IllegalArgumentException
 from pulsarlab.hashing import INT_MAX
+from pulsarlab.protocol.subscription import hash_range_pair
 from pulsarlab.profiles import ErrorDelivery, Profile, StickyHashMode, StickyRangesVariant, get_profile
-from pulsarlab.broker.key_shared.base import NO_CONSUMER, Consumer, HashRange, StickyKeyConsumerSelector
+from pulsarlab.broker.key_shared.base import NO_CONSUMER, Consumer, StickyKeyConsumerSelector
 from pulsarlab.broker.key_shared.assignments import as_int, check_key_hash, check_key_hashes
 
 DEFAULT_RANGE_SIZE = 2 << 15
-CLIENT_HASH_RANGE_SIZE = 2 << 15  # KeySharedPolicy.DEFAULT_HASH_RANGE_SIZE
 
 
 def validate_range_size(range_size: Any) -> int:
@@ -39,50 +39,17 @@ def validate_range_size(range_size: Any) -> int:
     return range_size
 
 
-def _pair(item: Any, what: str) -> tuple[int, int]:
-    try:
-        start, end = item
-    except (TypeError, ValueError):
-        raise TypeError(f"{what} must be a (start, end) pair of ints, not {item!r}") from None
-    return as_int(start, f"{what} start"), as_int(end, f"{what} end")
-
-
 def declared_ranges(consumer: Consumer) -> list[tuple[int, int]] | None:
     """A consumer's KeySharedMeta hash ranges as int pairs, in the given order (None: no KeySharedMeta)."""
     if consumer.ranges is None:
         return None
     if isinstance(consumer.ranges, (str, bytes)):
         raise TypeError(f"consumer {consumer.id} ranges must be a list of (start, end) pairs, not {consumer.ranges!r}")
-    return [_pair(r, f"consumer {consumer.id} hash range") for r in consumer.ranges]
+    return [hash_range_pair(r, f"consumer {consumer.id} hash range") for r in consumer.ranges]
 
 
 def _overlaps(a: tuple[int, int], b: tuple[int, int]) -> bool:
     return max(a[0], b[0]) <= min(a[1], b[1])
-
-
-def validate_sticky_policy_ranges(ranges: Iterable[Any]) -> list[HashRange]:
-    """Client-side `KeySharedPolicy.KeySharedPolicySticky.validate()`, with Pulsar's texts.
-
-    Each item is a `HashRange` or a (start, end) pair (built like Pulsar's `Range.of`, which rejects
-    end < start). Returns the ranges as `HashRange`s.
-    """
-    if isinstance(ranges, (str, bytes)):
-        raise TypeError(f"ranges must be a list of (start, end) pairs, not {ranges!r}")
-    built: list[HashRange] = []
-    for item in ranges:
-        start, end = (item.start, item.end) if isinstance(item, HashRange) else _pair(item, "a hash range")
-        if end < start:
-            raise IllegalArgumentException("Range end must >= range start.")
-        built.append(HashRange(start, end))
-    if not built:
-        raise IllegalArgumentException("Ranges for KeyShared policy must not be empty.")
-    for i, r1 in enumerate(built):
-        if r1.start < 0 or r1.end >= CLIENT_HASH_RANGE_SIZE:
-            raise IllegalArgumentException(f"Ranges must be [0, 65535] but provided range is {r1}")
-        for j, r2 in enumerate(built):
-            if i != j and _overlaps((r1.start, r1.end), (r2.start, r2.end)):
-                raise IllegalArgumentException(f"Ranges for KeyShared policy with overlap between {r1} and {r2}")
-    return built
 
 
 class HashRangeExclusiveSelector(StickyKeyConsumerSelector):
