@@ -85,13 +85,16 @@ def run_case(case: Case, n: int, keys: int, round_size: int, batch_max: int = BA
     lab = pl.Lab(version=case.version, seed=1, record_events=case.record_events)
     client = lab.client()
     consumers = [
-        client.subscribe(TOPIC, "bench", consumer_type=case.consumer_type, consumer_name=f"c{i}",
-                         receiver_queue_size=1000)
+        client.subscribe(
+            TOPIC, "bench", consumer_type=case.consumer_type, consumer_name=f"c{i}", receiver_queue_size=1000
+        )
         for i in range(CONSUMERS)
     ]
     key_shared = case.consumer_type is pl.ConsumerType.KeyShared
     producer = client.create_producer(
-        TOPIC, batching_enabled=case.batching, batching_max_messages=batch_max,
+        TOPIC,
+        batching_enabled=case.batching,
+        batching_max_messages=batch_max,
         batching_type=pl.BatchingType.KeyBased if key_shared else pl.BatchingType.Default,
     )
     key_names = [f"key-{i}" for i in range(keys)]
@@ -154,13 +157,12 @@ CASES = {
     "key_shared": Case("Key_Shared 4.0, batching, log on", pl.ConsumerType.KeyShared, "4.0", True, True),
     "key_shared_no_log": Case("Key_Shared 4.0, batching, log off", pl.ConsumerType.KeyShared, "4.0", True, False),
     "key_shared_3_0": Case("Key_Shared 3.0, batching, log on", pl.ConsumerType.KeyShared, "3.0", True, True),
-    "key_shared_3_0_no_log": Case("Key_Shared 3.0, batching, log off", pl.ConsumerType.KeyShared, "3.0", True,
-                                  False),
+    "key_shared_3_0_no_log": Case("Key_Shared 3.0, batching, log off", pl.ConsumerType.KeyShared, "3.0", True, False),
     "shared_no_batching": Case("Shared 4.0, no batching, log on", pl.ConsumerType.Shared, "4.0", False, True),
-    "shared_no_batching_no_log": Case("Shared 4.0, no batching, log off", pl.ConsumerType.Shared, "4.0", False,
-                                      False),
-    "key_shared_no_batching": Case("Key_Shared 4.0, no batching, log on", pl.ConsumerType.KeyShared, "4.0",
-                                   False, True),
+    "shared_no_batching_no_log": Case("Shared 4.0, no batching, log off", pl.ConsumerType.Shared, "4.0", False, False),
+    "key_shared_no_batching": Case(
+        "Key_Shared 4.0, no batching, log on", pl.ConsumerType.KeyShared, "4.0", False, True
+    ),
 }
 
 
@@ -182,8 +184,12 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="runs per case; the best is reported")
     parser.add_argument("--keys", type=int, default=16, help="distinct message keys (default 16)")
     parser.add_argument("--round", type=int, default=1000, help="messages sent between two receive rounds")
-    parser.add_argument("--batch-max", type=int, default=BATCH_MAX_MESSAGES,
-                        help=f"batching_max_messages of the batching cases (default {BATCH_MAX_MESSAGES})")
+    parser.add_argument(
+        "--batch-max",
+        type=int,
+        default=BATCH_MAX_MESSAGES,
+        help=f"batching_max_messages of the batching cases (default {BATCH_MAX_MESSAGES})",
+    )
     parser.add_argument("--rangeset-entries", type=int, default=500_000, help="entries for the range-set figures")
     parser.add_argument("--profile", choices=sorted(CASES), help="profile one case with cProfile and exit")
     parser.add_argument("--top", type=int, default=40, help="functions shown by --profile")
@@ -193,9 +199,11 @@ def main() -> None:
         profile(args.profile, n, keys, round_size, args.top, args.batch_max)
         return
 
-    print(f"end to end: {n:,} messages of {len(PAYLOAD)} B, {CONSUMERS} consumers, {keys} keys, "
-          f"rounds of {round_size}, best of {repeat}; batching = batching_max_messages {args.batch_max} "
-          f"(Key_Shared: key-based batching)")
+    print(
+        f"end to end: {n:,} messages of {len(PAYLOAD)} B, {CONSUMERS} consumers, {keys} keys, "
+        f"rounds of {round_size}, best of {repeat}; batching = batching_max_messages {args.batch_max} "
+        f"(Key_Shared: key-based batching)"
+    )
     rates: dict[str, float] = {}
     results: dict[str, Result] = {}
     for name, case in CASES.items():
@@ -204,8 +212,10 @@ def main() -> None:
         per_msg = res.events / n if res.events else 0.0
         log = f"{res.events:>9,} events ({per_msg:.2f}/msg)" if case.record_events else "  (no events recorded)"
         cpu_rate = n / res.cpu_seconds if res.cpu_seconds > 0 else float("inf")
-        print(f"  {case.label:<36} {rate:>9,.0f} msgs/s ({cpu_rate:>9,.0f}/CPU s)  {res.seconds:5.2f} s  "
-              f"{res.entries:>7,} entries  {log}")
+        print(
+            f"  {case.label:<36} {rate:>9,.0f} msgs/s ({cpu_rate:>9,.0f}/CPU s)  {res.seconds:5.2f} s  "
+            f"{res.entries:>7,} entries  {log}"
+        )
     shared = results["shared"]
     bytes_per_event = shared.nbytes / shared.events
     print(f"bytes per stored event: {bytes_per_event:.1f} ({shared.nbytes:,} B / {shared.events:,} events)")
@@ -216,15 +226,19 @@ def main() -> None:
     inorder = rangeset_bench.bench_rangeset(pos, repeat)
     rnd = rangeset_bench.bench_rangeset(shuffled, repeat)
     naive = rangeset_bench.bench_naive(shuffled, repeat)
-    print(f"range set ({args.rangeset_entries:,} single-entry acks): in order {inorder:,.0f}/s, "
-          f"random {rnd:,.0f}/s, naive set (random) {naive:,.0f}/s")
+    print(
+        f"range set ({args.rangeset_entries:,} single-entry acks): in order {inorder:,.0f}/s, "
+        f"random {rnd:,.0f}/s, naive set (random) {naive:,.0f}/s"
+    )
 
     def goal(ok: bool) -> str:
         return "met" if ok else "NOT met"
 
-    print(f"goal >= {GOAL_MSGS:,} msgs/s with the log on: Shared {goal(rates['shared'] >= GOAL_MSGS)}, "
-          f"Key_Shared {goal(rates['key_shared'] >= GOAL_MSGS)} (3.0 profile: "
-          f"{goal(rates['key_shared_3_0'] >= GOAL_MSGS)})")
+    print(
+        f"goal >= {GOAL_MSGS:,} msgs/s with the log on: Shared {goal(rates['shared'] >= GOAL_MSGS)}, "
+        f"Key_Shared {goal(rates['key_shared'] >= GOAL_MSGS)} (3.0 profile: "
+        f"{goal(rates['key_shared_3_0'] >= GOAL_MSGS)})"
+    )
     print(f"goal <= {GOAL_BYTES_PER_EVENT} bytes per event: {goal(bytes_per_event <= GOAL_BYTES_PER_EVENT)}")
     print(f"goal >= {GOAL_INORDER_ACKS:,} in-order acks/s: {goal(inorder >= GOAL_INORDER_ACKS)}")
     out = {

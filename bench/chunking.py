@@ -15,8 +15,8 @@ Workload of one case (one process, one `pulsarlab.Lab`, seed 1, broker ``maxMess
   ``run_until_idle`` flushes the last acks, and the run checks every message arrived once with its bytes and
   the backlog is 0.
 
-messages/s = N / wall time (setup excluded), also per CPU second; chunks/s counts the chunked case's entries. The chunked figure is
-expected near plain / C: every chunk is a full trip through the broker (persist, read, dispatch, a
+messages/s = N / wall time (setup excluded), also per CPU second; chunks/s counts the chunked case's entries.
+The chunked figure is expected near plain / C: every chunk is a full trip through the broker (persist, read, dispatch, a
 ``processMessageChunk``) plus the assembly. Each figure is the best of ``--repeat`` runs; the per-CPU-second
 rate beside it suffers less from other processes on a shared machine. Compare figures from the same run. The
 script never asserts on time and ends with one JSON line.
@@ -71,11 +71,16 @@ def chunk_size(max_message_size: int, largest_sequence_id: int) -> int:
 
 def run(case: Case, n: int, payload_size: int, max_message_size: int) -> tuple[float, float, int]:
     """One publish -> ack cycle; returns (wall seconds, CPU seconds, entries stored)."""
-    lab = pl.Lab(version="4.0", seed=1, record_events=case.record_events,
-                 broker_config={"maxMessageSize": max_message_size})
+    lab = pl.Lab(
+        version="4.0", seed=1, record_events=case.record_events, broker_config={"maxMessageSize": max_message_size}
+    )
     client = lab.client()
-    consumers = [client.subscribe(TOPIC, "bench", consumer_type=case.consumer_type, consumer_name=f"c{i}",
-                                  receiver_queue_size=1000) for i in range(case.consumers)]
+    consumers = [
+        client.subscribe(
+            TOPIC, "bench", consumer_type=case.consumer_type, consumer_name=f"c{i}", receiver_queue_size=1000
+        )
+        for i in range(case.consumers)
+    ]
     producer = client.create_producer(TOPIC, producer_name=PRODUCER, chunking_enabled=True)
     payloads = [bytes([i % 251]) * payload_size for i in range(64)]
     received = 0
@@ -140,20 +145,29 @@ def main() -> None:
     n, repeat, max_size = args.messages, args.repeat, args.max_message_size
     size = chunk_size(max_size, n)
     chunked_size = args.chunks * size
-    print(f"chunking: {n:,} messages per run, maxMessageSize {max_size} B (chunk size {size} B), best of {repeat}; "
-          f"plain {PLAIN_SIZE} B vs chunked {chunked_size:,} B ({args.chunks} chunks)")
-    out: dict[str, object] = {"messages": n, "max_message_size": max_size, "chunk_size": size,
-                              "chunks_per_message": args.chunks, "plain_payload": PLAIN_SIZE,
-                              "chunked_payload": chunked_size}
+    print(
+        f"chunking: {n:,} messages per run, maxMessageSize {max_size} B (chunk size {size} B), best of {repeat}; "
+        f"plain {PLAIN_SIZE} B vs chunked {chunked_size:,} B ({args.chunks} chunks)"
+    )
+    out: dict[str, object] = {
+        "messages": n,
+        "max_message_size": max_size,
+        "chunk_size": size,
+        "chunks_per_message": args.chunks,
+        "plain_payload": PLAIN_SIZE,
+        "chunked_payload": chunked_size,
+    }
     for case in CASES:
         plain = best_of(case, n, PLAIN_SIZE, max_size, repeat)
         chunked = best_of(case, n, chunked_size, max_size, repeat)
         if chunked[2] != n * args.chunks or plain[2] != n:
             raise AssertionError(f"{case.label}: {plain[2]} plain and {chunked[2]} chunked entries stored")
         plain_rate, chunked_rate = n / plain[0], n / chunked[0]
-        print(f"  {case.label:<32} plain {plain_rate:>9,.0f} msgs/s ({n / plain[1]:>9,.0f}/CPU s)   "
-              f"chunked {chunked_rate:>8,.0f} msgs/s ({n / chunked[1]:>8,.0f}/CPU s), "
-              f"{chunked[2] / chunked[0]:>9,.0f} chunks/s   plain/chunked {plain_rate / chunked_rate:5.1f}x")
+        print(
+            f"  {case.label:<32} plain {plain_rate:>9,.0f} msgs/s ({n / plain[1]:>9,.0f}/CPU s)   "
+            f"chunked {chunked_rate:>8,.0f} msgs/s ({n / chunked[1]:>8,.0f}/CPU s), "
+            f"{chunked[2] / chunked[0]:>9,.0f} chunks/s   plain/chunked {plain_rate / chunked_rate:5.1f}x"
+        )
         out[f"{case.key}_plain_msgs_per_s"] = round(plain_rate)
         out[f"{case.key}_chunked_msgs_per_s"] = round(chunked_rate)
         out[f"{case.key}_chunked_chunks_per_s"] = round(chunked[2] / chunked[0])

@@ -33,13 +33,12 @@ import argparse
 import gc
 import json
 import math
-import time
-
-import numpy as np
-
 import sys
+import time
 from datetime import timedelta
 from pathlib import Path
+
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -63,8 +62,11 @@ FLAT_EXPONENT = 0.25  # "flat": bytes grow at most as messages^0.25 (100x messag
 def workload(n: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     i = np.arange(n, dtype=np.int64)
     rng = np.random.default_rng(seed)
-    return FIRST_LEDGER + i // ENTRIES_PER_LEDGER, i % ENTRIES_PER_LEDGER, rng.integers(
-        MIN_DELAY_MS, MAX_DELAY_MS, n, dtype=np.int64)
+    return (
+        FIRST_LEDGER + i // ENTRIES_PER_LEDGER,
+        i % ENTRIES_PER_LEDGER,
+        rng.integers(MIN_DELAY_MS, MAX_DELAY_MS, n, dtype=np.int64),
+    )
 
 
 def drain(tracker, now: list[int], n: int) -> float:
@@ -85,8 +87,9 @@ def drain(tracker, now: list[int], n: int) -> float:
 
 def run_in_memory(ledgers, entries, times) -> dict[str, float]:
     now = [0]
-    tracker = InMemoryDelayedDeliveryTracker(Scheduler(), lambda: None, profile="4.0", tick_time_millis=TICK_MS,
-                                             clock=lambda: now[0])
+    tracker = InMemoryDelayedDeliveryTracker(
+        Scheduler(), lambda: None, profile="4.0", tick_time_millis=TICK_MS, clock=lambda: now[0]
+    )
     ls, es, ts = ledgers.tolist(), entries.tolist(), times.tolist()
     add = tracker.add_message
     t0 = time.perf_counter()
@@ -100,8 +103,14 @@ def run_in_memory(ledgers, entries, times) -> dict[str, float]:
 
 
 def bucket_tracker(now: list[int]) -> BucketDelayedDeliveryTracker:
-    return BucketDelayedDeliveryTracker(Scheduler(), lambda: None, tick_time_millis=TICK_MS, clock=lambda: now[0],
-                                        snapshot_storage=InMemoryBucketSnapshotStorage(), cursor_properties={})
+    return BucketDelayedDeliveryTracker(
+        Scheduler(),
+        lambda: None,
+        tick_time_millis=TICK_MS,
+        clock=lambda: now[0],
+        snapshot_storage=InMemoryBucketSnapshotStorage(),
+        cursor_properties={},
+    )
 
 
 def run_bucket(ledgers, entries, times, chunk: int, scalar_limit: int) -> dict[str, float]:
@@ -109,7 +118,7 @@ def run_bucket(ledgers, entries, times, chunk: int, scalar_limit: int) -> dict[s
     tracker = bucket_tracker(now)
     t0 = time.perf_counter()
     for s in range(0, len(ledgers), chunk):
-        tracker.add_messages(ledgers[s:s + chunk], entries[s:s + chunk], times[s:s + chunk])
+        tracker.add_messages(ledgers[s : s + chunk], entries[s : s + chunk], times[s : s + chunk])
     adds = len(ledgers) / (time.perf_counter() - t0)
     breakdown = tracker.memory_breakdown()
     memory = sum(breakdown.values())
@@ -130,14 +139,25 @@ def run_bucket(ledgers, entries, times, chunk: int, scalar_limit: int) -> dict[s
         for i in range(m):
             add(ls[i], es[i], ts[i])
         scalar = m / (time.perf_counter() - t0)
-    return {"bytes": memory, "adds": adds, "releases": releases, "scalar_adds": scalar, "buckets": buckets,
-            "shared": shared, "stored": stored, "breakdown": breakdown}
+    return {
+        "bytes": memory,
+        "adds": adds,
+        "releases": releases,
+        "scalar_adds": scalar,
+        "buckets": buckets,
+        "shared": shared,
+        "stored": stored,
+        "breakdown": breakdown,
+    }
 
 
 E2E_STEP_MS = 10_000
 E2E_MAX_DELAY_MS = 3_600_000
-E2E_BUCKET_CONFIG = {"delayedDeliveryTrackerFactoryClassName": BUCKET_TRACKER_FACTORY,
-                     "managedLedgerMaxEntriesPerLedger": 5_000, "delayedDeliveryMinIndexCountPerBucket": 5_000}
+E2E_BUCKET_CONFIG = {
+    "delayedDeliveryTrackerFactoryClassName": BUCKET_TRACKER_FACTORY,
+    "managedLedgerMaxEntriesPerLedger": 5_000,
+    "delayedDeliveryMinIndexCountPerBucket": 5_000,
+}
 
 
 def run_end_to_end(tracker: str, n: int, seed: int) -> dict[str, float]:
@@ -174,10 +194,18 @@ def main() -> None:
     parser.add_argument("--counts", default="100000,1000000,10000000")
     parser.add_argument("--chunk", type=int, default=10_000)
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--scalar-limit", type=int, default=1_000_000,
-                        help="messages fed through the bucket tracker's scalar add_message for its rate")
-    parser.add_argument("--e2e-messages", type=int, default=20_000,
-                        help="delayed messages published, released and received through the Lab (0: skip)")
+    parser.add_argument(
+        "--scalar-limit",
+        type=int,
+        default=1_000_000,
+        help="messages fed through the bucket tracker's scalar add_message for its rate",
+    )
+    parser.add_argument(
+        "--e2e-messages",
+        type=int,
+        default=20_000,
+        help="delayed messages published, released and received through the Lab (0: skip)",
+    )
     args = parser.parse_args()
     counts = [int(c) for c in args.counts.split(",")]
     in_memory_bytes: dict[int, int] = {}
@@ -190,49 +218,78 @@ def main() -> None:
         bk = run_bucket(ledgers, entries, times, args.chunk, args.scalar_limit)
         gc.collect()
         in_memory_bytes[n], bucket_bytes[n] = im["bytes"], bk["bytes"]
-        rates = {"in_memory_adds": im["adds"], "bucket_adds": bk["adds"], "in_memory_releases": im["releases"],
-                 "bucket_releases": bk["releases"]}
-        print(f"{n:>11,} messages | in-memory: {im['bytes']:>13,} B, {im['adds']:>11,.0f} adds/s, "
-              f"{im['releases']:>11,.0f} releases/s")
-        print(f"{'':>11}          | bucket:    {bk['bytes']:>13,} B, {bk['adds']:>11,.0f} adds/s "
-              f"(bulk, chunks of {args.chunk:,}; scalar {bk['scalar_adds']:,.0f}/s), {bk['releases']:>11,.0f} releases/s")
-        print(f"{'':>11}          | bucket state = {bk['bytes'] / im['bytes']:.2%} of in-memory; {bk['buckets']} "
-              f"sealed buckets, {bk['shared']:,} indexes in the shared queue, {bk['stored']:,} B stored; "
-              + ", ".join(f"{k} {v:,}" for k, v in bk["breakdown"].items()))
+        rates = {
+            "in_memory_adds": im["adds"],
+            "bucket_adds": bk["adds"],
+            "in_memory_releases": im["releases"],
+            "bucket_releases": bk["releases"],
+        }
+        print(
+            f"{n:>11,} messages | in-memory: {im['bytes']:>13,} B, {im['adds']:>11,.0f} adds/s, "
+            f"{im['releases']:>11,.0f} releases/s"
+        )
+        print(
+            f"{'':>11}          | bucket:    {bk['bytes']:>13,} B, {bk['adds']:>11,.0f} adds/s "
+            f"(bulk, chunks of {args.chunk:,}; scalar {bk['scalar_adds']:,.0f}/s), {bk['releases']:>11,.0f} releases/s"
+        )
+        print(
+            f"{'':>11}          | bucket state = {bk['bytes'] / im['bytes']:.2%} of in-memory; {bk['buckets']} "
+            f"sealed buckets, {bk['shared']:,} indexes in the shared queue, {bk['stored']:,} B stored; "
+            + ", ".join(f"{k} {v:,}" for k, v in bk["breakdown"].items())
+        )
     largest, smallest = counts[-1], counts[0]
     share = bucket_bytes[largest] / in_memory_bytes[largest]
-    print(f"goal bucket state < {SHARE_GOAL:.0%} of in-memory at {largest:,}: {share:.2%} -> "
-          f"{'met' if share < SHARE_GOAL else 'NOT met'}")
+    print(
+        f"goal bucket state < {SHARE_GOAL:.0%} of in-memory at {largest:,}: {share:.2%} -> "
+        f"{'met' if share < SHARE_GOAL else 'NOT met'}"
+    )
     if largest > smallest:
         span = math.log(largest / smallest)
         k_bucket = math.log(bucket_bytes[largest] / bucket_bytes[smallest]) / span
         k_in_memory = math.log(in_memory_bytes[largest] / in_memory_bytes[smallest]) / span
-        print(f"goal bucket state flat as messages grow (bytes ~ messages^k, k <= {FLAT_EXPONENT}): "
-              f"k = {k_bucket:.2f} (in-memory k = {k_in_memory:.2f}), x{bucket_bytes[largest] / bucket_bytes[smallest]:.1f} "
-              f"bytes for x{largest / smallest:,.0f} messages -> {'met' if k_bucket <= FLAT_EXPONENT else 'NOT met'}")
+        print(
+            f"goal bucket state flat as messages grow (bytes ~ messages^k, k <= {FLAT_EXPONENT}): "
+            f"k = {k_bucket:.2f} (in-memory k = {k_in_memory:.2f}), x{bucket_bytes[largest] / bucket_bytes[smallest]:.1f} "
+            f"bytes for x{largest / smallest:,.0f} messages -> {'met' if k_bucket <= FLAT_EXPONENT else 'NOT met'}"
+        )
     for who in ("in_memory", "bucket"):
         rate = rates[f"{who}_adds"]
-        print(f"goal >= {ADDS_GOAL:,} adds/s ({who.replace('_', '-')}, {largest:,} messages): {rate:,.0f}/s -> "
-              f"{'met' if rate >= ADDS_GOAL else 'NOT met'}")
+        print(
+            f"goal >= {ADDS_GOAL:,} adds/s ({who.replace('_', '-')}, {largest:,} messages): {rate:,.0f}/s -> "
+            f"{'met' if rate >= ADDS_GOAL else 'NOT met'}"
+        )
     e2e: dict[str, dict[str, float]] = {}
     if args.e2e_messages > 0:
         for who in ("in-memory", "bucket"):
             e2e[who] = run_end_to_end(who, args.e2e_messages, args.seed)
             gc.collect()
-        print(f"end to end through the Lab ({args.e2e_messages:,} delayed messages published, held, released, "
-              f"received, acked; Shared, event log off): in-memory {e2e['in-memory']['msgs']:,.0f} msgs/s "
-              f"(publish {e2e['in-memory']['publish']:,.0f}/s), bucket {e2e['bucket']['msgs']:,.0f} msgs/s "
-              f"(publish {e2e['bucket']['publish']:,.0f}/s)")
-    print(json.dumps({
-        "in_memory_bytes": {str(k): v for k, v in in_memory_bytes.items()},
-        "bucket_bytes": {str(k): v for k, v in bucket_bytes.items()},
-        "in_memory_adds_per_s": round(rates["in_memory_adds"]),
-        "bucket_adds_per_s": round(rates["bucket_adds"]),
-        "in_memory_releases_per_s": round(rates["in_memory_releases"]),
-        "bucket_releases_per_s": round(rates["bucket_releases"]),
-        **({"e2e_messages": args.e2e_messages, "e2e_in_memory_msgs_per_s": round(e2e["in-memory"]["msgs"]),
-            "e2e_bucket_msgs_per_s": round(e2e["bucket"]["msgs"])} if e2e else {}),
-    }))
+        print(
+            f"end to end through the Lab ({args.e2e_messages:,} delayed messages published, held, released, "
+            f"received, acked; Shared, event log off): in-memory {e2e['in-memory']['msgs']:,.0f} msgs/s "
+            f"(publish {e2e['in-memory']['publish']:,.0f}/s), bucket {e2e['bucket']['msgs']:,.0f} msgs/s "
+            f"(publish {e2e['bucket']['publish']:,.0f}/s)"
+        )
+    print(
+        json.dumps(
+            {
+                "in_memory_bytes": {str(k): v for k, v in in_memory_bytes.items()},
+                "bucket_bytes": {str(k): v for k, v in bucket_bytes.items()},
+                "in_memory_adds_per_s": round(rates["in_memory_adds"]),
+                "bucket_adds_per_s": round(rates["bucket_adds"]),
+                "in_memory_releases_per_s": round(rates["in_memory_releases"]),
+                "bucket_releases_per_s": round(rates["bucket_releases"]),
+                **(
+                    {
+                        "e2e_messages": args.e2e_messages,
+                        "e2e_in_memory_msgs_per_s": round(e2e["in-memory"]["msgs"]),
+                        "e2e_bucket_msgs_per_s": round(e2e["bucket"]["msgs"]),
+                    }
+                    if e2e
+                    else {}
+                ),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -66,29 +66,84 @@ def configs() -> list[Config]:
                 out.append(Config(f"{ctype.name}-{version}-{batching}", ctype, version, batching, conf=small))
             ks = pl.ConsumerType.KeyShared
             for ooo in (False, True):
-                out.append(Config(f"KS-auto-ch-ooo{int(ooo)}-{version}-{batching}", ks, version, batching, ooo=ooo,
-                                  conf=small))
-                out.append(Config(f"KS-auto-ranges-ooo{int(ooo)}-{version}-{batching}", ks, version, batching,
-                                  ooo=ooo, conf=small + (("subscriptionKeySharedUseConsistentHashing", False),)))
-                out.append(Config(f"KS-sticky-ooo{int(ooo)}-{version}-{batching}", ks, version, batching,
-                                  mode=pl.KeySharedMode.Sticky, ooo=ooo, conf=small))
+                out.append(
+                    Config(f"KS-auto-ch-ooo{int(ooo)}-{version}-{batching}", ks, version, batching, ooo=ooo, conf=small)
+                )
+                out.append(
+                    Config(
+                        f"KS-auto-ranges-ooo{int(ooo)}-{version}-{batching}",
+                        ks,
+                        version,
+                        batching,
+                        ooo=ooo,
+                        conf=small + (("subscriptionKeySharedUseConsistentHashing", False),),
+                    )
+                )
+                out.append(
+                    Config(
+                        f"KS-sticky-ooo{int(ooo)}-{version}-{batching}",
+                        ks,
+                        version,
+                        batching,
+                        mode=pl.KeySharedMode.Sticky,
+                        ooo=ooo,
+                        conf=small,
+                    )
+                )
             if version != "3.0":
-                out.append(Config(f"KS-classic-{version}-{batching}", ks, version, batching, conf=small + (
-                    ("subscriptionKeySharedUseClassicPersistentImplementation", True),)))
+                out.append(
+                    Config(
+                        f"KS-classic-{version}-{batching}",
+                        ks,
+                        version,
+                        batching,
+                        conf=small + (("subscriptionKeySharedUseClassicPersistentImplementation", True),),
+                    )
+                )
             # unacked limits, tiny look-ahead, batch-index acks on/off
-            out.append(Config(f"KS-limits-{version}-{batching}", ks, version, batching, conf=small + (
-                ("maxUnackedMessagesPerConsumer", 6), ("maxUnackedMessagesPerSubscription", 14),
-                ("keySharedLookAheadMsgInReplayThresholdPerConsumer", 3),
-                ("keySharedLookAheadMsgInReplayThresholdPerSubscription", 5),
-                ("acknowledgmentAtBatchIndexLevelEnabled", version == "4.0"))))
-            out.append(Config(f"Shared-limits-{version}-{batching}", pl.ConsumerType.Shared, version, batching,
-                              conf=small + (("maxUnackedMessagesPerConsumer", 6),
-                                            ("maxUnackedMessagesPerSubscription", 14),
-                                            ("acknowledgmentAtBatchIndexLevelEnabled", version == "4.0"))))
-        out.append(Config(f"KS-partitioned-{version}", pl.ConsumerType.KeyShared, version, "key", conf=small,
-                          partitions=2))
-        out.append(Config(f"Failover-partitioned-{version}", pl.ConsumerType.Failover, version, "default",
-                          conf=small, partitions=2))
+            out.append(
+                Config(
+                    f"KS-limits-{version}-{batching}",
+                    ks,
+                    version,
+                    batching,
+                    conf=small
+                    + (
+                        ("maxUnackedMessagesPerConsumer", 6),
+                        ("maxUnackedMessagesPerSubscription", 14),
+                        ("keySharedLookAheadMsgInReplayThresholdPerConsumer", 3),
+                        ("keySharedLookAheadMsgInReplayThresholdPerSubscription", 5),
+                        ("acknowledgmentAtBatchIndexLevelEnabled", version == "4.0"),
+                    ),
+                )
+            )
+            out.append(
+                Config(
+                    f"Shared-limits-{version}-{batching}",
+                    pl.ConsumerType.Shared,
+                    version,
+                    batching,
+                    conf=small
+                    + (
+                        ("maxUnackedMessagesPerConsumer", 6),
+                        ("maxUnackedMessagesPerSubscription", 14),
+                        ("acknowledgmentAtBatchIndexLevelEnabled", version == "4.0"),
+                    ),
+                )
+            )
+        out.append(
+            Config(f"KS-partitioned-{version}", pl.ConsumerType.KeyShared, version, "key", conf=small, partitions=2)
+        )
+        out.append(
+            Config(
+                f"Failover-partitioned-{version}",
+                pl.ConsumerType.Failover,
+                version,
+                "default",
+                conf=small,
+                partitions=2,
+            )
+        )
     return out
 
 
@@ -116,8 +171,11 @@ class Run:
         self.client = self.lab.client()
         kwargs: dict[str, Any] = {}
         if cfg.batching != "off":
-            kwargs = dict(batching_enabled=True, batching_max_messages=self.rng.choice([2, 3, 5, 100]),
-                          batching_type=pl.BatchingType.KeyBased if cfg.batching == "key" else pl.BatchingType.Default)
+            kwargs = dict(
+                batching_enabled=True,
+                batching_max_messages=self.rng.choice([2, 3, 5, 100]),
+                batching_type=pl.BatchingType.KeyBased if cfg.batching == "key" else pl.BatchingType.Default,
+            )
         self.producer = self.client.create_producer(TOPIC, **kwargs)
         self.consumers: dict[int, Any] = {}
         self.delivered: dict[str, list[str]] = {}
@@ -132,8 +190,9 @@ class Run:
             return None
         if cfg.mode is pl.KeySharedMode.Sticky:
             lo = slot * 16384
-            return pl.ConsumerKeySharedPolicy(cfg.mode, allow_out_of_order_delivery=cfg.ooo,
-                                              sticky_ranges=[(lo, lo + 16383)])
+            return pl.ConsumerKeySharedPolicy(
+                cfg.mode, allow_out_of_order_delivery=cfg.ooo, sticky_ranges=[(lo, lo + 16383)]
+            )
         return pl.ConsumerKeySharedPolicy(allow_out_of_order_delivery=cfg.ooo)
 
     def join(self, slot: int) -> None:
@@ -142,10 +201,17 @@ class Run:
         self.names += 1
         name = f"c{self.names}"
         try:
-            c = self.client.subscribe(TOPIC, SUB, consumer_type=self.cfg.ctype, consumer_name=name,
-                                      receiver_queue_size=self.queue, initial_position=pl.InitialPosition.Earliest,
-                                      key_shared_policy=self._policy(slot), ack_group_time_ms=self.group_ms,
-                                      priority_level=self.rng.choice([0, 0, 1]))
+            c = self.client.subscribe(
+                TOPIC,
+                SUB,
+                consumer_type=self.cfg.ctype,
+                consumer_name=name,
+                receiver_queue_size=self.queue,
+                initial_position=pl.InitialPosition.Earliest,
+                key_shared_policy=self._policy(slot),
+                ack_group_time_ms=self.group_ms,
+                priority_level=self.rng.choice([0, 0, 1]),
+            )
         except Exception as e:  # noqa: BLE001 - the error text is part of the behaviour
             self.errors.append(f"{name}: {type(e).__name__}: {e}")
             return
@@ -257,10 +323,12 @@ def main() -> None:
             off.play(args.ops)
             s_on, i_on = on.stats_hashes()
             s_off, i_off = off.stats_hashes()
-            line = (f"{cfg.name} seed={seed} events={len(on.lab.events)} digest={on.lab.events.digest()[:20]} "
-                    f"delivered={_h(on.delivered)} n={sum(map(len, on.delivered.values()))} stats={s_on} "
-                    f"internal={i_on} off_same={s_on == s_off and i_on == i_off and on.delivered == off.delivered} "
-                    f"errors={_h(on.errors)}({len(on.errors)})")
+            line = (
+                f"{cfg.name} seed={seed} events={len(on.lab.events)} digest={on.lab.events.digest()[:20]} "
+                f"delivered={_h(on.delivered)} n={sum(map(len, on.delivered.values()))} stats={s_on} "
+                f"internal={i_on} off_same={s_on == s_off and i_on == i_off and on.delivered == off.delivered} "
+                f"errors={_h(on.errors)}({len(on.errors)})"
+            )
             print(line, flush=True)
             total.update(line.encode())
     print(f"TOTAL {total.hexdigest()}")

@@ -98,12 +98,16 @@ def main() -> None:
     print(f"cursor in-order acks: {cursor:,.0f}/s (add, first_range, remove_at_most per ack)")
     naive = bench_naive(shuffled, args.repeat)
     print(f"naive set:     {naive:,.0f}/s (random order, plus one final sort into ranges)")
-    print(json.dumps({
-        "rangeset_inorder_acks_per_s": round(inorder),
-        "rangeset_random_acks_per_s": round(rnd),
-        "naive_random_acks_per_s": round(naive),
-        "rangeset_cursor_inorder_acks_per_s": round(cursor),
-    }))
+    print(
+        json.dumps(
+            {
+                "rangeset_inorder_acks_per_s": round(inorder),
+                "rangeset_random_acks_per_s": round(rnd),
+                "naive_random_acks_per_s": round(naive),
+                "rangeset_cursor_inorder_acks_per_s": round(cursor),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -57,8 +57,12 @@ CASES = {
 def run_case(messages: int, *, nack: bool, ack_timeout: int | None, dlq: bool, batching: bool, log: bool) -> dict:
     lab = pl.Lab(version="4.0", seed=1, record_events=log)
     client = lab.client()
-    options = dict(consumer_type=pl.ConsumerType.Shared, receiver_queue_size=1000,
-                   unacked_messages_timeout_ms=ack_timeout, negative_ack_redelivery_delay_ms=NACK_DELAY_MS)
+    options = dict(
+        consumer_type=pl.ConsumerType.Shared,
+        receiver_queue_size=1000,
+        unacked_messages_timeout_ms=ack_timeout,
+        negative_ack_redelivery_delay_ms=NACK_DELAY_MS,
+    )
     if dlq:
         options["dead_letter_policy"] = pl.ConsumerDeadLetterPolicy(max_redeliver_count=1)
     consumers = [client.subscribe(TOPIC, "sub", consumer_name=f"c{i}", **options) for i in range(CONSUMERS)]
@@ -107,10 +111,21 @@ def run_case(messages: int, *, nack: bool, ack_timeout: int | None, dlq: bool, b
     dlq_topic = f"persistent://public/default/{TOPIC}-sub-DLQ"
     if dlq_topic in lab.service.topics:
         dead = lab.admin.topics.stats(dlq_topic)["msgInCounter"]
-    ok = (stats["msgBacklog"] == 0 and nacked == expected_nacked and (not dlq or dead == -(-messages // NACK_EVERY))
-          and received == messages + (nacked - (dead if dlq else 0)))
-    return {"seconds": elapsed, "msgs_per_s": messages / elapsed, "received": received, "nacked": nacked,
-            "dead_lettered": dead, "events": len(lab.events), "ok": ok}
+    ok = (
+        stats["msgBacklog"] == 0
+        and nacked == expected_nacked
+        and (not dlq or dead == -(-messages // NACK_EVERY))
+        and received == messages + (nacked - (dead if dlq else 0))
+    )
+    return {
+        "seconds": elapsed,
+        "msgs_per_s": messages / elapsed,
+        "received": received,
+        "nacked": nacked,
+        "dead_lettered": dead,
+        "events": len(lab.events),
+        "ok": ok,
+    }
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -123,9 +138,11 @@ def main(argv: list[str] | None = None) -> dict:
     if args.messages < NACK_EVERY or args.repeat < 1:
         parser.error("--messages must be >= 10 and --repeat >= 1")
     results: dict[str, dict] = {}
-    print(f"redelivery cost: {args.messages:,} messages of {len(PAYLOAD)} B, {CONSUMERS} Shared consumers, "
-          f"batching {'on' if args.batching else 'off'}, event log {'off' if args.log_off else 'on'}, "
-          f"best of {args.repeat}")
+    print(
+        f"redelivery cost: {args.messages:,} messages of {len(PAYLOAD)} B, {CONSUMERS} Shared consumers, "
+        f"batching {'on' if args.batching else 'off'}, event log {'off' if args.log_off else 'on'}, "
+        f"best of {args.repeat}"
+    )
     for name, case in CASES.items():
         best = None
         for _ in range(args.repeat):
@@ -135,15 +152,26 @@ def main(argv: list[str] | None = None) -> dict:
         assert best is not None
         results[name] = best
         plain = results["plain"]["msgs_per_s"]
-        print(f"  {name:20} {best['msgs_per_s']:>10,.0f} msgs/s  {best['seconds']:6.2f} s  "
-              f"x{best['msgs_per_s'] / plain:4.2f} of plain   received {best['received']:>7,}  "
-              f"nacked {best['nacked']:>6,}  dead-lettered {best['dead_lettered']:>5,}  "
-              f"{'ok' if best['ok'] else 'OUTCOME WRONG'}")
+        print(
+            f"  {name:20} {best['msgs_per_s']:>10,.0f} msgs/s  {best['seconds']:6.2f} s  "
+            f"x{best['msgs_per_s'] / plain:4.2f} of plain   received {best['received']:>7,}  "
+            f"nacked {best['nacked']:>6,}  dead-lettered {best['dead_lettered']:>5,}  "
+            f"{'ok' if best['ok'] else 'OUTCOME WRONG'}"
+        )
     summary = {f"{name}_msgs_per_s": round(r["msgs_per_s"]) for name, r in results.items()}
-    summary.update({f"{name}_vs_plain": round(r["msgs_per_s"] / results["plain"]["msgs_per_s"], 3)
-                    for name, r in results.items() if name != "plain"})
-    summary.update(messages=args.messages, batching=args.batching, event_log=not args.log_off,
-                   all_ok=all(r["ok"] for r in results.values()))
+    summary.update(
+        {
+            f"{name}_vs_plain": round(r["msgs_per_s"] / results["plain"]["msgs_per_s"], 3)
+            for name, r in results.items()
+            if name != "plain"
+        }
+    )
+    summary.update(
+        messages=args.messages,
+        batching=args.batching,
+        event_log=not args.log_off,
+        all_ok=all(r["ok"] for r in results.values()),
+    )
     print(json.dumps(summary))
     return summary
 

@@ -22,12 +22,11 @@ sys.path.insert(0, str(_HERE.parent))
 
 import argparse  # noqa: E402
 import json  # noqa: E402
+import multiprocessing  # noqa: E402
 import os  # noqa: E402
 import subprocess  # noqa: E402
 import time  # noqa: E402
 from typing import Callable  # noqa: E402
-
-import multiprocessing  # noqa: E402
 
 import mmh3  # noqa: E402
 
@@ -89,24 +88,27 @@ def spark_child(master: str, n_keys: int, repeat: int) -> None:
             result = key_distribution(spark, n_keys=n_keys)
             times.append(time.perf_counter() - start)
         assert (result.total_keys == n_keys).all()
-        print(json.dumps({
-            "master": master,
-            "keys": n_keys,
-            "seconds": min(times),
-            "all_seconds": times,
-            "keys_per_s": n_keys / min(times),
-            "session_start_s": startup,
-            "parallelism": spark.sparkContext.defaultParallelism,
-            "load": os.getloadavg()[0],
-        }))
+        print(
+            json.dumps(
+                {
+                    "master": master,
+                    "keys": n_keys,
+                    "seconds": min(times),
+                    "all_seconds": times,
+                    "keys_per_s": n_keys / min(times),
+                    "session_start_s": startup,
+                    "parallelism": spark.sparkContext.defaultParallelism,
+                    "load": os.getloadavg()[0],
+                }
+            )
+        )
     finally:
         spark.stop()
 
 
 def run_spark_child(master: str, n_keys: int, repeat: int) -> dict:
     done = subprocess.run(
-        [sys.executable, __file__, "--spark-child", master]
-        + ["--spark-keys", str(n_keys), "--repeat", str(repeat)],
+        [sys.executable, __file__, "--spark-child", master] + ["--spark-keys", str(n_keys), "--repeat", str(repeat)],
         capture_output=True,
         text=True,
         env={**os.environ, "PYSPARK_PYTHON": sys.executable},
@@ -164,8 +166,7 @@ def bench_spark(n_keys: int, repeat: int, rounds: int) -> dict:
             f" (load {os.getloadavg()[0]:.1f})"
         )
     out = {
-        master: max(results, key=lambda f: f["keys_per_s"]) | {"rounds": results}
-        for master, results in runs.items()
+        master: max(results, key=lambda f: f["keys_per_s"]) | {"rounds": results} for master, results in runs.items()
     }
     out["ceiling_rounds"] = ceilings
     return out
@@ -198,28 +199,36 @@ def main() -> None:
     ceiling = max((c["speedup"] for c in spark.get("ceiling_rounds", [])), default=None)
 
     print("Goals (figures from this run only):")
-    print(f"  bulk hash+select >= {BULK_GOAL:.0%} of raw mmh3 (slowest selector): {bulk / raw:.0%} -> "
-          f"{'met' if bulk >= BULK_GOAL * raw else 'NOT met'}")
+    print(
+        f"  bulk hash+select >= {BULK_GOAL:.0%} of raw mmh3 (slowest selector): {bulk / raw:.0%} -> "
+        f"{'met' if bulk >= BULK_GOAL * raw else 'NOT met'}"
+    )
     if local1 and local2:
-        print(f"  Spark local[2] >= {SPARK_GOAL}x local[1] at {args.spark_keys:,} keys: "
-              f"{local2 / local1:.2f}x -> "
-              f"{'met' if local2 >= SPARK_GOAL * local1 else 'NOT met'}"
-              f"  (this machine's best 2-process vs 1-process ceiling in the same run: {ceiling:.2f}x)")
+        print(
+            f"  Spark local[2] >= {SPARK_GOAL}x local[1] at {args.spark_keys:,} keys: "
+            f"{local2 / local1:.2f}x -> "
+            f"{'met' if local2 >= SPARK_GOAL * local1 else 'NOT met'}"
+            f"  (this machine's best 2-process vs 1-process ceiling in the same run: {ceiling:.2f}x)"
+        )
     else:
         print("  Spark speed-up: not measured (--spark-keys 0)")
-    print(json.dumps({
-        "bulk_keys_per_s": bulk,
-        "scalar_keys_per_s": scalar,
-        "raw_mmh3_keys_per_s": raw,
-        "spark_local1_keys_per_s": local1,
-        "spark_local2_keys_per_s": local2,
-        "spark_speedup": local2 / local1 if local1 and local2 else None,
-        "ceiling_speedup_2proc": ceiling,
-        "keys": args.keys,
-        "spark_keys": args.spark_keys,
-        "selectors": figures["selectors"],
-        "spark": spark,
-    }))
+    print(
+        json.dumps(
+            {
+                "bulk_keys_per_s": bulk,
+                "scalar_keys_per_s": scalar,
+                "raw_mmh3_keys_per_s": raw,
+                "spark_local1_keys_per_s": local1,
+                "spark_local2_keys_per_s": local2,
+                "spark_speedup": local2 / local1 if local1 and local2 else None,
+                "ceiling_speedup_2proc": ceiling,
+                "keys": args.keys,
+                "spark_keys": args.spark_keys,
+                "selectors": figures["selectors"],
+                "spark": spark,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

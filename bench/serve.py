@@ -80,8 +80,13 @@ client.close()
 
 def run_client(mode: str, url: str, n: int, size: int, batched: bool) -> float:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    proc = subprocess.Popen([sys.executable, "-c", CLIENT, mode, url, str(n), str(size), "1" if batched else "0"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", CLIENT, mode, url, str(n), str(size), "1" if batched else "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     try:
         out, err = proc.communicate(timeout=600)
     finally:
@@ -119,7 +124,7 @@ class ServerProfile:
         pstats.Stats(self.profile, stream=out).sort_stats("tottime").print_stats(n)
         lines = out.getvalue().splitlines()
         start = next((i for i, line in enumerate(lines) if "ncalls" in line), 0)
-        return "\n".join(lines[start:start + n + 1])
+        return "\n".join(lines[start : start + n + 1])
 
 
 def served_case(mode: str, n: int, size: int, batched: bool, profile: bool) -> tuple[float, str | None]:
@@ -141,8 +146,9 @@ def served_case(mode: str, n: int, size: int, batched: bool, profile: bool) -> t
         if mode == "consume":
             cursor = stats["cursors"]["bench"]
             if cursor["markDeletePosition"] != stats["lastConfirmedEntry"]:
-                raise RuntimeError(f"acks did not reach the cursor: {cursor['markDeletePosition']} vs "
-                                   f"{stats['lastConfirmedEntry']}")
+                raise RuntimeError(
+                    f"acks did not reach the cursor: {cursor['markDeletePosition']} vs {stats['lastConfirmedEntry']}"
+                )
         else:
             stored = server.call(lambda: lab.service.topics[TOPIC].msg_in_counter)
             if stored != n:
@@ -183,10 +189,12 @@ def main() -> None:
 
     rates: dict[str, float] = {}
     profiles: dict[str, str] = {}
-    cases = [("serve_batched_produce", "produce", True, args.messages),
-             ("serve_batched_consume_ack", "consume", True, args.messages),
-             ("serve_unbatched_produce", "produce", False, args.unbatched_messages),
-             ("serve_unbatched_consume_ack", "consume", False, args.unbatched_messages)]
+    cases = [
+        ("serve_batched_produce", "produce", True, args.messages),
+        ("serve_batched_consume_ack", "consume", True, args.messages),
+        ("serve_unbatched_produce", "produce", False, args.unbatched_messages),
+        ("serve_unbatched_consume_ack", "consume", False, args.unbatched_messages),
+    ]
     for name, mode, batched, n in cases:
         best = 0.0
         for r in range(args.repeat):
@@ -205,18 +213,24 @@ def main() -> None:
         return "met" if ok else "NOT met"
 
     print(f"\ngoal >= {GOAL_PRODUCE:,} msg/s batched produce: {goal(rates['serve_batched_produce'] >= GOAL_PRODUCE)}")
-    print(f"goal >= {GOAL_CONSUME:,} msg/s batched consume+ack: "
-          f"{goal(rates['serve_batched_consume_ack'] >= GOAL_CONSUME)}")
-    print(json.dumps({
-        "serve_batched_produce_msgs_per_s": round(rates["serve_batched_produce"]),
-        "serve_consume_ack_msgs_per_s": round(rates["serve_batched_consume_ack"]),
-        "inprocess_msgs_per_s": round(rates["inprocess"]),
-        "serve_unbatched_produce_msgs_per_s": round(rates["serve_unbatched_produce"]),
-        "serve_unbatched_consume_ack_msgs_per_s": round(rates["serve_unbatched_consume_ack"]),
-        "messages": args.messages,
-        "unbatched_messages": args.unbatched_messages,
-        "payload_bytes": args.size,
-    }))
+    print(
+        f"goal >= {GOAL_CONSUME:,} msg/s batched consume+ack: "
+        f"{goal(rates['serve_batched_consume_ack'] >= GOAL_CONSUME)}"
+    )
+    print(
+        json.dumps(
+            {
+                "serve_batched_produce_msgs_per_s": round(rates["serve_batched_produce"]),
+                "serve_consume_ack_msgs_per_s": round(rates["serve_batched_consume_ack"]),
+                "inprocess_msgs_per_s": round(rates["inprocess"]),
+                "serve_unbatched_produce_msgs_per_s": round(rates["serve_unbatched_produce"]),
+                "serve_unbatched_consume_ack_msgs_per_s": round(rates["serve_unbatched_consume_ack"]),
+                "messages": args.messages,
+                "unbatched_messages": args.unbatched_messages,
+                "payload_bytes": args.size,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -3,27 +3,28 @@
 Layers (design.md): this package is the model and imports no widget, plotting or Spark library.
 """
 
+from pulsarlab.client.batching import BatchingType, ClientLibrary
+from pulsarlab.client.chunking import ChunkMessageId, MessageTooBig
+from pulsarlab.client.negative_acks import MultiplierRedeliveryBackoff
+from pulsarlab.client.policies import ConsumerDeadLetterPolicy
+from pulsarlab.client.routing import PartitionsRoutingMode
 from pulsarlab.clock import Scheduler
-from pulsarlab.errors import PulsarError, Timeout
-from pulsarlab.events import EventLog
-from pulsarlab.hashing import murmur3_32, sticky_key
-from pulsarlab.profiles import DEFAULT_PROFILE, PROFILES, Profile, get_profile
-from pulsarlab.ids import MessageId
 from pulsarlab.errors import (
     ConsumerBusyException,
     IllegalArgumentException,
     InvalidConfigurationException,
     PulsarClientException,
+    PulsarError,
     ServerMetadataException,
     SubscriptionBusyException,
+    Timeout,
 )
-from pulsarlab.client.batching import BatchingType, ClientLibrary
-from pulsarlab.client.chunking import ChunkMessageId, MessageTooBig
-from pulsarlab.client.routing import PartitionsRoutingMode
-from pulsarlab.client.policies import ConsumerDeadLetterPolicy
-from pulsarlab.protocol.subscription import ConsumerKeySharedPolicy, ConsumerType, InitialPosition, KeySharedMode
-from pulsarlab.client.negative_acks import MultiplierRedeliveryBackoff
+from pulsarlab.events import EventLog
+from pulsarlab.hashing import murmur3_32, sticky_key
+from pulsarlab.ids import MessageId
 from pulsarlab.lab import Lab
+from pulsarlab.profiles import DEFAULT_PROFILE, PROFILES, Profile, get_profile
+from pulsarlab.protocol.subscription import ConsumerKeySharedPolicy, ConsumerType, InitialPosition, KeySharedMode
 
 __version__ = "0.1.0"
 

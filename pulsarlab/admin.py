@@ -67,8 +67,10 @@ class Topics:
         subs: dict[str, Any] = {}
         for p in parts.values():
             for sname, s in p["subscriptions"].items():
-                agg = subs.setdefault(sname, {"msgBacklog": 0, "unackedMessages": 0, "msgOutCounter": 0,
-                                              "type": s["type"], "consumers": []})
+                agg = subs.setdefault(
+                    sname,
+                    {"msgBacklog": 0, "unackedMessages": 0, "msgOutCounter": 0, "type": s["type"], "consumers": []},
+                )
                 agg["msgBacklog"] += s["msgBacklog"]
                 agg["unackedMessages"] += s["unackedMessages"]
                 agg["msgOutCounter"] += s["msgOutCounter"]

@@ -67,16 +67,31 @@ def _cmd_events(args: argparse.Namespace) -> int:
         known = {et.name for _area, et in kinds}
         unknown = [k for k in args.kinds if k not in known]
         if unknown:
-            print(f"pulsarlab events: no event kind {', '.join(map(repr, unknown))}; "
-                  "`pulsarlab events` lists them all", file=sys.stderr)
+            print(
+                f"pulsarlab events: no event kind {', '.join(map(repr, unknown))}; `pulsarlab events` lists them all",
+                file=sys.stderr,
+            )
             return 1
         kinds = [(area, et) for area, et in kinds if et.name in args.kinds]
     if args.json:
-        print(json.dumps([
-            {"kind": et.name, "code": et.code, "area": area, "module": f"pulsarlab.event_catalogue.{area}",
-             "fields": [{"name": f, "type": t} for f, t in et.fields], "template": et.template, "rule": et.rule,
-             "explainer": f"{et.explainer.__module__}.{et.explainer.__qualname__}" if et.explainer else None}
-            for area, et in kinds], indent=2))
+        print(
+            json.dumps(
+                [
+                    {
+                        "kind": et.name,
+                        "code": et.code,
+                        "area": area,
+                        "module": f"pulsarlab.event_catalogue.{area}",
+                        "fields": [{"name": f, "type": t} for f, t in et.fields],
+                        "template": et.template,
+                        "rule": et.rule,
+                        "explainer": f"{et.explainer.__module__}.{et.explainer.__qualname__}" if et.explainer else None,
+                    }
+                    for area, et in kinds
+                ],
+                indent=2,
+            )
+        )
         return 0
     for area, et in kinds:
         fields = " ".join(f"{f}:{t}" for f, t in et.fields)
@@ -123,8 +138,14 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         print(f"pulsarlab serve: profile {lab.version} listening on {server.url} (Ctrl-C stops)", flush=True)
 
     try:
-        serve_forever(lab, args.host, args.port, allow_remote=args.allow_remote,
-                      advertised_host=args.advertised_host, on_ready=ready)
+        serve_forever(
+            lab,
+            args.host,
+            args.port,
+            allow_remote=args.allow_remote,
+            advertised_host=args.advertised_host,
+            on_ready=ready,
+        )
     except (PermissionError, OSError, ValueError) as e:
         print(f"pulsarlab serve: {e}", file=sys.stderr)
         return 1
@@ -150,13 +171,19 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("serve", help="serve a lab broker to real Pulsar clients (Pulsar's binary protocol)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (loopback unless --allow-remote)")
     p.add_argument("--port", type=int, default=6650, help="TCP port (0 picks a free one)")
-    p.add_argument("--allow-remote", action="store_true",
-                   help="allow a non-loopback --host (the lab broker has no authentication)")
+    p.add_argument(
+        "--allow-remote", action="store_true", help="allow a non-loopback --host (the lab broker has no authentication)"
+    )
     p.add_argument("--advertised-host", default=None, help="host name lookups hand to clients")
     p.add_argument("--version", default=None, help="the Pulsar line to model (see `pulsarlab profiles`)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--broker-config", action="append", default=[], metavar="KEY=VALUE",
-                   help="a broker.conf setting, e.g. maxMessageSize=1024 (repeatable)")
+    p.add_argument(
+        "--broker-config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a broker.conf setting, e.g. maxMessageSize=1024 (repeatable)",
+    )
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     p.set_defaults(func=_cmd_serve)
     return parser

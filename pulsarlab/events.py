@@ -63,8 +63,13 @@ def _pads(n_fields: int) -> tuple[tuple[int, ...], ...]:
     )
 
 
-def event_type(name: str, fields: str = "", template: str = "", rule: str = "",
-               explainer: Callable[[dict[str, Any]], str] | None = None) -> EventType:
+def event_type(
+    name: str,
+    fields: str = "",
+    template: str = "",
+    rule: str = "",
+    explainer: Callable[[dict[str, Any]], str] | None = None,
+) -> EventType:
     """Declare (or fetch, if identical) an event type. Modules declare theirs at import time."""
     parsed: list[tuple[str, str]] = []
     for spec in fields.split():
@@ -233,7 +238,7 @@ class EventLog:
         self._pending.clear()
         error: Exception | None = None
         for i in range(0, len(rows), _ROW):
-            row = rows[i:i + _ROW]
+            row = rows[i : i + _ROW]
             try:
                 t, k, cols = array("q", row[:1]), array("H", row[1:2]), [array("q", [v]) for v in row[2:]]
             except (TypeError, OverflowError, ValueError) as e:
@@ -320,8 +325,12 @@ class EventLog:
     def of_kind(self, *kinds: str) -> list[Event]:
         codes = {get_event_type(k).code for k in kinds}
         self._flush()
-        return [self[start + i] for start, chunk in zip(self._chunk_starts, self._chunks)
-                for i, c in enumerate(chunk[1]) if c in codes]
+        return [
+            self[start + i]
+            for start, chunk in zip(self._chunk_starts, self._chunks)
+            for i, c in enumerate(chunk[1])
+            if c in codes
+        ]
 
     def explain(self, seq: int) -> str:
         return self[seq].explain()

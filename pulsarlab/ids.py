@@ -29,9 +29,16 @@ class MessageId:
 
     def __post_init__(self) -> None:
         ledger, entry, partition, batch_index = self.ledger, self.entry, self.partition, self.batch_index
-        if (type(ledger) is int and type(entry) is int and type(partition) is int and type(batch_index) is int
-                and _LONG_MIN <= ledger <= _LONG_MAX and _LONG_MIN <= entry <= _LONG_MAX
-                and _INT_MIN <= partition <= _INT_MAX and _INT_MIN <= batch_index <= _INT_MAX):
+        if (
+            type(ledger) is int
+            and type(entry) is int
+            and type(partition) is int
+            and type(batch_index) is int
+            and _LONG_MIN <= ledger <= _LONG_MAX
+            and _LONG_MIN <= entry <= _LONG_MAX
+            and _INT_MIN <= partition <= _INT_MAX
+            and _INT_MIN <= batch_index <= _INT_MAX
+        ):
             return  # the common case; the loop below finds what is wrong and says so
         for name, lo, hi in (
             ("ledger", _LONG_MIN, _LONG_MAX),
@@ -69,9 +76,7 @@ class MessageId:
             return value
         if isinstance(value, (tuple, list)) and 2 <= len(value) <= 4:
             return cls(*value)
-        raise TypeError(
-            f"a message id is a MessageId or (ledger, entry[, partition[, batch_index]]), got {value!r}"
-        )
+        raise TypeError(f"a message id is a MessageId or (ledger, entry[, partition[, batch_index]]), got {value!r}")
 
     @classmethod
     def parse(cls, text: str) -> "MessageId":

@@ -23,12 +23,12 @@ import mmh3
 
 from pulsarlab.admin import Admin
 from pulsarlab.broker.restart import RestartReport
-from pulsarlab.event_catalogue.restart import CONSUMER_RECONNECTING, PRODUCER_RECONNECTING, RECONNECT_FAILED
 from pulsarlab.broker.service import BrokerService
 from pulsarlab.client.batching import ClientLibrary
 from pulsarlab.client.client import Client
 from pulsarlab.clock import Scheduler
 from pulsarlab.errors import Timeout
+from pulsarlab.event_catalogue.restart import CONSUMER_RECONNECTING, PRODUCER_RECONNECTING, RECONNECT_FAILED
 from pulsarlab.events import EventLog
 from pulsarlab.profiles import Profile, get_profile
 
@@ -91,15 +91,24 @@ class Lab:
     def _consumer_reconnecting(self, consumer: Any) -> None:
         if self.events.enabled:
             pending = sum(len(consumer.ack_tracker(p).pending_individual_acks) for p in consumer._impls)
-            self.events.append(CONSUMER_RECONNECTING, self.now(), consumer=consumer._id,
-                               queued=len(consumer.receiver_queue), pending_acks=pending)
+            self.events.append(
+                CONSUMER_RECONNECTING,
+                self.now(),
+                consumer=consumer._id,
+                queued=len(consumer.receiver_queue),
+                pending_acks=pending,
+            )
 
     def _reconnect_failed(self, consumer: Any, error: Exception) -> None:
         for impl in consumer._impls.values():
             impl.connected = False
         if self.events.enabled:
-            self.events.append(RECONNECT_FAILED, self.now(), consumer=consumer._id,
-                               error=f"{getattr(error, 'java_class', type(error).__name__)}: {error}")
+            self.events.append(
+                RECONNECT_FAILED,
+                self.now(),
+                consumer=consumer._id,
+                error=f"{getattr(error, 'java_class', type(error).__name__)}: {error}",
+            )
 
     # --- time ------------------------------------------------------------------------------------
     def now(self) -> int:
@@ -117,8 +126,9 @@ class Lab:
         """Fire timers until none is left (ack flushes, batch timers, failover delays, ...)."""
         return self.scheduler.run_until_idle(limit_ms)
 
-    def wait_for(self, predicate: Callable[[], bool], deadline: int | None, *, what: str = "it",
-                 raise_on_idle: bool = True) -> bool:
+    def wait_for(
+        self, predicate: Callable[[], bool], deadline: int | None, *, what: str = "it", raise_on_idle: bool = True
+    ) -> bool:
         """Run timers in order until ``predicate()`` holds, the clock would pass ``deadline``, or nothing is left.
 
         This is how blocking calls (``producer.send`` with batching, ``consumer.receive(timeout)``) spend
@@ -143,5 +153,7 @@ class Lab:
         return mmh3.hash(text, 0, signed=False)
 
     def __repr__(self) -> str:
-        return (f"<Lab version={self.profile.name} t={self.now()}ms topics={len(self.service.topics)} "
-                f"events={len(self.events)}>")
+        return (
+            f"<Lab version={self.profile.name} t={self.now()}ms topics={len(self.service.topics)} "
+            f"events={len(self.events)}>"
+        )

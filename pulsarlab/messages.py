@@ -57,7 +57,7 @@ class MessageMetadata:
         """The stored form (see `EntryData.stored`): the fields in order, empty ``properties`` as None."""
         row = _metadata_values(self)
         if not self.properties:  # an empty dict would keep the row in the collector's view
-            row = row[:_PROPERTIES] + (None,) + row[_PROPERTIES + 1:]
+            row = row[:_PROPERTIES] + (None,) + row[_PROPERTIES + 1 :]
         return row
 
     @classmethod
@@ -103,8 +103,16 @@ class SingleMessageMetadata:
 
     def as_row(self) -> tuple:
         """The stored form (see `EntryData`): the fields in order, empty ``properties`` as None."""
-        return (self.payload_size, self.properties or None, self.partition_key, self.partition_key_b64_encoded,
-                self.ordering_key, self.event_time, self.sequence_id, self.null_value)
+        return (
+            self.payload_size,
+            self.properties or None,
+            self.partition_key,
+            self.partition_key_b64_encoded,
+            self.ordering_key,
+            self.event_time,
+            self.sequence_id,
+            self.null_value,
+        )
 
     @classmethod
     def from_row(cls, row: tuple) -> "SingleMessageMetadata":
@@ -145,8 +153,7 @@ class EntryData:
         if metadata.is_batch:
             if len(messages) != metadata.num_messages_in_batch:
                 raise ValueError(
-                    f"batch entry declares {metadata.num_messages_in_batch} messages but holds "
-                    f"{len(messages)}"
+                    f"batch entry declares {metadata.num_messages_in_batch} messages but holds {len(messages)}"
                 )
         elif len(messages) != 1 or messages[0][0] is not None:
             raise ValueError("a non-batch entry holds exactly one (None, payload) message")
@@ -189,8 +196,9 @@ class EntryData:
         """The entry `stored` was made from (an equal, new object; trusted input)."""
         entry = _new_entry(cls)
         properties, entry.payloads, entry.rows, entry.size = stored[_N_BUT_PROPERTIES:]
-        entry.metadata = MessageMetadata(*stored[:_PROPERTIES], properties if properties is not None else {},
-                                         *stored[_PROPERTIES:_N_BUT_PROPERTIES])
+        entry.metadata = MessageMetadata(
+            *stored[:_PROPERTIES], properties if properties is not None else {}, *stored[_PROPERTIES:_N_BUT_PROPERTIES]
+        )
         return entry
 
     @property

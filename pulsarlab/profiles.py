@@ -106,9 +106,7 @@ class Profile:
         conf.update(self.broker_defaults)
         for key, value in (overrides or {}).items():
             if key not in conf:
-                raise ValueError(
-                    f"unknown broker setting {key!r}; known settings: {', '.join(sorted(conf))}"
-                )
+                raise ValueError(f"unknown broker setting {key!r}; known settings: {', '.join(sorted(conf))}")
             conf[key] = value
         return conf
 
@@ -189,13 +187,15 @@ PROFILES: dict[str, Profile] = {
         name="3.0.0",
         consistent_hashing=ConsistentHashingVariant.LEGACY,
         sticky_ranges=StickyRangesVariant.PAIR,
-        **_3X, **_BEFORE_NACK_FIX,
+        **_3X,
+        **_BEFORE_NACK_FIX,
     ),
     "3.0.3": Profile(
         name="3.0.3",
         consistent_hashing=ConsistentHashingVariant.V3_COUNTERS,
         sticky_ranges=StickyRangesVariant.PAIR,
-        **_3X, **_BEFORE_NACK_FIX,
+        **_3X,
+        **_BEFORE_NACK_FIX,
     ),
     "3.0": Profile(
         name="3.0",
@@ -225,6 +225,4 @@ def get_profile(version: str | Profile | None = None) -> Profile:
     try:
         return PROFILES[version]
     except KeyError:
-        raise ValueError(
-            f"unknown Pulsar version profile {version!r}; choose one of: {', '.join(PROFILES)}"
-        ) from None
+        raise ValueError(f"unknown Pulsar version profile {version!r}; choose one of: {', '.join(PROFILES)}") from None

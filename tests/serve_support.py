@@ -30,13 +30,18 @@ RECEIVE_MS = 5000  # bound on one receive; never reached when the server is righ
 
 def quiet_client(url: str, **kwargs: Any) -> pulsar.Client:
     """A real pulsar-client with a short operation timeout whose log goes nowhere."""
-    return pulsar.Client(url, operation_timeout_seconds=OP_TIMEOUT_S,
-                         logger=pulsar.FileLogger(pulsar.LoggerLevel.Error, os.devnull), **kwargs)
+    return pulsar.Client(
+        url,
+        operation_timeout_seconds=OP_TIMEOUT_S,
+        logger=pulsar.FileLogger(pulsar.LoggerLevel.Error, os.devnull),
+        **kwargs,
+    )
 
 
 @contextlib.contextmanager
-def served_lab(version: str = "4.0", seed: int = 1, broker_config: dict | None = None,
-               **options: Any) -> Iterator[tuple[pl.Lab, Any]]:
+def served_lab(
+    version: str = "4.0", seed: int = 1, broker_config: dict | None = None, **options: Any
+) -> Iterator[tuple[pl.Lab, Any]]:
     """A lab served on a free loopback port; stopped on exit whatever happens."""
     lab = pl.Lab(version=version, seed=seed, broker_config=broker_config)
     server = start(lab, "127.0.0.1", 0, **options)
@@ -85,8 +90,14 @@ def wait_until(predicate: Callable[[], bool], timeout_s: float = 10.0, what: str
         time.sleep(0.02)
 
 
-CURSOR_FIELDS = ("markDeletePosition", "readPosition", "individuallyDeletedMessages", "messagesConsumedCounter",
-                 "numberOfEntriesSinceFirstNotAckedMessage", "totalNonContiguousDeletedMessagesRange")
+CURSOR_FIELDS = (
+    "markDeletePosition",
+    "readPosition",
+    "individuallyDeletedMessages",
+    "messagesConsumedCounter",
+    "numberOfEntriesSinceFirstNotAckedMessage",
+    "totalNonContiguousDeletedMessagesRange",
+)
 
 
 def cursor_state(stats_internal: dict, subscription: str) -> dict[str, Any]:
@@ -133,7 +144,7 @@ class RawClient:
                 raise ConnectionError("the server closed the connection")
             for f in self.decoder.feed(data):
                 t, body = decode_command(f.buf, f.command_start, f.command_end)
-                self.pending.append((t, body, f.buf[f.payload_start:f.end]))
+                self.pending.append((t, body, f.buf[f.payload_start : f.end]))
         return self.pending.pop(0)
 
     def expect(self, kind: CommandType) -> Any:
@@ -177,8 +188,14 @@ def run_client_script(script: str, *args: str, timeout_s: float = 60.0) -> str:
     """Run a Python program (a real pulsar-client) in its own process; returns its stdout. The process is
     killed if it outlives ``timeout_s``; a non-zero exit fails with its stderr."""
     env = dict(os.environ, PYTHONPATH=str(REPO))
-    proc = subprocess.Popen([sys.executable, "-c", script, *args], cwd=REPO, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script, *args],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         out, err = proc.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
@@ -195,7 +212,19 @@ def run_client_script(script: str, *args: str, timeout_s: float = 60.0) -> str:
 
 
 __all__ = [
-    "CURSOR_FIELDS", "CodecError", "OP_TIMEOUT_S", "RECEIVE_MS", "RawClient", "batch_acks", "client_for",
-    "cursor_state", "quiet_client", "raw_client", "receive_all", "run_client_script", "served_lab",
-    "sticky_selection", "wait_until",
+    "CURSOR_FIELDS",
+    "CodecError",
+    "OP_TIMEOUT_S",
+    "RECEIVE_MS",
+    "RawClient",
+    "batch_acks",
+    "client_for",
+    "cursor_state",
+    "quiet_client",
+    "raw_client",
+    "receive_all",
+    "run_client_script",
+    "served_lab",
+    "sticky_selection",
+    "wait_until",
 ]

@@ -6,13 +6,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pulsarlab.client.ack_grouping import (
+    AcknowledgmentsGroupingTracker,
+    NonPersistentAcknowledgmentGroupingTracker,
+    for_profile,
+)
 from pulsarlab.clock import Scheduler
 from pulsarlab.errors import IllegalArgumentException, IllegalStateException
 from pulsarlab.events import EventLog
 from pulsarlab.ids import EARLIEST, MessageId
-from pulsarlab.client.ack_grouping import (
-    AcknowledgmentsGroupingTracker, NonPersistentAcknowledgmentGroupingTracker, for_profile,
-)
 from pulsarlab.protocol.acks import AckCommand, AckType, ack_set_mask, ack_set_words
 
 IND, CUM = AckType.INDIVIDUAL, AckType.CUMULATIVE
@@ -396,8 +398,9 @@ def test_batch_index_ack_default_per_profile(version):
     tracker.add_acknowledgment(MessageId(1, 1, -1, 3), 10, IND)
     sched.advance(100)
     assert wire.commands() == ([AckCommand(IND, ((1, 1, (1015,)),), {})] if expected_on else [])
-    assert for_profile(version, sched, wire.send, batch_index_ack_enabled=not expected_on).batch_index_ack_enabled \
-        is (not expected_on)
+    assert for_profile(version, sched, wire.send, batch_index_ack_enabled=not expected_on).batch_index_ack_enabled is (
+        not expected_on
+    )
 
 
 def test_non_persistent_tracker_acks_nothing():
@@ -431,11 +434,17 @@ def test_events_record_outcomes_and_cost_nothing_when_disabled():
     tracker.add_acknowledgment(MessageId(0, 9), 0, CUM)
     sched.advance(100)
     assert [e.outcome for e in events.of_kind("ack_queued")] == [
-        "bit_cleared", "queued", "cumulative_queued", "cumulative_stale"
+        "bit_cleared",
+        "queued",
+        "cumulative_queued",
+        "cumulative_stale",
     ]
     (flushed,) = events.of_kind("acks_flushed")
     assert (flushed.reason, flushed.individual, flushed.cumulative_ledger, flushed.cumulative_entry) == (
-        "timer", 1, 1, 0
+        "timer",
+        1,
+        1,
+        0,
     )
     assert "c1" in flushed.explain()
 
@@ -502,7 +511,8 @@ def test_every_acked_message_is_sent_exactly_once_and_nothing_else(w):
     rng.shuffle(messages)
     to_ack = messages[: int(len(messages) * w["fraction"])]
     sched, wire, tracker = make(
-        group_time_ms=w["group_time_ms"], max_group_size=w["max_group_size"],
+        group_time_ms=w["group_time_ms"],
+        max_group_size=w["max_group_size"],
         batch_index_ack_enabled=w["batch_index_ack"],
     )
     acked: set[tuple[int, int]] = set()
@@ -558,7 +568,7 @@ def test_cumulative_acks_never_cover_more_than_acked_and_end_at_the_highest(size
         if flush:
             tracker.flush()
         for cmd in wire.commands():
-            (_, ce, words), = cmd.message_ids
+            ((_, ce, words),) = cmd.message_ids
             covered = {(x, j) for x in range(ce) for j in range(max(sizes[x], 1))}
             if ce >= 0:
                 covered |= set(covered_by([(1, ce, words)], sizes))
@@ -569,7 +579,7 @@ def test_cumulative_acks_never_cover_more_than_acked_and_end_at_the_highest(size
         return
     e, i = highest
     last_of_entry = i == max(sizes[e], 1) - 1
-    (_, ce, words), = wire.commands()[-1].message_ids
+    ((_, ce, words),) = wire.commands()[-1].message_ids
     if last_of_entry:
         assert (ce, words) == (e, None)
     elif batch_index_ack:

@@ -6,15 +6,15 @@ import json
 
 import numpy as np
 import pytest
+from golden_files import golden_path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from golden_files import golden_path
+from pulsarlab.broker.key_shared import NO_CONSUMER, Consumer, ImpactedConsumers, make_selector
+from pulsarlab.broker.key_shared.autosplit import HashRangeAutoSplitSelector
 from pulsarlab.conformance import run_file
 from pulsarlab.errors import ConsumerAssignException, IllegalArgumentException
 from pulsarlab.hashing import murmur3_32
-from pulsarlab.broker.key_shared import NO_CONSUMER, Consumer, ImpactedConsumers, make_selector
-from pulsarlab.broker.key_shared.autosplit import HashRangeAutoSplitSelector
 
 
 def _ranges_by_name(selector) -> dict[str, list[tuple[int, int]]]:

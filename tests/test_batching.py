@@ -27,8 +27,9 @@ SETTINGS = settings(max_examples=60, deadline=None)
 
 
 def msg(seq: int, key: str | None = None, *, payload: bytes | None = None, **kw) -> OutgoingMessage:
-    return OutgoingMessage(payload=payload if payload is not None else f"m{seq}".encode(), sequence_id=seq,
-                           partition_key=key, **kw)
+    return OutgoingMessage(
+        payload=payload if payload is not None else f"m{seq}".encode(), sequence_id=seq, partition_key=key, **kw
+    )
 
 
 def fill(container, messages) -> None:
@@ -43,8 +44,12 @@ def fill(container, messages) -> None:
 @pytest.mark.parametrize("client", [JAVA, CPP])
 def test_default_batch_is_one_entry_keyed_by_its_first_message(client):
     c = BatchMessageContainer("p", client=client)
-    sent = [msg(5, "k1", publish_time=100, properties={"a": "1"}, event_time=7), msg(6, "k2", publish_time=101),
-            msg(7, None, publish_time=102), msg(8, "k1", publish_time=103)]
+    sent = [
+        msg(5, "k1", publish_time=100, properties={"a": "1"}, event_time=7),
+        msg(6, "k2", publish_time=101),
+        msg(7, None, publish_time=102),
+        msg(8, "k1", publish_time=103),
+    ]
     fill(c, sent)
     [(entry, held)] = c.flush(publish_time=999)
     md = entry.metadata
@@ -59,7 +64,11 @@ def test_default_batch_is_one_entry_keyed_by_its_first_message(client):
     for (single, payload), m in zip(entry.messages, sent):
         assert payload == m.payload and single.payload_size == len(m.payload)
         assert (single.partition_key, single.sequence_id, single.properties, single.event_time) == (
-            m.partition_key, m.sequence_id, m.properties, m.event_time)
+            m.partition_key,
+            m.sequence_id,
+            m.properties,
+            m.event_time,
+        )
     # The broker routes the entry by the first key (reference §1.2) - whatever the others are.
     for version in ("3.0", "4.0"):
         assert md.sticky_key(get_profile(version)) == b"k1"
@@ -90,7 +99,13 @@ def test_java_sends_a_batch_of_one_as_a_plain_entry():
     assert not md.is_batch and md.message_count == 1
     assert entry.messages == [(None, m.payload)]
     assert (md.sequence_id, md.partition_key, md.ordering_key, md.properties, md.event_time, md.publish_time) == (
-        3, "k", b"o", {"x": "y"}, 9, 11)
+        3,
+        "k",
+        b"o",
+        {"x": "y"},
+        9,
+        11,
+    )
     assert md.highest_sequence_id is None
     assert md.uncompressed_size == len(m.payload)
 

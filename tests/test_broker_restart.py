@@ -84,8 +84,18 @@ def test_restart_events_explain_the_unload_and_the_rebuild():
     client.create_producer("t").send(b"x")
     lab.restart_broker()
     kinds = [e.kind for e in lab.events.since(0) if e.seq > lab.events.of_kind("broker_restarting")[0].seq - 1]
-    order = ["broker_restarting", "consumer_closed", "subscription_unloaded", "ledger_rolled", "cursor_recovered",
-             "broker_restarted", "producer_reconnecting", "consumer_reconnecting", "consumer_subscribed", "flow"]
+    order = [
+        "broker_restarting",
+        "consumer_closed",
+        "subscription_unloaded",
+        "ledger_rolled",
+        "cursor_recovered",
+        "broker_restarted",
+        "producer_reconnecting",
+        "consumer_reconnecting",
+        "consumer_subscribed",
+        "flow",
+    ]
     positions = [kinds.index(k) for k in order]
     assert positions == sorted(positions)
     closed = lab.events.of_kind("consumer_closed")[-1]
@@ -103,8 +113,10 @@ def test_every_subscription_type_reconnects_and_nothing_is_lost(type_name, versi
         lab.admin.topics.create_partitioned_topic("t", partitions)
     client = lab.client()
     ctype = TYPES[type_name]
-    consumers = [client.subscribe("t", "s", consumer_type=ctype, consumer_name=f"c{i}", receiver_queue_size=4)
-                 for i in range(1 if type_name == "Exclusive" else 2)]
+    consumers = [
+        client.subscribe("t", "s", consumer_type=ctype, consumer_name=f"c{i}", receiver_queue_size=4)
+        for i in range(1 if type_name == "Exclusive" else 2)
+    ]
     producer = client.create_producer("t")
     for i in range(12):
         producer.send(f"m{i}".encode(), partition_key=f"k{i % 3}")
@@ -128,8 +140,9 @@ def test_every_subscription_type_reconnects_and_nothing_is_lost(type_name, versi
     if len(consumers) == 1:
         assert not twice
     assert all(n == 0 for _, _, n in rest)  # redelivery counts do not survive a restart
-    backlog = sum(s["msgBacklog"] for t in lab.admin.topics.list() for s in
-                  lab.admin.topics.stats(t)["subscriptions"].values())
+    backlog = sum(
+        s["msgBacklog"] for t in lab.admin.topics.list() for s in lab.admin.topics.stats(t)["subscriptions"].values()
+    )
     assert backlog == 0
 
 
@@ -172,8 +185,9 @@ def test_a_producer_batch_open_across_the_restart_goes_to_the_new_ledger():
     lab = pl.Lab(version="4.0", seed=1)
     client = lab.client()
     c1 = client.subscribe("t", "s", consumer_type=pl.ConsumerType.Shared)
-    producer = client.create_producer("t", batching_enabled=True, batching_max_messages=10,
-                                      batching_max_publish_delay_ms=50)
+    producer = client.create_producer(
+        "t", batching_enabled=True, batching_max_messages=10, batching_max_publish_delay_ms=50
+    )
     for i in range(3):
         producer.send_async(f"m{i}".encode(), None)
     lab.restart_broker()
@@ -210,12 +224,19 @@ def test_a_refused_resubscribe_leaves_the_consumer_disconnected():
 
 def test_restarts_are_deterministic():
     def run() -> str:
-        lab = pl.Lab(version="4.0", seed=9, broker_config={
-            "delayedDeliveryTrackerFactoryClassName": BUCKET_TRACKER_FACTORY,
-            "delayedDeliveryMinIndexCountPerBucket": 2, "managedLedgerMaxEntriesPerLedger": 3})
+        lab = pl.Lab(
+            version="4.0",
+            seed=9,
+            broker_config={
+                "delayedDeliveryTrackerFactoryClassName": BUCKET_TRACKER_FACTORY,
+                "delayedDeliveryMinIndexCountPerBucket": 2,
+                "managedLedgerMaxEntriesPerLedger": 3,
+            },
+        )
         client = lab.client()
-        consumers = [client.subscribe("t", "s", consumer_type=pl.ConsumerType.KeyShared, consumer_name=f"c{i}")
-                     for i in range(2)]
+        consumers = [
+            client.subscribe("t", "s", consumer_type=pl.ConsumerType.KeyShared, consumer_name=f"c{i}") for i in range(2)
+        ]
         producer = client.create_producer("t")
         for i in range(20):
             producer.send(f"{i}".encode(), partition_key=f"k{i % 4}", deliver_after=timedelta(seconds=i % 7))
@@ -235,13 +256,17 @@ def test_recover_snapshot_wired():
     i x 10 s (the test's i x 10 ms, in seconds because broker.conf's time step is in seconds), one per ledger,
     buckets of 5 indexes, one segment per index, strict mode; message 1 is consumed at t = 10 s and message 101
     added to the mutable bucket; the broker restarts at t = 300 s."""
-    lab = pl.Lab(version="4.0", seed=1, broker_config={
-        "delayedDeliveryTrackerFactoryClassName": BUCKET_TRACKER_FACTORY,
-        "delayedDeliveryMinIndexCountPerBucket": 5,
-        "delayedDeliveryMaxTimeStepPerBucketSnapshotSegmentSeconds": 10,
-        "isDelayedDeliveryDeliverAtTimeStrict": True,
-        "managedLedgerMaxEntriesPerLedger": 1,
-    })
+    lab = pl.Lab(
+        version="4.0",
+        seed=1,
+        broker_config={
+            "delayedDeliveryTrackerFactoryClassName": BUCKET_TRACKER_FACTORY,
+            "delayedDeliveryMinIndexCountPerBucket": 5,
+            "delayedDeliveryMaxTimeStepPerBucketSnapshotSegmentSeconds": 10,
+            "isDelayedDeliveryDeliverAtTimeStrict": True,
+            "managedLedgerMaxEntriesPerLedger": 1,
+        },
+    )
     client = lab.client()
     consumer = client.subscribe("t", "s", consumer_type=pl.ConsumerType.Shared, ack_group_time_ms=0)
     producer = client.create_producer("t")
@@ -284,10 +309,16 @@ def test_recover_snapshot_wired():
 
 
 def test_a_missing_snapshot_is_read_again_from_the_ledger():
-    lab = pl.Lab(version="4.0", seed=1, broker_config={
-        "delayedDeliveryTrackerFactoryClassName": BUCKET_TRACKER_FACTORY,
-        "delayedDeliveryMinIndexCountPerBucket": 1, "managedLedgerMaxEntriesPerLedger": 1,
-        "isDelayedDeliveryDeliverAtTimeStrict": True})
+    lab = pl.Lab(
+        version="4.0",
+        seed=1,
+        broker_config={
+            "delayedDeliveryTrackerFactoryClassName": BUCKET_TRACKER_FACTORY,
+            "delayedDeliveryMinIndexCountPerBucket": 1,
+            "managedLedgerMaxEntriesPerLedger": 1,
+            "isDelayedDeliveryDeliverAtTimeStrict": True,
+        },
+    )
     client = lab.client()
     consumer = client.subscribe("t", "s", consumer_type=pl.ConsumerType.Shared, ack_group_time_ms=0)
     producer = client.create_producer("t")
@@ -324,18 +355,27 @@ class Setup:
 
 
 def run_workload(setup: Setup, ops: list[tuple]) -> tuple[dict[bytes, list[int]], dict[bytes, int], pl.Lab]:
-    conf = {"isDelayedDeliveryDeliverAtTimeStrict": setup.strict, "delayedDeliveryTickTimeMillis": setup.tick,
-            "managedLedgerMaxEntriesPerLedger": 3}
+    conf = {
+        "isDelayedDeliveryDeliverAtTimeStrict": setup.strict,
+        "delayedDeliveryTickTimeMillis": setup.tick,
+        "managedLedgerMaxEntriesPerLedger": 3,
+    }
     if setup.tracker == "bucket":
-        conf.update(delayedDeliveryTrackerFactoryClassName=BUCKET_TRACKER_FACTORY,
-                    delayedDeliveryMinIndexCountPerBucket=setup.min_index,
-                    delayedDeliveryMaxTimeStepPerBucketSnapshotSegmentSeconds=1,
-                    delayedDeliveryMaxIndexesPerBucketSnapshotSegment=setup.max_indexes)
+        conf.update(
+            delayedDeliveryTrackerFactoryClassName=BUCKET_TRACKER_FACTORY,
+            delayedDeliveryMinIndexCountPerBucket=setup.min_index,
+            delayedDeliveryMaxTimeStepPerBucketSnapshotSegmentSeconds=1,
+            delayedDeliveryMaxIndexesPerBucketSnapshotSegment=setup.max_indexes,
+        )
     lab = pl.Lab(version=setup.version, seed=5, broker_config=conf)
     client = lab.client()
     ctype = TYPES[setup.ctype]
-    consumers = [client.subscribe("t", "s", consumer_type=ctype, consumer_name=f"c{i}", receiver_queue_size=4,
-                                  ack_group_time_ms=0) for i in range(2)]
+    consumers = [
+        client.subscribe(
+            "t", "s", consumer_type=ctype, consumer_name=f"c{i}", receiver_queue_size=4, ack_group_time_ms=0
+        )
+        for i in range(2)
+    ]
     producer = client.create_producer("t")
     due: dict[bytes, int] = {}
     seen: dict[bytes, list[int]] = {}
@@ -368,14 +408,23 @@ def run_workload(setup: Setup, ops: list[tuple]) -> tuple[dict[bytes, list[int]]
 
 
 setups = st.builds(
-    Setup, version=st.sampled_from(["3.0", "4.0", "4.1"]), tracker=st.sampled_from(["in-memory", "bucket"]),
-    ctype=st.sampled_from(["Shared", "Key_Shared"]), strict=st.booleans(), tick=st.sampled_from([1, 100, 1000]),
-    min_index=st.sampled_from([1, 2, 5]), max_indexes=st.sampled_from([-1, 1, 3]))
-workloads = st.lists(st.one_of(
-    st.tuples(st.just("send"), st.lists(st.integers(-100, 5000), min_size=1, max_size=5)),
-    st.tuples(st.just("advance"), st.integers(0, 3000)),
-    st.tuples(st.just("restart")),
-), max_size=14)
+    Setup,
+    version=st.sampled_from(["3.0", "4.0", "4.1"]),
+    tracker=st.sampled_from(["in-memory", "bucket"]),
+    ctype=st.sampled_from(["Shared", "Key_Shared"]),
+    strict=st.booleans(),
+    tick=st.sampled_from([1, 100, 1000]),
+    min_index=st.sampled_from([1, 2, 5]),
+    max_indexes=st.sampled_from([-1, 1, 3]),
+)
+workloads = st.lists(
+    st.one_of(
+        st.tuples(st.just("send"), st.lists(st.integers(-100, 5000), min_size=1, max_size=5)),
+        st.tuples(st.just("advance"), st.integers(0, 3000)),
+        st.tuples(st.just("restart")),
+    ),
+    max_size=14,
+)
 
 
 def _released_twice_in_one_broker_life(lab: pl.Lab) -> list[tuple[int, int]]:
@@ -431,8 +480,7 @@ def test_a_recovered_bucket_ahead_of_the_cursor_can_deliver_a_message_twice():
     again from the mark-delete position, has not reached it; the replay sends it, then the normal read finds it
     no longer held (the release cleared its bit), due, and sends it again before the first copy is acked."""
     ops = [("send", [1, 1, 1]), ("send", [0, 0, 1, 1, 2]), ("send", [0, 1]), ("advance", 1), ("restart",)]
-    setup = Setup(version="4.0", tracker="bucket", ctype="Shared", strict=True, tick=100, min_index=1,
-                  max_indexes=-1)
+    setup = Setup(version="4.0", tracker="bucket", ctype="Shared", strict=True, tick=100, min_index=1, max_indexes=-1)
     seen, due, lab = run_workload(setup, ops)
     assert set(seen) == set(due)
     twice = [p for p, times in seen.items() if len(times) > 1]
@@ -459,9 +507,15 @@ def test_a_restart_without_an_event_log_or_any_topic():
     empty = pl.Lab(seed=1)
     report = empty.restart_broker()
     assert (report.topics, report.subscriptions, report.restarts) == (0, (), 1)
-    lab = pl.Lab(seed=1, record_events=False, broker_config={
-        "delayedDeliveryTrackerFactoryClassName": BUCKET_TRACKER_FACTORY, "delayedDeliveryMinIndexCountPerBucket": 1,
-        "managedLedgerMaxEntriesPerLedger": 1})
+    lab = pl.Lab(
+        seed=1,
+        record_events=False,
+        broker_config={
+            "delayedDeliveryTrackerFactoryClassName": BUCKET_TRACKER_FACTORY,
+            "delayedDeliveryMinIndexCountPerBucket": 1,
+            "managedLedgerMaxEntriesPerLedger": 1,
+        },
+    )
     client = lab.client()
     consumer = client.subscribe("t", "s", consumer_type=pl.ConsumerType.Shared, ack_group_time_ms=0)
     producer = client.create_producer("t")

@@ -111,10 +111,15 @@ class LabServer:
             PYDEVD_DISABLE_FILE_VALIDATION="1",
         )
         cmd = [
-            sys.executable, "-m", "jupyter", "lab",
+            sys.executable,
+            "-m",
+            "jupyter",
+            "lab",
             "--no-browser",
-            "--ip", "127.0.0.1",
-            "--port", str(self.port),
+            "--ip",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
             "--ServerApp.port_retries=0",
             f"--IdentityProvider.token={self.token}",
             f"--ServerApp.root_dir={root_dir}",
@@ -130,7 +135,9 @@ class LabServer:
         self.proc = subprocess.Popen(cmd, env=env, stdout=self._log, stderr=subprocess.STDOUT, cwd=root_dir)
 
     def api(self, path: str, method: str = "GET") -> bytes:
-        req = urllib.request.Request(f"{self.base}{path}", method=method, headers={"Authorization": f"token {self.token}"})
+        req = urllib.request.Request(
+            f"{self.base}{path}", method=method, headers={"Authorization": f"token {self.token}"}
+        )
         with urllib.request.urlopen(req, timeout=10) as resp:
             return resp.read()
 
@@ -138,7 +145,9 @@ class LabServer:
         deadline = time.monotonic() + SERVER_START_S
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                pytest.fail(f"jupyter lab exited with {self.proc.returncode}:\n{_log_tail(self.log_path)}", pytrace=False)
+                pytest.fail(
+                    f"jupyter lab exited with {self.proc.returncode}:\n{_log_tail(self.log_path)}", pytrace=False
+                )
             try:
                 json.loads(self.api("/api/status"))
                 return
@@ -270,7 +279,9 @@ def test_lab_runs_and_draws_key_shared_figures(lab_server, page):
             found.wait_for(state="attached", timeout=60_000)
         except PlaywrightError:
             _screenshot(page, "lab-no-figure.png")
-            pytest.fail(f"no plotly figure titled {title!r}; titles drawn: {titles_drawn.all_text_contents()}", pytrace=False)
+            pytest.fail(
+                f"no plotly figure titled {title!r}; titles drawn: {titles_drawn.all_text_contents()}", pytrace=False
+            )
         assert found.locator("svg.main-svg").count() >= 1, f"the figure titled {title!r} has no SVG"
         figures[title] = found
     (ARTIFACTS / "figure-titles.txt").write_text("\n".join(titles_drawn.all_text_contents()) + "\n")

@@ -13,7 +13,13 @@ import pulsarlab as pl
 from pulsarlab.snapshot.lab import snapshot
 from pulsarlab.snapshot.recorder import Recorder
 from pulsarlab_widgets.player import Player
-from pulsarlab_widgets.views.chunk_reassembly import chunk_reassembly_view, pending_rows, producer_colors, summary, topic_chunks
+from pulsarlab_widgets.views.chunk_reassembly import (
+    chunk_reassembly_view,
+    pending_rows,
+    producer_colors,
+    summary,
+    topic_chunks,
+)
 
 TYPES = [pl.ConsumerType.Exclusive, pl.ConsumerType.Failover, pl.ConsumerType.Shared, pl.ConsumerType.KeyShared]
 
@@ -23,13 +29,22 @@ def three_producers(consumer_type=pl.ConsumerType.Exclusive, max_pending=2, cons
     lab = pl.Lab(version="4.0", seed=2, broker_config={"maxMessageSize": 100})
     rec = Recorder(lab)
     client = lab.client()
-    subs = [client.subscribe("big", "s", consumer_type=consumer_type, consumer_name=f"c{i}",
-                             max_pending_chunked_message=max_pending,
-                             auto_ack_oldest_chunked_message_on_queue_full=True) for i in range(consumers)]
+    subs = [
+        client.subscribe(
+            "big",
+            "s",
+            consumer_type=consumer_type,
+            consumer_name=f"c{i}",
+            max_pending_chunked_message=max_pending,
+            auto_ack_oldest_chunked_message_on_queue_full=True,
+        )
+        for i in range(consumers)
+    ]
     lab.advance(1000)  # Failover: the delay before the first read
     for name in ("p0", "p1", "p2"):
-        client.create_producer("big", producer_name=name, chunking_enabled=True,
-                               chunk_send_interval_ms=1).send_async(bytes(200), None)
+        client.create_producer("big", producer_name=name, chunking_enabled=True, chunk_send_interval_ms=1).send_async(
+            bytes(200), None
+        )
     lab.advance(50)
     return lab, rec, subs
 
@@ -55,8 +70,9 @@ def test_snapshots_carry_each_entrys_chunk_fields_and_each_consumers_pending_map
 
 @pytest.mark.parametrize("consumer_type", TYPES, ids=lambda t: t.name)
 def test_the_view_draws_every_subscription_type(consumer_type):
-    lab, rec, _subs = three_producers(consumer_type, max_pending=10,
-                                      consumers=1 if consumer_type is pl.ConsumerType.Exclusive else 2)
+    lab, rec, _subs = three_producers(
+        consumer_type, max_pending=10, consumers=1 if consumer_type is pl.ConsumerType.Exclusive else 2
+    )
     assert rec.errors == []
     for i in (0, rec.find("chunk_received"), len(rec) - 1):
         fig = chunk_reassembly_view(rec[i].snapshot, [rec[i].event] if rec[i].event is not None else [])
@@ -129,5 +145,7 @@ def test_the_player_steps_through_a_recorded_run_with_the_view():
     assert "assembled" not in player.figures[0].layout.title.text
     player.step()
     assert player.index == at
-    assert player.figures[0].layout.title.text == chunk_reassembly_view(rec[at].snapshot,
-                                                                        [rec[at].event]).layout.title.text
+    assert (
+        player.figures[0].layout.title.text
+        == chunk_reassembly_view(rec[at].snapshot, [rec[at].event]).layout.title.text
+    )

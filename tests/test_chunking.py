@@ -36,8 +36,8 @@ from pulsarlab.client.chunking import (
     split_into_chunks,
 )
 from pulsarlab.clock import Scheduler
-from pulsarlab.event_catalogue.chunk_reassembly import CHUNK_DISCARDED, CHUNKED_MESSAGE_ASSEMBLED
 from pulsarlab.errors import IllegalArgumentException, InvalidMessageException
+from pulsarlab.event_catalogue.chunk_reassembly import CHUNK_DISCARDED, CHUNKED_MESSAGE_ASSEMBLED
 from pulsarlab.events import EventLog
 from pulsarlab.ids import MessageId
 from pulsarlab.messages import MessageMetadata
@@ -63,8 +63,13 @@ class Recorder:
 
     def tracker(self, scheduler: Scheduler, **kwargs) -> ChunkedMessageTracker:
         return ChunkedMessageTracker(
-            scheduler, ack=self.acked.extend, track=self.tracked.append,
-            return_permits=self._permits, deliver=self.delivered.append, **kwargs)
+            scheduler,
+            ack=self.acked.extend,
+            track=self.tracked.append,
+            return_permits=self._permits,
+            deliver=self.delivered.append,
+            **kwargs,
+        )
 
     def _permits(self, n: int) -> None:
         self.permits += n
@@ -117,6 +122,7 @@ def test_sent_message_id_is_plain_for_one_entry_and_chunk_id_for_several():
 
 # --- producer: configuration and sizes ----------------------------------------------------------------
 
+
 def test_batching_with_chunking_is_refused_thrown_on_3x_failed_future_on_4x():
     for profile, via in (("3.0", "throw"), ("4.0", "future")):
         with pytest.raises(IllegalArgumentException) as err:
@@ -136,17 +142,24 @@ def test_chunk_size_threshold_matches_testChunkSize():
     # string schema", so payloads <= 18 bytes get a MessageIdImpl and longer ones a ChunkMessageIdImpl.
     assert sizing_metadata_size("test-0-0", string_schema_message(1), EPOCH_MS, schema_version_size=8) == 32
     for size in range(1, 51):
-        plan = plan_for_message("test-0-0", "persistent://my-property/my-ns/test-chunk-size",
-                                string_schema_message(size, sequence_id=size - 1), EPOCH_MS,
-                                max_message_size=50, schema_version_size=8)
+        plan = plan_for_message(
+            "test-0-0",
+            "persistent://my-property/my-ns/test-chunk-size",
+            string_schema_message(size, sequence_id=size - 1),
+            EPOCH_MS,
+            max_message_size=50,
+            schema_version_size=8,
+        )
         assert plan.payload_chunk_size == 18
         assert plan.chunked == (size > 18), size
 
 
 @settings(max_examples=40, deadline=None)
-@given(name=st.text(alphabet="abcdefghij-0123456789", min_size=8, max_size=8),
-       publish=st.integers(min_value=2**35, max_value=2**42 - 1),
-       seq=st.integers(min_value=0, max_value=10_000))
+@given(
+    name=st.text(alphabet="abcdefghij-0123456789", min_size=8, max_size=8),
+    publish=st.integers(min_value=2**35, max_value=2**42 - 1),
+    seq=st.integers(min_value=0, max_value=10_000),
+)
 def test_metadata_size_counts_the_unassigned_sequence_id_as_zero(name, publish, seq):
     msg = OutgoingMessage(payload=b"x" * 10, sequence_id=seq, publish_time=publish)
     assert sizing_metadata_size(name, msg, 0, schema_version_size=8) == 32
@@ -157,12 +170,14 @@ def test_metadata_size_counts_the_unassigned_sequence_id_as_zero(name, publish, 
 def test_serialized_size_counts_keys_properties_and_chunk_fields():
     base = MessageMetadata("p", 1, 2, uncompressed_size=3)
     plain = serialized_metadata_size(base)
-    keyed = MessageMetadata("p", 1, 2, uncompressed_size=3, partition_key="k", ordering_key=b"ok",
-                            properties={"a": "bc"})
+    keyed = MessageMetadata(
+        "p", 1, 2, uncompressed_size=3, partition_key="k", ordering_key=b"ok", properties={"a": "bc"}
+    )
     # partition key 1+1+1, ordering key (field 18: 2-byte tag) 2+1+2, property entry 1+1+(1+1+1)+(1+1+2)
     assert serialized_metadata_size(keyed) == plain + 3 + 5 + 9
-    chunk = MessageMetadata("p", 1, 2, uncompressed_size=3, uuid="p-1", chunk_id=0, num_chunks_from_msg=2,
-                            total_chunk_msg_size=3)
+    chunk = MessageMetadata(
+        "p", 1, 2, uncompressed_size=3, uuid="p-1", chunk_id=0, num_chunks_from_msg=2, total_chunk_msg_size=3
+    )
     assert serialized_metadata_size(chunk) == plain + (2 + 1 + 3) + 3 * 3
 
 
@@ -171,8 +186,10 @@ def test_metadata_that_exceeds_the_limit_fails_with_pulsars_text():
     size = sizing_metadata_size("producer-a", msg, EPOCH_MS)
     with pytest.raises(InvalidMessageException) as err:
         plan_for_message("producer-a", "persistent://t/n/x", msg, EPOCH_MS, max_message_size=size)
-    assert str(err.value) == (f"The producer producer-a of the topic persistent://t/n/x sends a message with "
-                              f"{size} bytes metadata that exceeds {size} bytes")
+    assert str(err.value) == (
+        f"The producer producer-a of the topic persistent://t/n/x sends a message with "
+        f"{size} bytes metadata that exceeds {size} bytes"
+    )
     assert plan_for_message("producer-a", "t", msg, EPOCH_MS, max_message_size=size + 1).total_chunks == 100
 
 
@@ -180,8 +197,9 @@ def test_oversize_message_without_chunking_fails_with_pulsars_text():
     check_message_size(50, 50, producer_name="p", topic="t")
     with pytest.raises(InvalidMessageException) as err:
         check_message_size(51, 50, producer_name="p", topic="persistent://a/b/c")
-    assert str(err.value) == ("The producer p of the topic persistent://a/b/c sends a  message with 51 bytes "
-                              "that exceeds 50 bytes")
+    assert str(err.value) == (
+        "The producer p of the topic persistent://a/b/c sends a  message with 51 bytes that exceeds 50 bytes"
+    )
     with pytest.raises(InvalidMessageException, match="sends a Compressed message"):
         check_message_size(51, 50, producer_name="p", topic="t", compressed=True)
 
@@ -189,8 +207,9 @@ def test_oversize_message_without_chunking_fails_with_pulsars_text():
 def test_chunk_max_message_size_caps_chunks_like_MessageChunkingSharedTest():
     # createChunkedMessage(n) with chunkMaxMessageSize 100: (n - 1) * 100 + 10 bytes make n chunks.
     for n in (1, 4, 10):
-        plan = plan_chunks((n - 1) * 100 + 10, 30, max_message_size=5_242_880, chunk_max_message_size=100,
-                           producer_name="p", topic="t")
+        plan = plan_chunks(
+            (n - 1) * 100 + 10, 30, max_message_size=5_242_880, chunk_max_message_size=100, producer_name="p", topic="t"
+        )
         assert plan.total_chunks == n and plan.payload_chunk_size == 100
     capped = plan_chunks(10, 30, max_message_size=50, chunk_max_message_size=1000, producer_name="p", topic="t")
     assert capped.chunk_limit == 50 and capped.payload_chunk_size == 20
@@ -207,13 +226,18 @@ def test_protocol_notes_5120_bytes_at_1024_go_out_as_6_chunks():
 
 
 @settings(max_examples=60, deadline=None)
-@given(size=st.integers(min_value=0, max_value=3000), max_size=st.integers(min_value=60, max_value=400),
-       chunk_max=st.integers(min_value=-1, max_value=300), seq=st.integers(min_value=0, max_value=5000),
-       key=st.one_of(st.none(), st.binary(min_size=1, max_size=8)))
+@given(
+    size=st.integers(min_value=0, max_value=3000),
+    max_size=st.integers(min_value=60, max_value=400),
+    chunk_max=st.integers(min_value=-1, max_value=300),
+    seq=st.integers(min_value=0, max_value=5000),
+    key=st.one_of(st.none(), st.binary(min_size=1, max_size=8)),
+)
 def test_split_keeps_sequence_id_key_and_bytes_on_every_chunk(size, max_size, chunk_max, seq, key):
     payload = bytes((i * 7) % 251 for i in range(size))
-    msg = OutgoingMessage(payload=payload, sequence_id=seq, properties={"p": "v"}, partition_key="pk",
-                          ordering_key=key, publish_time=5)
+    msg = OutgoingMessage(
+        payload=payload, sequence_id=seq, properties={"p": "v"}, partition_key="pk", ordering_key=key, publish_time=5
+    )
     plan = plan_for_message("prod", "t", msg, 5, max_message_size=max_size, chunk_max_message_size=chunk_max)
     entries = split_into_chunks("prod", msg, 5, plan)
     assert b"".join(e.messages[0][1] for e in entries) == payload
@@ -234,13 +258,14 @@ def test_split_keeps_sequence_id_key_and_bytes_on_every_chunk(size, max_size, ch
 
 # --- consumer: MessageChunkingTest ---------------------------------------------------------------------
 
+
 def test_max_pending_chunk_messages():
     # testMaxPendingChunkMessages: maxPendingChunkedMessage 1 with auto-ack; uuid 0 is discarded.
     rec = Recorder()
-    tracker = rec.tracker(Scheduler(), max_pending_chunked_message=1,
-                          auto_ack_oldest_chunked_message_on_queue_full=True)
-    out = feed(tracker, single_chunk("0", 0, 2, 0)[:3], single_chunk("1", 0, 2, 1)[:3],
-               single_chunk("1", 1, 2, 2)[:3])
+    tracker = rec.tracker(
+        Scheduler(), max_pending_chunked_message=1, auto_ack_oldest_chunked_message_on_queue_full=True
+    )
+    out = feed(tracker, single_chunk("0", 0, 2, 0)[:3], single_chunk("1", 0, 2, 1)[:3], single_chunk("1", 1, 2, 2)[:3])
     assert rec.delivered[0].payload == b"chunk-1-0|chunk-1-1|"
     assert rec.acked == [MessageId(1, 0)]  # the evicted uuid 0's chunk
     assert out[2].message.chunk_ids == (MessageId(1, 1), MessageId(1, 2))
@@ -262,9 +287,14 @@ def test_resend_chunk_messages_permits_end_at_8():
             available[0] = 0
 
     rec = Recorder()
-    tracker = ChunkedMessageTracker(Scheduler(), max_pending_chunked_message=10,
-                                    auto_ack_oldest_chunked_message_on_queue_full=True, ack=rec.acked.extend,
-                                    return_permits=increase, deliver=rec.delivered.append)
+    tracker = ChunkedMessageTracker(
+        Scheduler(),
+        max_pending_chunked_message=10,
+        auto_ack_oldest_chunked_message_on_queue_full=True,
+        ack=rec.acked.extend,
+        return_permits=increase,
+        deliver=rec.delivered.append,
+    )
     sends = [("0", 0, 2), ("0", 0, 2), ("1", 0, 3), ("1", 1, 3), ("1", 0, 3), ("0", 1, 2)]
     for entry, (uuid, cid, total) in enumerate(sends):
         tracker.process_chunk(*single_chunk(uuid, cid, total, entry)[:3])
@@ -333,6 +363,7 @@ def test_expiry_task_acks_an_incomplete_message_after_one_to_two_periods():
 
 # --- consumer: discard, eviction and Java's bookkeeping -------------------------------------------------
 
+
 def test_duplicate_chunk_is_acked_only_when_it_is_another_copy():
     rec = Recorder()
     tracker = rec.tracker(Scheduler())
@@ -379,8 +410,13 @@ def test_chunk_beyond_what_chunk_0_announced_is_dropped_and_tracked():
 def test_eviction_without_auto_ack_hands_chunks_to_ack_timeout():
     rec = Recorder()
     tracker = rec.tracker(Scheduler(), max_pending_chunked_message=2)
-    feed(tracker, single_chunk("a", 0, 3, 0)[:3], single_chunk("a", 1, 3, 1)[:3],
-         single_chunk("b", 0, 2, 2)[:3], single_chunk("c", 0, 2, 3)[:3])
+    feed(
+        tracker,
+        single_chunk("a", 0, 3, 0)[:3],
+        single_chunk("a", 1, 3, 1)[:3],
+        single_chunk("b", 0, 2, 2)[:3],
+        single_chunk("c", 0, 2, 3)[:3],
+    )
     assert list(tracker.chunked_messages) == ["b", "c"]
     assert rec.tracked == [MessageId(1, 0), MessageId(1, 1)] and rec.acked == []
     assert tracker.pending_chunked_message_count == 2
@@ -414,11 +450,23 @@ def test_tracker_rejects_bad_settings_and_non_chunks():
 def test_tracker_events_explain_each_step():
     log = EventLog()
     tracker = ChunkedMessageTracker(Scheduler(), events=log, consumer_id=4)
-    feed(tracker, single_chunk("u", 0, 2, 0)[:3], single_chunk("u", 0, 2, 5)[:3], single_chunk("w", 1, 2, 6)[:3],
-         single_chunk("u", 1, 2, 7)[:3])
+    feed(
+        tracker,
+        single_chunk("u", 0, 2, 0)[:3],
+        single_chunk("u", 0, 2, 5)[:3],
+        single_chunk("w", 1, 2, 6)[:3],
+        single_chunk("u", 1, 2, 7)[:3],
+    )
     kinds = [e.kind for e in log]
-    assert kinds == ["chunk_received", "chunk_received", "chunked_message_evicted", "chunk_received",
-                     "chunk_discarded", "chunk_received", "chunked_message_assembled"]
+    assert kinds == [
+        "chunk_received",
+        "chunk_received",
+        "chunked_message_evicted",
+        "chunk_received",
+        "chunk_discarded",
+        "chunk_received",
+        "chunked_message_assembled",
+    ]
     (discard,) = log.of_kind(CHUNK_DISCARDED.name)
     assert (discard.uuid, discard.reason, discard.action) == ("w", "unknown_uuid", "tracked")
     (done,) = log.of_kind(CHUNKED_MESSAGE_ASSEMBLED.name)
@@ -427,6 +475,7 @@ def test_tracker_events_explain_each_step():
 
 
 # --- properties over random interleavings -------------------------------------------------------------
+
 
 @st.composite
 def workloads(draw):
@@ -438,8 +487,7 @@ def workloads(draw):
         size = draw(st.integers(min_value=1, max_value=200))
         payload = draw(st.binary(min_size=size, max_size=size))
         msg = OutgoingMessage(payload=payload, sequence_id=draw(st.integers(0, 3)), publish_time=0)
-        plan = plan_chunks(size, 20, max_message_size=20 + draw(st.integers(8, 60)), producer_name=f"p{p}",
-                           topic="t")
+        plan = plan_chunks(size, 20, max_message_size=20 + draw(st.integers(8, 60)), producer_name=f"p{p}", topic="t")
         messages.append((payload, split_into_chunks(f"p{p}", msg, 0, plan)))
     sequences = []
     for payload, entries in messages:
@@ -449,7 +497,7 @@ def workloads(draw):
             order = order[:cut] + order
         if len(entries) > 2 and draw(st.booleans()):  # a chunk delivered twice in a row
             k = draw(st.integers(1, len(entries) - 2))
-            order = order[:order.index(k) + 1] + [k] + order[order.index(k) + 1:]
+            order = order[: order.index(k) + 1] + [k] + order[order.index(k) + 1 :]
         sequences.append([entries[i] for i in order])
     turns = [i for i, seq in enumerate(sequences) for _ in seq]
     turns = draw(st.permutations(turns))
@@ -480,8 +528,12 @@ def test_reassembly_is_byte_identical_under_any_interleaving(work):
     got = sorted(payload for _, payload in timeline.delivered)
     assert got == sorted(payload for payload, _ in messages)
     assert timeline.acked == () and timeline.tracked == () and timeline.pending == ()
-    non_final = sum(1 for seq in sequences for e in seq
-                    if e.metadata.is_chunk and e.metadata.chunk_id != e.metadata.num_chunks_from_msg - 1)
+    non_final = sum(
+        1
+        for seq in sequences
+        for e in seq
+        if e.metadata.is_chunk and e.metadata.chunk_id != e.metadata.num_chunks_from_msg - 1
+    )
     assert timeline.permits_returned == non_final
 
 
@@ -489,8 +541,11 @@ def test_reassembly_is_byte_identical_under_any_interleaving(work):
 @given(workloads(), st.integers(min_value=1, max_value=2), st.booleans())
 def test_a_full_pending_queue_never_delivers_a_partial_message(work, max_pending, auto_ack):
     messages, sequences, turns = work
-    timeline = simulate_reassembly(_positions(messages, sequences, turns), max_pending_chunked_message=max_pending,
-                                   auto_ack_oldest_chunked_message_on_queue_full=auto_ack)
+    timeline = simulate_reassembly(
+        _positions(messages, sequences, turns),
+        max_pending_chunked_message=max_pending,
+        auto_ack_oldest_chunked_message_on_queue_full=auto_ack,
+    )
     sent_by_uuid = {entries[0].metadata.uuid: payload for payload, entries in messages if len(entries) > 1}
     for step in timeline.steps:
         if step.delivered is not None and step.kind == "chunk":
@@ -512,8 +567,12 @@ def test_incomplete_messages_expire_never_partially_delivered(work, expiry):
     deliveries = _positions(messages, sequences, turns)
     cut = len(deliveries) // 2  # only the first half arrives, one ms apart
     timed = [(*d, k) for k, d in enumerate(deliveries[:cut])]
-    timeline = simulate_reassembly(timed, max_pending_chunked_message=0,
-                                   expire_time_of_incomplete_chunked_message_ms=expiry, until_ms=cut + 2 * expiry + 1)
+    timeline = simulate_reassembly(
+        timed,
+        max_pending_chunked_message=0,
+        expire_time_of_incomplete_chunked_message_ms=expiry,
+        until_ms=cut + 2 * expiry + 1,
+    )
     sent = {payload for payload, _ in messages}
     assert all(payload in sent for _, payload in timeline.delivered)
     expired = {u for s in timeline.steps for u in s.expired}
@@ -530,32 +589,52 @@ def test_simulation_timeline_of_interleaved_chunks_like_MessageChunkingSharedTes
         return MessageId(2, entry), MessageMetadata(name, seq, 0), f"{name}-{seq}".encode()
 
     def chunk(name, seq, cid, pieces, entry):
-        md = chunk_metadata(f"{name}-{seq}", cid, len(pieces), producer_name=name, sequence_id=seq,
-                            total_chunk_msg_size=len("".join(pieces)))
+        md = chunk_metadata(
+            f"{name}-{seq}",
+            cid,
+            len(pieces),
+            producer_name=name,
+            sequence_id=seq,
+            total_chunk_msg_size=len("".join(pieces)),
+        )
         return MessageId(2, entry), md, pieces[cid].encode()
 
     a1, b1 = ["A", "-", "1"], ["B-", "1"]
-    timeline = simulate_reassembly([plain("A", 0, 0), chunk("A", 1, 0, a1, 1), chunk("A", 1, 1, a1, 2),
-                                    plain("B", 0, 3), chunk("B", 1, 0, b1, 4), chunk("B", 1, 1, b1, 5),
-                                    chunk("A", 1, 2, a1, 6)])
+    timeline = simulate_reassembly(
+        [
+            plain("A", 0, 0),
+            chunk("A", 1, 0, a1, 1),
+            chunk("A", 1, 1, a1, 2),
+            plain("B", 0, 3),
+            chunk("B", 1, 0, b1, 4),
+            chunk("B", 1, 1, b1, 5),
+            chunk("A", 1, 2, a1, 6),
+        ]
+    )
     assert [p for _, p in timeline.delivered] == [b"A-0", b"B-0", b"B-1", b"A-1"]
     assert [s.pending for s in timeline.steps][4] == ("A-1", "B-1")
     assert str(timeline.delivered[3][0]) == f"{MessageId(2, 1)};{MessageId(2, 6)}"
     assert len(timeline.explain()) == len(timeline.steps)
     with pytest.raises(ValueError):
-        simulate_reassembly([(MessageId(1, 1), MessageMetadata("p", 0, 0), b"x", 5),
-                             (MessageId(1, 2), MessageMetadata("p", 1, 0), b"y", 4)])
+        simulate_reassembly(
+            [
+                (MessageId(1, 1), MessageMetadata("p", 0, 0), b"x", 5),
+                (MessageId(1, 2), MessageMetadata("p", 1, 0), b"y", 4),
+            ]
+        )
 
 
 def test_simulation_records_expiry_runs():
-    timeline = simulate_reassembly([single_chunk("x", 0, 2, 0, at=0)], expire_time_of_incomplete_chunked_message_ms=100,
-                                   until_ms=1000)
+    timeline = simulate_reassembly(
+        [single_chunk("x", 0, 2, 0, at=0)], expire_time_of_incomplete_chunked_message_ms=100, until_ms=1000
+    )
     (run,) = [s for s in timeline.steps if s.kind == "expiry"]
     assert run.expired == ("x",) and run.acked == (MessageId(1, 0),) and 100 < run.time <= 200
     assert "expired x" in timeline.explain()[-1]
 
 
 # --- broker: SharedConsumerAssignor ------------------------------------------------------------------
+
 
 class FakeConsumer:
     def __init__(self, name: str, permits: int) -> None:
@@ -588,6 +667,7 @@ def round_robin(consumers, start=0):
         c = consumers[state["i"] % len(consumers)]
         state["i"] += 1
         return c
+
     return pick
 
 
@@ -613,11 +693,15 @@ def test_assignor_keeps_a_uuid_on_the_consumer_that_got_chunk_0():
 def test_assignor_replays_a_non_first_chunk_without_a_pin_and_a_chunk_whose_consumer_is_full():
     c1, c2 = FakeConsumer("c1", 3), FakeConsumer("c2", 3)
     assignor = make_assignor([c1, c2])
-    result = assignor.assign([chunk_entry("Z", 1, 2), chunk_entry("A", 0, 2), plain_entry("P1"),
-                              plain_entry("P2"), chunk_entry("A", 1, 2)], 2)
+    result = assignor.assign(
+        [chunk_entry("Z", 1, 2), chunk_entry("A", 0, 2), plain_entry("P1"), plain_entry("P2"), chunk_entry("A", 1, 2)],
+        2,
+    )
     assert labels(result.entries_for(c1)) == ["A#0", "P1", "P2"]
-    assert [(e.label, r) for e, r in result.replay] == [("Z#1", ReplayReason.NOT_FIRST_CHUNK),
-                                                       ("A#1", ReplayReason.PINNED_CONSUMER_FULL)]
+    assert [(e.label, r) for e, r in result.replay] == [
+        ("Z#1", ReplayReason.NOT_FIRST_CHUNK),
+        ("A#1", ReplayReason.PINNED_CONSUMER_FULL),
+    ]
     assert assignor.pinned_consumer("A") is c1
 
 
@@ -633,13 +717,18 @@ def test_assignor_permit_bookkeeping_released_vs_pr_25620():
         assignor = make_assignor([c1, c2], permit_tracking_fix=fix)
         assignor.assign([chunk_entry("A", 0, 3)], 2)
         assignor.default_selector = round_robin([c1, c2], start=1)
-        return c1, c2, assignor.assign([chunk_entry("A", 1, 3), chunk_entry("A", 2, 3), plain_entry("P1"),
-                                        plain_entry("P2")], 2)
+        return (
+            c1,
+            c2,
+            assignor.assign([chunk_entry("A", 1, 3), chunk_entry("A", 2, 3), plain_entry("P1"), plain_entry("P2")], 2),
+        )
 
     c1, c2, released = run(False)
     # the chunks sent to c1 used up c2's local count: c2 gets nothing although it has 2 permits
     assert labels(released.entries_for(c1)) == ["A#1", "A#2"] and released.entries_for(c2) == []
-    assert [(e.label, r) for e, r in released.replay] == [("P1", ReplayReason.NO_CONSUMER),
-                                                         ("P2", ReplayReason.NO_CONSUMER)]
+    assert [(e.label, r) for e, r in released.replay] == [
+        ("P1", ReplayReason.NO_CONSUMER),
+        ("P2", ReplayReason.NO_CONSUMER),
+    ]
     c1, c2, fixed = run(True)
     assert labels(fixed.entries_for(c2)) == ["P1", "P2"] and fixed.replay == []

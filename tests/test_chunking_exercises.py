@@ -4,9 +4,9 @@ with a message that names the mistake."""
 from __future__ import annotations
 
 import pytest
+from exercise_support import rejected
 
 from pulsarlab.exercises import chunking as ch
-from exercise_support import rejected
 
 
 def test_too_big_answer_counts_the_metadata_of_the_python_client():
@@ -16,8 +16,12 @@ def test_too_big_answer_counts_the_metadata_of_the_python_client():
 
 
 def test_too_big_rejects_the_java_exception_and_the_payload_only_limit():
-    rejected(ch.check_too_big({"exception": "InvalidMessageException", "largest_payload": 1024}),
-             "the Java client's exception", "metadata + payload", "takes 14 bytes")
+    rejected(
+        ch.check_too_big({"exception": "InvalidMessageException", "largest_payload": 1024}),
+        "the Java client's exception",
+        "metadata + payload",
+        "takes 14 bytes",
+    )
     rejected(ch.check_too_big({"exception": "MessageTooBig"}), "answer should be a dict")
 
 
@@ -28,8 +32,12 @@ def test_chunk_counts_are_payload_over_chunk_size_rounded_up():
 
 
 def test_chunk_counts_name_the_metadata_and_the_rounding():
-    rejected(ch.check_chunk_counts([1, 1, 3, 3, 10]), "1011 bytes go out as 2 chunk(s); you said 1",
-             "1024 - 14 = 1010", "3031 bytes go out as 4")
+    rejected(
+        ch.check_chunk_counts([1, 1, 3, 3, 10]),
+        "1011 bytes go out as 2 chunk(s); you said 1",
+        "1024 - 14 = 1010",
+        "3031 bytes go out as 4",
+    )
     rejected(ch.check_chunk_counts([1, 2, 3, 3, 10]), "round up: ceil(3031 / 1010)")
     rejected(ch.check_chunk_counts([1, 2]), "a list of 5 chunk counts")
 
@@ -40,12 +48,15 @@ def test_message_ids_print_first_semicolon_last():
     assert ch.check_message_ids(want).ok
 
 
-@pytest.mark.parametrize("answer, needle", [
-    (["3:2:-1", "3:3:-1", "3:4:-1;3:5:-1"], "equals its last chunk's id but prints the first chunk's id too"),
-    (["3:0:-1", "3:3:-1", "3:4:-1;3:5:-1"], "compares equal to the LAST chunk's id"),
-    (["3:0:-1;3:2:-1", "3:3:-1;3:3:-1", "3:4:-1;3:5:-1"], "gets a plain id"),
-    (["3:0:-1;3:2:-1", "3:3", "3:4:-1;3:5:-1"], "ledger:entry:partition"),
-])
+@pytest.mark.parametrize(
+    "answer, needle",
+    [
+        (["3:2:-1", "3:3:-1", "3:4:-1;3:5:-1"], "equals its last chunk's id but prints the first chunk's id too"),
+        (["3:0:-1", "3:3:-1", "3:4:-1;3:5:-1"], "compares equal to the LAST chunk's id"),
+        (["3:0:-1;3:2:-1", "3:3:-1;3:3:-1", "3:4:-1;3:5:-1"], "gets a plain id"),
+        (["3:0:-1;3:2:-1", "3:3", "3:4:-1;3:5:-1"], "ledger:entry:partition"),
+    ],
+)
 def test_message_ids_reject_the_typical_mistakes(answer, needle):
     rejected(ch.check_message_ids(answer), needle)
 
@@ -57,12 +68,16 @@ def test_pending_map_evicts_the_oldest_message():
 
 
 def test_pending_map_rejects_evicting_the_newest_and_delivering_an_evicted_message():
-    rejected(ch.check_pending_map({"received": ["p0-0", "p1-0"], "evicted": ["p2-0"]}),
-             "OLDEST pending message is removed")
-    rejected(ch.check_pending_map({"received": ["p0-0", "p1-0", "p2-0"], "evicted": ["p0-0"]}),
-             "never delivered in part")
-    rejected(ch.check_pending_map({"received": ["p0-0", "p1-0", "p2-0"], "evicted": ["p0-0"]}, max_pending=3),
-             "fit in max_pending_chunked_message=3")
+    rejected(
+        ch.check_pending_map({"received": ["p0-0", "p1-0"], "evicted": ["p2-0"]}), "OLDEST pending message is removed"
+    )
+    rejected(
+        ch.check_pending_map({"received": ["p0-0", "p1-0", "p2-0"], "evicted": ["p0-0"]}), "never delivered in part"
+    )
+    rejected(
+        ch.check_pending_map({"received": ["p0-0", "p1-0", "p2-0"], "evicted": ["p0-0"]}, max_pending=3),
+        "fit in max_pending_chunked_message=3",
+    )
     rejected(ch.check_pending_map({"received": "p1-0", "evicted": []}), "give a list of uuids")
 
 
@@ -77,10 +92,19 @@ def test_shared_pins_each_message_to_one_consumer():
 
 def test_batching_and_chunking_is_the_python_clients_value_error():
     want = ch.batching_and_chunking_answer()
-    assert want == {"exception": "ValueError",
-                    "message": "Batching and chunking of messages can't be enabled together."}
+    assert want == {
+        "exception": "ValueError",
+        "message": "Batching and chunking of messages can't be enabled together.",
+    }
     assert ch.check_batching_and_chunking(dict(want)).ok
-    rejected(ch.check_batching_and_chunking({"exception": "IllegalArgumentException",
-                                             "message": "Batching and chunking of messages can't be enabled together"}),
-             "Java client's ProducerBuilder", "ends with a full stop")
+    rejected(
+        ch.check_batching_and_chunking(
+            {
+                "exception": "IllegalArgumentException",
+                "message": "Batching and chunking of messages can't be enabled together",
+            }
+        ),
+        "Java client's ProducerBuilder",
+        "ends with a full stop",
+    )
     rejected(ch.check_batching_and_chunking("ValueError"), "answer should be a dict")

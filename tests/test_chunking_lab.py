@@ -14,9 +14,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import pulsarlab as pl
-from pulsarlab.managed_ledger.position import Position
 from pulsarlab.client.chunking import PYTHON_BATCHING_AND_CHUNKING
 from pulsarlab.errors import IllegalArgumentException, InvalidMessageException
+from pulsarlab.managed_ledger.position import Position
 
 TOPIC = "persistent://public/default/big"
 
@@ -134,8 +134,10 @@ def test_a_message_over_the_limit_without_chunking_fails_as_each_client_fails_it
     assert jp.send(bytes(100))  # Java compares the payload alone
     with pytest.raises(InvalidMessageException) as jerr:
         jp.send(bytes(101))
-    assert str(jerr.value) == ("The producer p of the topic persistent://public/default/big sends a  message with "
-                               "101 bytes that exceeds 100 bytes")
+    assert str(jerr.value) == (
+        "The producer p of the topic persistent://public/default/big sends a  message with "
+        "101 bytes that exceeds 100 bytes"
+    )
     jp.send(b"x")
     assert entry(java, 3, 1).metadata.sequence_id == 1  # Java checks before assigning the sequence id
 
@@ -145,8 +147,11 @@ def test_metadata_alone_over_the_limit_fails_a_chunking_producer():
     producer = lab.client().create_producer("big", chunking_enabled=True)
     with pytest.raises(pl.MessageTooBig):
         producer.send(b"x", properties={"k": "v" * 80})
-    java = make_lab(64).client(client_library=pl.ClientLibrary.JAVA).create_producer("big", producer_name="p",
-                                                                                      chunking_enabled=True)
+    java = (
+        make_lab(64)
+        .client(client_library=pl.ClientLibrary.JAVA)
+        .create_producer("big", producer_name="p", chunking_enabled=True)
+    )
     with pytest.raises(InvalidMessageException, match=r"sends a message with \d+ bytes metadata that exceeds 64 bytes"):
         java.send(b"x", properties={"k": "v" * 80})
 
@@ -173,26 +178,43 @@ def test_batching_with_chunking_is_refused_with_each_clients_text():
         assert jerr.value.via == via
 
 
-@pytest.mark.parametrize("kwargs, error, text", [
-    ({"chunking_enabled": 1}, ValueError, "Argument chunking_enabled is expected to be of type 'bool' and not 'int'"),
-    ({"chunking_enabled": True, "chunk_max_message_size": 100}, ValueError, "Java client's chunkMaxMessageSize"),
-    ({"chunking_enabled": True, "chunk_max_message_size": "100"}, TypeError, "must be an int"),
-    ({"chunking_enabled": True, "chunk_send_interval_ms": -1}, ValueError, "chunk_send_interval_ms must be"),
-    ({"chunk_send_interval_ms": 5}, ValueError, "needs chunking_enabled=True"),
-])
+@pytest.mark.parametrize(
+    "kwargs, error, text",
+    [
+        (
+            {"chunking_enabled": 1},
+            ValueError,
+            "Argument chunking_enabled is expected to be of type 'bool' and not 'int'",
+        ),
+        ({"chunking_enabled": True, "chunk_max_message_size": 100}, ValueError, "Java client's chunkMaxMessageSize"),
+        ({"chunking_enabled": True, "chunk_max_message_size": "100"}, TypeError, "must be an int"),
+        ({"chunking_enabled": True, "chunk_send_interval_ms": -1}, ValueError, "chunk_send_interval_ms must be"),
+        ({"chunk_send_interval_ms": 5}, ValueError, "needs chunking_enabled=True"),
+    ],
+)
 def test_bad_producer_settings_fail_clearly(kwargs, error, text):
     with pytest.raises(error, match=text.replace("(", r"\(").replace(")", r"\)")):
         make_lab().client().create_producer("big", **kwargs)
 
 
-@pytest.mark.parametrize("kwargs, text", [
-    ({"max_pending_chunked_message": "10"},
-     "Argument max_pending_chunked_message is expected to be of type 'int' and not 'str'"),
-    ({"auto_ack_oldest_chunked_message_on_queue_full": 1},
-     "Argument auto_ack_oldest_chunked_message_on_queue_full is expected to be of type 'bool' and not 'int'"),
-    ({"max_pending_chunked_message": -1}, "max_pending_chunked_message must be >= 0"),
-    ({"expire_time_of_incomplete_chunked_message_ms": -5}, "expire_time_of_incomplete_chunked_message_ms must be >= 0"),
-])
+@pytest.mark.parametrize(
+    "kwargs, text",
+    [
+        (
+            {"max_pending_chunked_message": "10"},
+            "Argument max_pending_chunked_message is expected to be of type 'int' and not 'str'",
+        ),
+        (
+            {"auto_ack_oldest_chunked_message_on_queue_full": 1},
+            "Argument auto_ack_oldest_chunked_message_on_queue_full is expected to be of type 'bool' and not 'int'",
+        ),
+        ({"max_pending_chunked_message": -1}, "max_pending_chunked_message must be >= 0"),
+        (
+            {"expire_time_of_incomplete_chunked_message_ms": -5},
+            "expire_time_of_incomplete_chunked_message_ms must be >= 0",
+        ),
+    ],
+)
 def test_bad_consumer_chunk_settings_fail_at_subscribe(kwargs, text):
     with pytest.raises(ValueError, match=text):
         make_lab().client().subscribe("big", "s", **kwargs)
@@ -221,8 +243,9 @@ def test_chunked_ids_on_a_partitioned_topic_carry_the_partition():
     lab.admin.topics.create_partitioned_topic("parts", 3)
     client = lab.client()
     consumer = client.subscribe("parts", "s")
-    producer = client.create_producer("parts", chunking_enabled=True,
-                                      message_routing_mode=pl.PartitionsRoutingMode.UseSinglePartition)
+    producer = client.create_producer(
+        "parts", chunking_enabled=True, message_routing_mode=pl.PartitionsRoutingMode.UseSinglePartition
+    )
     mid = producer.send(bytes(500))
     assert mid.partition >= 0 and mid.first.partition == mid.partition
     msg = consumer.receive(0)
@@ -293,11 +316,17 @@ def test_a_cumulative_ack_goes_to_the_last_chunk():
 def test_a_full_pending_map_evicts_the_oldest_message_acked_or_left_unacked(auto_ack):
     lab = make_lab(100)
     client = lab.client()
-    consumer = client.subscribe("big", "s", ack_group_time_ms=0, max_pending_chunked_message=2,
-                                auto_ack_oldest_chunked_message_on_queue_full=auto_ack)
+    consumer = client.subscribe(
+        "big",
+        "s",
+        ack_group_time_ms=0,
+        max_pending_chunked_message=2,
+        auto_ack_oldest_chunked_message_on_queue_full=auto_ack,
+    )
     for name in ("p0", "p1", "p2"):
-        client.create_producer("big", producer_name=name, chunking_enabled=True,
-                               chunk_send_interval_ms=1).send_async(bytes(200), None)
+        client.create_producer("big", producer_name=name, chunking_enabled=True, chunk_send_interval_ms=1).send_async(
+            bytes(200), None
+        )
     lab.advance(10)
     received = [m.data() for m in drain(consumer)]
     assert len(received) == 2
@@ -306,8 +335,10 @@ def test_a_full_pending_map_evicts_the_oldest_message_acked_or_left_unacked(auto
     assert evicted[0].action == ("acked" if auto_ack else "tracked")
     # p0-0's chunk 0 is 3:0; its later chunks (3:3, 3:6) arrive with no context and are discarded
     discarded = lab.events.of_kind("chunk_discarded")
-    assert [(e.uuid, e.chunk_id, e.reason) for e in discarded] == [("p0-0", 1, "unknown_uuid"),
-                                                                  ("p0-0", 2, "unknown_uuid")]
+    assert [(e.uuid, e.chunk_id, e.reason) for e in discarded] == [
+        ("p0-0", 1, "unknown_uuid"),
+        ("p0-0", 2, "unknown_uuid"),
+    ]
     md = cursor(lab)["markDeletePosition"]
     assert md == ("3:0" if auto_ack else "3:-1")
 
@@ -361,8 +392,9 @@ def test_a_consumer_that_leaves_mid_message_hands_the_chunks_to_the_next_exclusi
 def test_failover_switch_mid_message_redelivers_the_whole_message_to_the_new_active_consumer():
     lab = make_lab(100)
     client = lab.client()
-    consumers = [client.subscribe("big", "s", consumer_type=pl.ConsumerType.Failover, consumer_name=n)
-                 for n in ("a", "b")]
+    consumers = [
+        client.subscribe("big", "s", consumer_type=pl.ConsumerType.Failover, consumer_name=n) for n in ("a", "b")
+    ]
     lab.advance(1000)
     producer = client.create_producer("big", chunking_enabled=True, chunk_send_interval_ms=5)
     producer.send_async(bytes(400), None)
@@ -402,8 +434,10 @@ def consumer_of_each_chunk(lab: pl.Lab) -> dict[str, set[int]]:
 def test_shared_keeps_every_chunk_of_a_message_on_the_consumer_that_got_chunk_0(version):
     lab = make_lab(100, version=version)
     client = lab.client()
-    consumers = [client.subscribe("big", "s", consumer_type=pl.ConsumerType.Shared, consumer_name=f"c{i}",
-                                  receiver_queue_size=3) for i in range(3)]
+    consumers = [
+        client.subscribe("big", "s", consumer_type=pl.ConsumerType.Shared, consumer_name=f"c{i}", receiver_queue_size=3)
+        for i in range(3)
+    ]
     for i in range(3):
         p = client.create_producer("big", producer_name=f"p{i}", chunking_enabled=True, chunk_send_interval_ms=1)
         for _ in range(3):
@@ -424,8 +458,9 @@ def test_shared_keeps_every_chunk_of_a_message_on_the_consumer_that_got_chunk_0(
 def test_key_shared_keeps_a_message_on_one_consumer_through_its_key_without_the_assignor():
     lab = make_lab(100, version="4.0")
     client = lab.client()
-    consumers = [client.subscribe("big", "s", consumer_type=pl.ConsumerType.KeyShared, consumer_name=f"k{i}")
-                 for i in range(3)]
+    consumers = [
+        client.subscribe("big", "s", consumer_type=pl.ConsumerType.KeyShared, consumer_name=f"k{i}") for i in range(3)
+    ]
     for i in range(3):
         p = client.create_producer("big", producer_name=f"p{i}", chunking_enabled=True, chunk_send_interval_ms=1)
         for k in range(3):
@@ -462,12 +497,18 @@ def test_a_shared_consumer_leaving_mid_message_loses_the_rest_of_it_as_in_3_0_an
 def interleaved_run(seed: int) -> pl.Lab:
     lab = make_lab(100, seed=seed)
     client = lab.client()
-    consumer = client.subscribe("big", "s", consumer_type=pl.ConsumerType.Shared, max_pending_chunked_message=1,
-                                auto_ack_oldest_chunked_message_on_queue_full=True)
+    consumer = client.subscribe(
+        "big",
+        "s",
+        consumer_type=pl.ConsumerType.Shared,
+        max_pending_chunked_message=1,
+        auto_ack_oldest_chunked_message_on_queue_full=True,
+    )
     client.subscribe("big", "s", consumer_type=pl.ConsumerType.Shared)
     for name in ("a", "b"):
-        client.create_producer("big", producer_name=name, chunking_enabled=True,
-                               chunk_send_interval_ms=1).send_async(bytes(300), None)
+        client.create_producer("big", producer_name=name, chunking_enabled=True, chunk_send_interval_ms=1).send_async(
+            bytes(300), None
+        )
     lab.advance(20)
     for m in drain(consumer):
         consumer.acknowledge(m)
@@ -478,29 +519,41 @@ def interleaved_run(seed: int) -> pl.Lab:
 def test_every_chunk_step_is_an_event_that_explains_itself_and_cites_its_rule():
     lab = make_lab(100)
     client = lab.client()
-    consumer = client.subscribe("big", "s", max_pending_chunked_message=1,
-                                auto_ack_oldest_chunked_message_on_queue_full=True,
-                                expire_time_of_incomplete_chunked_message_ms=500)
+    consumer = client.subscribe(
+        "big",
+        "s",
+        max_pending_chunked_message=1,
+        auto_ack_oldest_chunked_message_on_queue_full=True,
+        expire_time_of_incomplete_chunked_message_ms=500,
+    )
     for name in ("a", "b"):
-        client.create_producer("big", producer_name=name, chunking_enabled=True,
-                               chunk_send_interval_ms=1).send_async(bytes(300), None)
+        client.create_producer("big", producer_name=name, chunking_enabled=True, chunk_send_interval_ms=1).send_async(
+            bytes(300), None
+        )
     lab.advance(10)
     for m in drain(consumer):
         consumer.acknowledge(m)
     lab.advance(200)
     expiring = make_lab(100)  # a fresh consumer: no completed uuid at the head of its queue holds expiry back
     expiring.client().subscribe("big", "s", expire_time_of_incomplete_chunked_message_ms=500)
-    flaky = expiring.client().create_producer("big", producer_name="flaky", chunking_enabled=True,
-                                              chunk_send_interval_ms=10)
+    flaky = expiring.client().create_producer(
+        "big", producer_name="flaky", chunking_enabled=True, chunk_send_interval_ms=10
+    )
     flaky.send_async(bytes(300), None)
     expiring.advance(5)
     flaky.crash()
     expiring.run_until_idle()
     kinds = {e.kind: e for e in (*lab.events, *expiring.events)}
-    for kind, words in (("chunk_published", "sent chunk"), ("chunk_received", "permit"),
-                        ("chunk_discarded", "unknown_uuid"), ("chunked_message_assembled", "assembled"),
-                        ("chunked_message_evicted", "queue full"), ("chunked_message_expired", "expired"),
-                        ("chunked_message_acked", "the ack goes to"), ("producer_crashed", "never sent")):
+    for kind, words in (
+        ("chunk_published", "sent chunk"),
+        ("chunk_received", "permit"),
+        ("chunk_discarded", "unknown_uuid"),
+        ("chunked_message_assembled", "assembled"),
+        ("chunked_message_evicted", "queue full"),
+        ("chunked_message_expired", "expired"),
+        ("chunked_message_acked", "the ack goes to"),
+        ("producer_crashed", "never sent"),
+    ):
         assert kind in kinds, kind
         text = kinds[kind].explain()
         assert words in text and "(" in text and text.endswith(")"), text
@@ -518,16 +571,24 @@ def test_received_chunked_message_keeps_its_metadata():
     producer.send(bytes(300), properties={"k": "v"}, partition_key="pk", event_timestamp=42)
     msg = consumer.receive(0)
     assert (msg.properties(), msg.partition_key(), msg.event_timestamp(), msg.producer_name()) == (
-        {"k": "v"}, "pk", 42, "meta")
+        {"k": "v"},
+        "pk",
+        42,
+        "meta",
+    )
 
 
 # --- properties ---------------------------------------------------------------------------------------
 
 producer_plans = st.lists(
-    st.tuples(st.integers(min_value=0, max_value=6),  # start time (ms)
-              st.integers(min_value=1, max_value=4),  # chunk send interval (ms)
-              st.lists(st.integers(min_value=0, max_value=700), min_size=1, max_size=3)),  # payload sizes
-    min_size=1, max_size=4)
+    st.tuples(
+        st.integers(min_value=0, max_value=6),  # start time (ms)
+        st.integers(min_value=1, max_value=4),  # chunk send interval (ms)
+        st.lists(st.integers(min_value=0, max_value=700), min_size=1, max_size=3),
+    ),  # payload sizes
+    min_size=1,
+    max_size=4,
+)
 
 
 def payload_of(p: int, k: int, size: int) -> bytes:
@@ -538,8 +599,9 @@ def publish_plans(lab: pl.Lab, client, plans) -> dict[str, bytes]:
     """Start each producer's sends at its start time; returns str(message id) -> payload once all are sent."""
     sent: dict[str, bytes] = {}
     for p, (start, interval, sizes) in enumerate(plans):
-        producer = client.create_producer("big", producer_name=f"p{p}", chunking_enabled=True,
-                                          chunk_send_interval_ms=interval)
+        producer = client.create_producer(
+            "big", producer_name=f"p{p}", chunking_enabled=True, chunk_send_interval_ms=interval
+        )
 
         def go(producer=producer, p=p, sizes=sizes) -> None:
             if not producer.is_connected():
@@ -553,14 +615,18 @@ def publish_plans(lab: pl.Lab, client, plans) -> dict[str, bytes]:
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(plans=producer_plans, max_size=st.integers(min_value=40, max_value=160),
-       queue=st.integers(min_value=1, max_value=20),
-       sub_type=st.sampled_from([pl.ConsumerType.Exclusive, pl.ConsumerType.Failover]))
+@given(
+    plans=producer_plans,
+    max_size=st.integers(min_value=40, max_value=160),
+    queue=st.integers(min_value=1, max_value=20),
+    sub_type=st.sampled_from([pl.ConsumerType.Exclusive, pl.ConsumerType.Failover]),
+)
 def test_reassembled_payloads_are_byte_identical_under_any_interleaving(plans, max_size, queue, sub_type):
     lab = make_lab(max_size)
     client = lab.client()
-    consumer = client.subscribe("big", "s", consumer_type=sub_type, receiver_queue_size=queue,
-                                max_pending_chunked_message=0)
+    consumer = client.subscribe(
+        "big", "s", consumer_type=sub_type, receiver_queue_size=queue, max_pending_chunked_message=0
+    )
     lab.advance(1000)  # Failover picks its active consumer after activeConsumerFailoverDelayTimeMillis
     sent = publish_plans(lab, client, plans)
     received: dict[str, bytes] = {}
@@ -580,16 +646,25 @@ def test_reassembled_payloads_are_byte_identical_under_any_interleaving(plans, m
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(plans=producer_plans, crash_at=st.lists(st.one_of(st.none(), st.integers(0, 12)), min_size=4, max_size=4),
-       max_pending=st.integers(min_value=0, max_value=3), auto_ack=st.booleans(),
-       expiry=st.sampled_from([0, 50, 200]))
+@given(
+    plans=producer_plans,
+    crash_at=st.lists(st.one_of(st.none(), st.integers(0, 12)), min_size=4, max_size=4),
+    max_pending=st.integers(min_value=0, max_value=3),
+    auto_ack=st.booleans(),
+    expiry=st.sampled_from([0, 50, 200]),
+)
 def test_incomplete_messages_are_expired_or_evicted_as_configured_never_delivered_in_part(
-        plans, crash_at, max_pending, auto_ack, expiry):
+    plans, crash_at, max_pending, auto_ack, expiry
+):
     lab = make_lab(60)
     client = lab.client()
-    consumer = client.subscribe("big", "s", max_pending_chunked_message=max_pending,
-                                auto_ack_oldest_chunked_message_on_queue_full=auto_ack,
-                                expire_time_of_incomplete_chunked_message_ms=expiry)
+    consumer = client.subscribe(
+        "big",
+        "s",
+        max_pending_chunked_message=max_pending,
+        auto_ack_oldest_chunked_message_on_queue_full=auto_ack,
+        expire_time_of_incomplete_chunked_message_ms=expiry,
+    )
     sent = publish_plans(lab, client, plans)
     producers = [p for p in client._producers]
     for producer, at in zip(producers, crash_at):
@@ -620,17 +695,29 @@ def test_incomplete_messages_are_expired_or_evicted_as_configured_never_delivere
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(plans=producer_plans, consumers=st.integers(min_value=2, max_value=4),
-       # receiver queues of 200 or more: a read (at most 100 entries) never runs a pinned consumer out of permits,
-       # which the released assignor does not survive (test_small_receiver_queues_can_strand_a_last_chunk_...)
-       queues=st.lists(st.integers(min_value=200, max_value=1000), min_size=4, max_size=4),
-       skip=st.lists(st.booleans(), min_size=8, max_size=8), version=st.sampled_from(["3.0", "4.0"]))
+@given(
+    plans=producer_plans,
+    consumers=st.integers(min_value=2, max_value=4),
+    # receiver queues of 200 or more: a read (at most 100 entries) never runs a pinned consumer out of permits,
+    # which the released assignor does not survive (test_small_receiver_queues_can_strand_a_last_chunk_...)
+    queues=st.lists(st.integers(min_value=200, max_value=1000), min_size=4, max_size=4),
+    skip=st.lists(st.booleans(), min_size=8, max_size=8),
+    version=st.sampled_from(["3.0", "4.0"]),
+)
 def test_nothing_is_lost_on_shared_with_several_consumers_and_chunking(plans, consumers, queues, skip, version):
     lab = make_lab(80, version=version)
     client = lab.client()
-    subs = [client.subscribe("big", "s", consumer_type=pl.ConsumerType.Shared, consumer_name=f"c{i}",
-                             receiver_queue_size=queues[i], max_pending_chunked_message=0)
-            for i in range(consumers)]
+    subs = [
+        client.subscribe(
+            "big",
+            "s",
+            consumer_type=pl.ConsumerType.Shared,
+            consumer_name=f"c{i}",
+            receiver_queue_size=queues[i],
+            max_pending_chunked_message=0,
+        )
+        for i in range(consumers)
+    ]
     sent = publish_plans(lab, client, plans)
     received: dict[str, bytes] = {}
     for round_ in range(400):
@@ -658,8 +745,17 @@ def test_small_receiver_queues_can_strand_a_last_chunk_in_the_replay_set_as_rele
     them has lost its pin - it never leaves the replay set (what PR #25620 fixes)."""
     lab = make_lab(80, version="3.0")
     client = lab.client()
-    subs = [client.subscribe("big", "s", consumer_type=pl.ConsumerType.Shared, consumer_name=f"c{i}",
-                             receiver_queue_size=q, max_pending_chunked_message=0) for i, q in enumerate((2, 1))]
+    subs = [
+        client.subscribe(
+            "big",
+            "s",
+            consumer_type=pl.ConsumerType.Shared,
+            consumer_name=f"c{i}",
+            receiver_queue_size=q,
+            max_pending_chunked_message=0,
+        )
+        for i, q in enumerate((2, 1))
+    ]
     sent = publish_plans(lab, client, [(2, 3, [0, 217]), (2, 1, [0]), (5, 1, [577])])
     received = {}
     for _ in range(60):

@@ -168,12 +168,21 @@ def test_events_names_an_unknown_kind(pulsarlab):
     assert res.returncode == 1 and "no_such_kind" in res.stderr and res.stdout == ""
 
 
-@pytest.mark.parametrize("first", ["pulsarlab.event_catalogue.cursor", "pulsarlab.scenarios.key_shared",
-                                   "pulsarlab.managed_ledger.cursor", "pulsarlab.events"])
+@pytest.mark.parametrize(
+    "first",
+    [
+        "pulsarlab.event_catalogue.cursor",
+        "pulsarlab.scenarios.key_shared",
+        "pulsarlab.managed_ledger.cursor",
+        "pulsarlab.events",
+    ],
+)
 def test_type_codes_do_not_depend_on_what_is_imported_first(first):
     """Codes are stored in the log and hashed by its digest: they must be the catalogue's order in every process."""
-    code = (f"import {first}, pulsarlab.event_catalogue as c, pulsarlab.events as e; "
-            "print([t.name for t in e._BY_CODE] == [et.name for _a, et in c.catalogue()], len(e._BY_CODE))")
+    code = (
+        f"import {first}, pulsarlab.event_catalogue as c, pulsarlab.events as e; "
+        "print([t.name for t in e._BY_CODE] == [et.name for _a, et in c.catalogue()], len(e._BY_CODE))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     from pulsarlab.event_catalogue import catalogue
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
 from golden_files import COMMITTED, SHARED
+
 from pulsarlab.conformance import run_file
 
 COMMITTED_FILES = sorted(p.name for p in COMMITTED.glob("*.jsonl.gz"))

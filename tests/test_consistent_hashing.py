@@ -12,10 +12,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pulsarlab.conformance import Mismatch, iter_lines, run_file
-from pulsarlab.conformance.consistent_hashing import check
-from pulsarlab.errors import IllegalArgumentException, NullPointerException
-from pulsarlab.hashing import INT_MAX, murmur3_32, murmur3_32_bulk
 from pulsarlab.broker.key_shared import make_selector
 from pulsarlab.broker.key_shared.base import NO_CONSUMER, Consumer
 from pulsarlab.broker.key_shared.consistent_hashing import (
@@ -24,6 +20,10 @@ from pulsarlab.broker.key_shared.consistent_hashing import (
     point_key,
     recommended_points,
 )
+from pulsarlab.conformance import Mismatch, iter_lines, run_file
+from pulsarlab.conformance.consistent_hashing import check
+from pulsarlab.errors import IllegalArgumentException, NullPointerException
+from pulsarlab.hashing import INT_MAX, murmur3_32, murmur3_32_bulk
 from pulsarlab.profiles import ConsistentHashingVariant as V
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -68,8 +68,12 @@ def test_three_point_ranges_3_0_match_the_reference_except_the_golden_wrap_off_b
     assert ranges["consumer2"] == [(939655188, 1189794592), (1314727625, 1977451233), (1977451234, 2016237253)]
     # The reference (later branch-3.0) ends consumer3 with [2016237254, 2147483646]; the recorded 3.0.7+
     # class starts the wrap range at lastPoint+2 (golden README §4), and the golden files win.
-    assert ranges["consumer3"] == [(0, 95615212), (455987437, 939655187), (1264144432, 1314727624),
-                                   (2016237253 + 2, 2147483646)]
+    assert ranges["consumer3"] == [
+        (0, 95615212),
+        (455987437, 939655187),
+        (1264144432, 1314727624),
+        (2016237253 + 2, 2147483646),
+    ]
     assert sum(e - s_ + 1 for rs in ranges.values() for s_, e in rs) == INT_MAX - 1
 
 
@@ -125,7 +129,10 @@ def test_key_hashes_follow_reference_1_3():
     s3, s4 = ConsistentHashingSelector("3.0"), ConsistentHashingSelector("4.0")
     assert s3.make_sticky_key_hash("key1") == 462881061  # full 31-bit hash, no reduction
     assert {k: s4.make_sticky_key_hash(k) for k in ("key1", "key2", "k1", "NONE_KEY")} == {
-        "key1": 7357, "key2": 44326, "k1": 56817, "NONE_KEY": 56505,
+        "key1": 7357,
+        "key2": 44326,
+        "k1": 56817,
+        "NONE_KEY": 56505,
     }
     assert s4.key_hash_range() == (1, 65535) and s3.key_hash_range() == (0, INT_MAX)
 
@@ -213,7 +220,7 @@ def test_v3_counters_orders_shared_points_by_priority_then_name_then_counter():
     s = ConsistentHashingSelector("3.0.3", points=1)
     s.add_consumer(Consumer(1, high))
     s.add_consumer(Consumer(2, low))  # smaller name goes first and takes the point
-    (point, selected, others), = s.snapshot()["ring"]
+    ((point, selected, others),) = s.snapshot()["ring"]
     assert (selected, others) == (2, (1,))
     assert dict(s.snapshot()["selection_counters"]) == {1: 0, 2: 1}
     s.add_consumer(Consumer(3, high, priority=2))  # higher priority level wins over the name
@@ -451,8 +458,14 @@ def replay(profile, ops, points, range_max, same_names, on_step, probes=None):
 
 
 @PROPS
-@given(ops=ops_strategy, profile=st.sampled_from(ALL_PROFILES), points=st.sampled_from([1, 3, 10]),
-       range_max=st.sampled_from([7, 63, 65535]), same_names=st.booleans(), seed=st.integers(0, 2**16))
+@given(
+    ops=ops_strategy,
+    profile=st.sampled_from(ALL_PROFILES),
+    points=st.sampled_from([1, 3, 10]),
+    range_max=st.sampled_from([7, 63, 65535]),
+    same_names=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
 def test_every_hash_selects_one_live_consumer_and_bulk_agrees(ops, profile, points, range_max, same_names, seed):
     def step(s, kind, changed, before):
         hashes = probe_hashes(s, seed)
@@ -475,8 +488,14 @@ def test_every_hash_selects_one_live_consumer_and_bulk_agrees(ops, profile, poin
 
 
 @PROPS
-@given(ops=ops_strategy, profile=st.sampled_from(["3.0.3", "3.0", "4.0"]), points=st.sampled_from([1, 3, 10]),
-       range_max=st.sampled_from([7, 63, 65535]), same_names=st.booleans(), seed=st.integers(0, 2**16))
+@given(
+    ops=ops_strategy,
+    profile=st.sampled_from(["3.0.3", "3.0", "4.0"]),
+    points=st.sampled_from([1, 3, 10]),
+    range_max=st.sampled_from([7, 63, 65535]),
+    same_names=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
 def test_keys_move_only_to_a_joiner_and_only_from_a_leaver(ops, profile, points, range_max, same_names, seed):
     # Holds for v3_counters, v3_identity and v4 with any names, same-name instances and collisions
     # included: a joiner only takes points (v3_identity by replacing, v3_counters by going first in a
@@ -507,8 +526,12 @@ def test_legacy_same_name_join_moves_keys_between_existing_consumers():
 
 
 @PROPS
-@given(ops=ops_strategy, same_names=st.booleans(), range_max=st.sampled_from([5, 31, 63]),
-       points=st.sampled_from([1, 4, 20]))
+@given(
+    ops=ops_strategy,
+    same_names=st.booleans(),
+    range_max=st.sampled_from([5, 31, 63]),
+    points=st.sampled_from([1, 4, 20]),
+)
 def test_v4_assignments_cover_the_range_and_ranges_merge_them(ops, same_names, range_max, points):
     def step(s, kind, changed, before):
         owners = s.assignments()

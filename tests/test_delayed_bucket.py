@@ -61,16 +61,24 @@ class Env:
     def read_more_entries(self) -> None:
         self.reads += 1
 
-    def tracker(self, tick: int, strict: bool, min_index: int, step: int, max_indexes: int,
-                max_buckets: int) -> BucketDelayedDeliveryTracker:
+    def tracker(
+        self, tick: int, strict: bool, min_index: int, step: int, max_indexes: int, max_buckets: int
+    ) -> BucketDelayedDeliveryTracker:
         """``new BucketDelayedDeliveryTracker(dispatcher, timer, tick, clock, strict, storage, minIndexCount,
         timeStep, maxIndexesPerSegment, maxNumBuckets)`` as the Java tests write it."""
         return BucketDelayedDeliveryTracker(
-            self.scheduler, self.read_more_entries, clock=self.clock, tick_time_millis=tick,
-            is_delayed_delivery_deliver_at_time_strict=strict, snapshot_storage=self.storage,
-            cursor_properties=self.props, min_index_count_per_bucket=min_index,
-            time_step_per_bucket_snapshot_segment_millis=step, max_indexes_per_bucket_snapshot_segment=max_indexes,
-            max_num_buckets=max_buckets, name="persistent://public/default/testDelay / my_test_cursor",
+            self.scheduler,
+            self.read_more_entries,
+            clock=self.clock,
+            tick_time_millis=tick,
+            is_delayed_delivery_deliver_at_time_strict=strict,
+            snapshot_storage=self.storage,
+            cursor_properties=self.props,
+            min_index_count_per_bucket=min_index,
+            time_step_per_bucket_snapshot_segment_millis=step,
+            max_indexes_per_bucket_snapshot_segment=max_indexes,
+            max_num_buckets=max_buckets,
+            name="persistent://public/default/testDelay / my_test_cursor",
             events=self.events,
         )
 
@@ -185,8 +193,12 @@ def test_with_bk_exception():
     env.scheduler.run_until(env.scheduler.now())
     assert env.reads == reads + 1  # ... and wakes the dispatcher
     assert len(drain_all(tracker2, 100)) == in_snapshots
-    assert not (storage.create_exception_queue or storage.get_metadata_exception_queue
-                or storage.get_segment_exception_queue or storage.delete_exception_queue)
+    assert not (
+        storage.create_exception_queue
+        or storage.get_metadata_exception_queue
+        or storage.get_segment_exception_queue
+        or storage.delete_exception_queue
+    )
 
 
 def test_with_create_fail_downgrade():
@@ -300,7 +312,10 @@ def test_sealed_bucket_snapshot_layout_and_cursor_property():
     metas = snapshot.metadata.metadata_list
     assert [(m.min_schedule_timestamp, m.max_schedule_timestamp) for m in metas] == [(120, 150), (300, 300), (500, 500)]
     assert [{k: v.tolist() for k, v in m.delayed_index_bit_map.items()} for m in metas] == [
-        {7: [1, 2]}, {7: [3]}, {7: [0]}]
+        {7: [1, 2]},
+        {7: [3]},
+        {7: [0]},
+    ]
     assert snapshot.length == env.storage.get_bucket_snapshot_length(int(value)) > 0
     # segment 1 is in the shared queue; the mutable bucket holds the new ledger
     assert tracker.shared_queue() == [(120, 7, 2), (150, 7, 1)]
@@ -380,13 +395,16 @@ def test_factory_follows_the_broker_config():
     default = new_delayed_delivery_tracker(env.scheduler, env.read_more_entries)
     assert type(default) is not BucketDelayedDeliveryTracker
     assert get_profile("4.0").broker_config()["delayedDeliveryTrackerFactoryClassName"] == IN_MEMORY_TRACKER_FACTORY
-    conf = get_profile("4.0").broker_config({
-        "delayedDeliveryTrackerFactoryClassName": BUCKET_TRACKER_FACTORY,
-        "delayedDeliveryMinIndexCountPerBucket": 2,
-        "delayedDeliveryMaxTimeStepPerBucketSnapshotSegmentSeconds": 7,
-    })
-    tracker = new_delayed_delivery_tracker(env.scheduler, env.read_more_entries, config=conf,
-                                           snapshot_storage=env.storage, cursor_properties=env.props)
+    conf = get_profile("4.0").broker_config(
+        {
+            "delayedDeliveryTrackerFactoryClassName": BUCKET_TRACKER_FACTORY,
+            "delayedDeliveryMinIndexCountPerBucket": 2,
+            "delayedDeliveryMaxTimeStepPerBucketSnapshotSegmentSeconds": 7,
+        }
+    )
+    tracker = new_delayed_delivery_tracker(
+        env.scheduler, env.read_more_entries, config=conf, snapshot_storage=env.storage, cursor_properties=env.props
+    )
     assert isinstance(tracker, BucketDelayedDeliveryTracker)
     assert tracker.min_index_count_per_bucket == 2
     assert tracker.time_step_per_bucket_snapshot_segment_millis == 7000
@@ -407,9 +425,14 @@ def test_factory_falls_back_to_in_memory_when_recovery_fails():
     for _ in range(4):
         env.storage.inject_get_metadata_exception()
     conf = get_profile("4.0").broker_config({"delayedDeliveryTrackerFactoryClassName": BUCKET_TRACKER_FACTORY})
-    fallback = new_delayed_delivery_tracker(env.scheduler, env.read_more_entries, config=conf,
-                                            snapshot_storage=env.storage, cursor_properties=env.props,
-                                            events=env.events)
+    fallback = new_delayed_delivery_tracker(
+        env.scheduler,
+        env.read_more_entries,
+        config=conf,
+        snapshot_storage=env.storage,
+        cursor_properties=env.props,
+        events=env.events,
+    )
     assert isinstance(fallback, InMemoryDelayedDeliveryTracker)
     assert not isinstance(fallback, BucketDelayedDeliveryTracker)
     assert len(env.props) == 1  # nothing stored was lost
@@ -435,13 +458,26 @@ def test_invalid_settings_fail_clearly(settings_, error, text):
         BucketDelayedDeliveryTracker(Scheduler(), lambda: None, **settings_)
 
 
-@pytest.mark.parametrize("overrides, text", [
-    ({"delayedDeliveryTrackerFactoryClassName": "org.example.MyTrackerFactory"}, "MyTrackerFactory"),
-    ({"delayedDeliveryTrackerFactoryClassName": BUCKET_TRACKER_FACTORY,
-      "delayedDeliveryMaxTimeStepPerBucketSnapshotSegmentSeconds": -1}, "SegmentSeconds"),
-    ({"delayedDeliveryTrackerFactoryClassName": BUCKET_TRACKER_FACTORY,
-      "delayedDeliveryMaxIndexesPerBucketSnapshotSegment": 0}, "MaxIndexesPerBucket"),
-])
+@pytest.mark.parametrize(
+    "overrides, text",
+    [
+        ({"delayedDeliveryTrackerFactoryClassName": "org.example.MyTrackerFactory"}, "MyTrackerFactory"),
+        (
+            {
+                "delayedDeliveryTrackerFactoryClassName": BUCKET_TRACKER_FACTORY,
+                "delayedDeliveryMaxTimeStepPerBucketSnapshotSegmentSeconds": -1,
+            },
+            "SegmentSeconds",
+        ),
+        (
+            {
+                "delayedDeliveryTrackerFactoryClassName": BUCKET_TRACKER_FACTORY,
+                "delayedDeliveryMaxIndexesPerBucketSnapshotSegment": 0,
+            },
+            "MaxIndexesPerBucket",
+        ),
+    ],
+)
 def test_invalid_broker_config_fails_clearly(overrides, text):
     conf = get_profile("4.0").broker_config(overrides)
     with pytest.raises(IllegalArgumentException, match=text):
@@ -501,8 +537,14 @@ def test_memory_estimates_of_both_trackers():
         in_memory.add_message(1 + i // 1000, i % 1000, int(times[i]))
     assert in_memory.memory_bytes() == mem.bytes_capacity(n)
     breakdown = bucket.memory_breakdown()
-    assert set(breakdown) == {"mutable_bucket_queue", "mutable_bucket_bitmap", "shared_queue", "bucket_bitmaps",
-                              "segment_last_index_table", "buckets"}
+    assert set(breakdown) == {
+        "mutable_bucket_queue",
+        "mutable_bucket_bitmap",
+        "shared_queue",
+        "bucket_bitmaps",
+        "segment_last_index_table",
+        "buckets",
+    }
     assert bucket.memory_bytes() == sum(breakdown.values())
     assert breakdown["shared_queue"] == mem.bytes_capacity(bucket.shared_queue_size())
     assert bucket.buffer_memory_usage() == breakdown["mutable_bucket_queue"] + breakdown["shared_queue"]
@@ -520,20 +562,39 @@ def test_memory_estimates_of_both_trackers():
 def _state(env: Env, tracker: BucketDelayedDeliveryTracker):
     m = tracker.mutable_bucket
     stored = [(lid, [s.indexes() for s in env.storage.ledger(lid).segments]) for lid in env.storage.ledger_ids()]
-    return (tracker.number_of_delayed_messages(), tracker.buckets(), tracker.shared_queue(),
-            [c.tolist() for c in m.columns()], {k: sorted(v) for k, v in m.bitmap.items()}, m.start_ledger_id,
-            m.end_ledger_id, dict(env.props), stored, tracker.timer, env.events.to_records())
+    return (
+        tracker.number_of_delayed_messages(),
+        tracker.buckets(),
+        tracker.shared_queue(),
+        [c.tolist() for c in m.columns()],
+        {k: sorted(v) for k, v in m.bitmap.items()},
+        m.start_ledger_id,
+        m.end_ledger_id,
+        dict(env.props),
+        stored,
+        tracker.timer,
+        env.events.to_records(),
+    )
 
 
-batches = st.lists(st.lists(st.tuples(st.integers(1, 6), st.integers(0, 6), st.integers(-5, 300)), max_size=12),
-                   max_size=8)
+batches = st.lists(
+    st.lists(st.tuples(st.integers(1, 6), st.integers(0, 6), st.integers(-5, 300)), max_size=12), max_size=8
+)
 
 
 @SLOW
-@given(batches=batches, config=st.tuples(st.sampled_from([1, 20]), st.booleans(), st.integers(0, 4),
-                                          st.sampled_from([0, 10, 50]), st.sampled_from([-1, 1, 2]),
-                                          st.sampled_from([-1, 1, 2])),
-       monotone=st.booleans())
+@given(
+    batches=batches,
+    config=st.tuples(
+        st.sampled_from([1, 20]),
+        st.booleans(),
+        st.integers(0, 4),
+        st.sampled_from([0, 10, 50]),
+        st.sampled_from([-1, 1, 2]),
+        st.sampled_from([-1, 1, 2]),
+    ),
+    monotone=st.booleans(),
+)
 def test_bulk_add_matches_scalar_add(batches, config, monotone):
     scalar_env, bulk_env = Env(), Env()
     scalar, bulk = scalar_env.tracker(*config), bulk_env.tracker(*config)
@@ -605,13 +666,25 @@ class Broker:
         c = self.config
         if self.kind == "bucket":
             return BucketDelayedDeliveryTracker(
-                self.scheduler, self.drain, tick_time_millis=c.tick, is_delayed_delivery_deliver_at_time_strict=c.strict,
-                snapshot_storage=self.storage, cursor_properties=self.props, min_index_count_per_bucket=c.min_index,
+                self.scheduler,
+                self.drain,
+                tick_time_millis=c.tick,
+                is_delayed_delivery_deliver_at_time_strict=c.strict,
+                snapshot_storage=self.storage,
+                cursor_properties=self.props,
+                min_index_count_per_bucket=c.min_index,
                 time_step_per_bucket_snapshot_segment_millis=c.step,
-                max_indexes_per_bucket_snapshot_segment=c.max_indexes, max_num_buckets=c.max_buckets)
+                max_indexes_per_bucket_snapshot_segment=c.max_indexes,
+                max_num_buckets=c.max_buckets,
+            )
         return InMemoryDelayedDeliveryTracker(
-            self.scheduler, self.drain, profile=self.kind, tick_time_millis=c.tick,
-            is_delayed_delivery_deliver_at_time_strict=c.strict, fixed_delay_detection_lookahead=0)
+            self.scheduler,
+            self.drain,
+            profile=self.kind,
+            tick_time_millis=c.tick,
+            is_delayed_delivery_deliver_at_time_strict=c.strict,
+            fixed_delay_detection_lookahead=0,
+        )
 
     def deliver(self, pos: tuple[int, int]) -> None:
         assert pos not in self.generation, f"{pos} released twice by one {self.kind} tracker"
@@ -673,15 +746,24 @@ def run(kind: str, config: Config, ops: list[tuple]) -> Broker:
     return broker
 
 
-configs = st.builds(Config, tick=st.sampled_from([1, 10, 50]), strict=st.booleans(),
-                    min_index=st.sampled_from([0, 1, 2, 5]), step=st.sampled_from([0, 1, 10, 100]),
-                    max_indexes=st.sampled_from([-1, 1, 3]), max_buckets=st.sampled_from([-1, 1, 2, 3]))
-operations = st.lists(st.one_of(
-    st.tuples(st.just("publish"), st.lists(st.integers(-5, 1500), min_size=1, max_size=8), st.booleans()),
-    st.tuples(st.just("publish"), st.lists(st.integers(-5, 1500), min_size=1, max_size=8), st.booleans()),
-    st.tuples(st.just("advance"), st.integers(0, 200)),
-    st.tuples(st.just("restart")),
-), max_size=30)
+configs = st.builds(
+    Config,
+    tick=st.sampled_from([1, 10, 50]),
+    strict=st.booleans(),
+    min_index=st.sampled_from([0, 1, 2, 5]),
+    step=st.sampled_from([0, 1, 10, 100]),
+    max_indexes=st.sampled_from([-1, 1, 3]),
+    max_buckets=st.sampled_from([-1, 1, 2, 3]),
+)
+operations = st.lists(
+    st.one_of(
+        st.tuples(st.just("publish"), st.lists(st.integers(-5, 1500), min_size=1, max_size=8), st.booleans()),
+        st.tuples(st.just("publish"), st.lists(st.integers(-5, 1500), min_size=1, max_size=8), st.booleans()),
+        st.tuples(st.just("advance"), st.integers(0, 200)),
+        st.tuples(st.just("restart")),
+    ),
+    max_size=30,
+)
 
 
 def _check_released(broker: Broker, slack: int) -> None:

@@ -108,8 +108,13 @@ def test_cutoff_and_timer_rules_end_to_end(version):
         producer.send(str(d).encode(), deliver_after=timedelta(milliseconds=d))
     # Not strict: cutoff = now + tick (1000): 500 is due at once. The timer fires at the next deliverAt (1500) and
     # that read takes everything up to 2500; then at max(3000 - 1500, 1500 + tick - 1500) = +1500, then at 5000.
-    assert received(lab, consumer, 10_000) == [(0, "500"), (1500, "1500"), (1500, "2200"), (3000, "3000"),
-                                                (5000, "5000")]
+    assert received(lab, consumer, 10_000) == [
+        (0, "500"),
+        (1500, "1500"),
+        (1500, "2200"),
+        (3000, "3000"),
+        (5000, "5000"),
+    ]
 
 
 @pytest.mark.parametrize("version", ["3.0", "4.0"])
@@ -141,8 +146,9 @@ def test_4_1_time_buckets_round_down_but_replays_check_the_exact_time(strict):
 # --- the tracker the broker config picks -------------------------------------------------------------
 
 
-@pytest.mark.parametrize("version, form", [("3.0", "priority queue"), ("4.0", "priority queue"),
-                                           ("4.1", "time bitmap")])
+@pytest.mark.parametrize(
+    "version, form", [("3.0", "priority queue"), ("4.0", "priority queue"), ("4.1", "time bitmap")]
+)
 def test_the_default_factory_builds_the_profiles_in_memory_tracker(version, form):
     lab, consumer, producer = make(version)
     assert dispatcher(lab).delayed.tracker is None  # built on the first delayed message
@@ -155,23 +161,32 @@ def test_the_default_factory_builds_the_profiles_in_memory_tracker(version, form
 
 
 def test_the_bucket_factory_builds_bucket_trackers_with_broker_conf_settings():
-    lab, consumer, producer = make(delayedDeliveryTrackerFactoryClassName=BUCKET_TRACKER_FACTORY,
-                                   delayedDeliveryMinIndexCountPerBucket=3,
-                                   delayedDeliveryMaxTimeStepPerBucketSnapshotSegmentSeconds=7,
-                                   delayedDeliveryMaxIndexesPerBucketSnapshotSegment=2,
-                                   delayedDeliveryMaxNumBuckets=4)
+    lab, consumer, producer = make(
+        delayedDeliveryTrackerFactoryClassName=BUCKET_TRACKER_FACTORY,
+        delayedDeliveryMinIndexCountPerBucket=3,
+        delayedDeliveryMaxTimeStepPerBucketSnapshotSegmentSeconds=7,
+        delayedDeliveryMaxIndexesPerBucketSnapshotSegment=2,
+        delayedDeliveryMaxNumBuckets=4,
+    )
     producer.send(b"x", deliver_after=timedelta(seconds=10))
     tracker = dispatcher(lab).delayed.tracker
     assert isinstance(tracker, BucketDelayedDeliveryTracker)
-    assert (tracker.min_index_count_per_bucket, tracker.time_step_per_bucket_snapshot_segment_millis,
-            tracker.max_indexes_per_bucket_snapshot_segment, tracker.max_num_buckets) == (3, 7000, 2, 4)
+    assert (
+        tracker.min_index_count_per_bucket,
+        tracker.time_step_per_bucket_snapshot_segment_millis,
+        tracker.max_indexes_per_bucket_snapshot_segment,
+        tracker.max_num_buckets,
+    ) == (3, 7000, 2, 4)
     assert tracker.name == f"{TOPIC} / s"
     assert tracker.snapshot_storage is lab.service.bucket_snapshot_storage
 
 
 def test_sealed_buckets_are_snapshot_ledgers_named_by_cursor_properties():
-    lab, consumer, producer = make(delayedDeliveryTrackerFactoryClassName=BUCKET_TRACKER_FACTORY,
-                                   delayedDeliveryMinIndexCountPerBucket=2, managedLedgerMaxEntriesPerLedger=2)
+    lab, consumer, producer = make(
+        delayedDeliveryTrackerFactoryClassName=BUCKET_TRACKER_FACTORY,
+        delayedDeliveryMinIndexCountPerBucket=2,
+        managedLedgerMaxEntriesPerLedger=2,
+    )
     for i in range(5):
         producer.send(f"m{i}".encode(), deliver_after=timedelta(seconds=100 + i))
     cursor = lab.service.topics[TOPIC].ledger.cursors["s"]
@@ -179,8 +194,10 @@ def test_sealed_buckets_are_snapshot_ledgers_named_by_cursor_properties():
     keys = {k: v for k, v in cursor.cursor_properties.items() if k.startswith("#pulsar.internal.delayed.bucket")}
     sealed = lab.events.of_kind("bucket_sealed")
     assert [(e.fields["start"], e.fields["end"]) for e in sealed] == [(3, 3), (4, 4)]
-    assert keys == {bucket_key(3, 3): str(sealed[0].fields["snapshot"]),
-                    bucket_key(4, 4): str(sealed[1].fields["snapshot"])}
+    assert keys == {
+        bucket_key(3, 3): str(sealed[0].fields["snapshot"]),
+        bucket_key(4, 4): str(sealed[1].fields["snapshot"]),
+    }
     ledger = storage.ledger(int(keys[bucket_key(3, 3)]))
     assert dict(ledger.properties)["cursorName"] == "s" and dict(ledger.properties)["topicName"] == TOPIC
     # the snapshot ledgers share BookKeeper's id space with the topic's ledgers
@@ -193,8 +210,11 @@ def test_sealed_buckets_are_snapshot_ledgers_named_by_cursor_properties():
 
 
 def test_user_cursor_properties_leave_the_bucket_keys_alone():
-    lab, consumer, producer = make(delayedDeliveryTrackerFactoryClassName=BUCKET_TRACKER_FACTORY,
-                                   delayedDeliveryMinIndexCountPerBucket=1, managedLedgerMaxEntriesPerLedger=1)
+    lab, consumer, producer = make(
+        delayedDeliveryTrackerFactoryClassName=BUCKET_TRACKER_FACTORY,
+        delayedDeliveryMinIndexCountPerBucket=1,
+        managedLedgerMaxEntriesPerLedger=1,
+    )
     producer.send(b"a", deliver_after=timedelta(seconds=100))
     producer.send(b"b", deliver_after=timedelta(seconds=101))
     cursor = lab.service.topics[TOPIC].ledger.cursors["s"]
@@ -227,8 +247,12 @@ def test_due_messages_join_the_key_shared_replay_set_without_a_sticky_hash():
 def test_key_shared_delivers_every_delayed_message_to_the_owner_of_its_key(version):
     lab = pl.Lab(version=version, seed=2)
     client = lab.client()
-    consumers = [client.subscribe("t", "s", consumer_type=pl.ConsumerType.KeyShared, consumer_name=f"c{i}",
-                                  receiver_queue_size=3) for i in range(3)]
+    consumers = [
+        client.subscribe(
+            "t", "s", consumer_type=pl.ConsumerType.KeyShared, consumer_name=f"c{i}", receiver_queue_size=3
+        )
+        for i in range(3)
+    ]
     producer = client.create_producer("t")
     for i in range(30):
         producer.send(f"{i}".encode(), partition_key=f"k{i % 6}", deliver_after=timedelta(milliseconds=100 * (i % 4)))
@@ -304,26 +328,32 @@ def test_an_unknown_factory_class_stops_the_broker():
     assert err.value.java_class == "java.io.IOException"
 
 
-@pytest.mark.parametrize("setting, value, error, text", [
-    ("delayedDeliveryTickTimeMillis", -1, IllegalArgumentException, "delayedDeliveryTickTimeMillis must be >= 0"),
-    ("delayedDeliveryTickTimeMillis", 1.5, TypeError, "delayedDeliveryTickTimeMillis must be an integer"),
-    ("delayedDeliveryEnabled", "yes", TypeError, "delayedDeliveryEnabled must be true or false"),
-    ("isDelayedDeliveryDeliverAtTimeStrict", 1, TypeError, "isDelayedDeliveryDeliverAtTimeStrict"),
-    ("delayedDeliveryMaxDelayInMillis", -5, IllegalArgumentException, "delayedDeliveryMaxDelayInMillis"),
-    ("delayedDeliveryFixedDelayDetectionLookahead", None, TypeError, "delayedDeliveryFixedDelayDetectionLookahead"),
-    ("delayedDeliveryTrackerFactoryClassName", 3, TypeError, "class name"),
-])
+@pytest.mark.parametrize(
+    "setting, value, error, text",
+    [
+        ("delayedDeliveryTickTimeMillis", -1, IllegalArgumentException, "delayedDeliveryTickTimeMillis must be >= 0"),
+        ("delayedDeliveryTickTimeMillis", 1.5, TypeError, "delayedDeliveryTickTimeMillis must be an integer"),
+        ("delayedDeliveryEnabled", "yes", TypeError, "delayedDeliveryEnabled must be true or false"),
+        ("isDelayedDeliveryDeliverAtTimeStrict", 1, TypeError, "isDelayedDeliveryDeliverAtTimeStrict"),
+        ("delayedDeliveryMaxDelayInMillis", -5, IllegalArgumentException, "delayedDeliveryMaxDelayInMillis"),
+        ("delayedDeliveryFixedDelayDetectionLookahead", None, TypeError, "delayedDeliveryFixedDelayDetectionLookahead"),
+        ("delayedDeliveryTrackerFactoryClassName", 3, TypeError, "class name"),
+    ],
+)
 def test_bad_delayed_settings_fail_when_the_lab_starts(setting, value, error, text):
     with pytest.raises(error, match=text):
         pl.Lab(broker_config={setting: value})
 
 
-@pytest.mark.parametrize("setting, value, text", [
-    ("delayedDeliveryMinIndexCountPerBucket", -1, "delayedDeliveryMinIndexCountPerBucket must be >= 0"),
-    ("delayedDeliveryMaxTimeStepPerBucketSnapshotSegmentSeconds", -1, "SegmentSeconds must be >= 0"),
-    ("delayedDeliveryMaxIndexesPerBucketSnapshotSegment", 0, "-1 \\(no limit\\) or at least 1"),
-    ("delayedDeliveryMaxNumBuckets", -2, "delayedDeliveryMaxNumBuckets must be >= -1"),
-])
+@pytest.mark.parametrize(
+    "setting, value, text",
+    [
+        ("delayedDeliveryMinIndexCountPerBucket", -1, "delayedDeliveryMinIndexCountPerBucket must be >= 0"),
+        ("delayedDeliveryMaxTimeStepPerBucketSnapshotSegmentSeconds", -1, "SegmentSeconds must be >= 0"),
+        ("delayedDeliveryMaxIndexesPerBucketSnapshotSegment", 0, "-1 \\(no limit\\) or at least 1"),
+        ("delayedDeliveryMaxNumBuckets", -2, "delayedDeliveryMaxNumBuckets must be >= -1"),
+    ],
+)
 def test_bad_bucket_settings_fail_when_the_lab_starts(setting, value, text):
     with pytest.raises(IllegalArgumentException, match=text):
         pl.Lab(broker_config={"delayedDeliveryTrackerFactoryClassName": BUCKET_TRACKER_FACTORY, setting: value})
@@ -358,8 +388,11 @@ def test_in_memory_stats_count_the_delayed_messages():
 
 
 def test_bucket_stats_show_the_gauges_of_genTopicMetricMap():
-    lab, consumer, producer = make(delayedDeliveryTrackerFactoryClassName=BUCKET_TRACKER_FACTORY,
-                                   delayedDeliveryMinIndexCountPerBucket=3, managedLedgerMaxEntriesPerLedger=3)
+    lab, consumer, producer = make(
+        delayedDeliveryTrackerFactoryClassName=BUCKET_TRACKER_FACTORY,
+        delayedDeliveryMinIndexCountPerBucket=3,
+        managedLedgerMaxEntriesPerLedger=3,
+    )
     for i in range(7):
         producer.send(f"d{i}".encode(), deliver_after=timedelta(seconds=60 + i))
     s = sub_stats(lab)
@@ -368,15 +401,21 @@ def test_bucket_stats_show_the_gauges_of_genTopicMetricMap():
     assert s["msgDelayed"] == 7
     assert s["delayedMessageIndexSizeInBytes"] == tracker.buffer_memory_usage()
     gauges = {k: v["value"] for k, v in s["bucketDelayedIndexStats"].items()}
-    assert gauges == {BUCKET_TOTAL: 3.0, INDEX_LOADED: float(tracker.shared_queue_size() + 1),
-                      SNAPSHOT_SIZE_BYTES: float(stored)}
+    assert gauges == {
+        BUCKET_TOTAL: 3.0,
+        INDEX_LOADED: float(tracker.shared_queue_size() + 1),
+        SNAPSHOT_SIZE_BYTES: float(stored),
+    }
     assert all(v["name"] == k and v["labelsAndValues"] is None for k, v in s["bucketDelayedIndexStats"].items())
     assert lab.admin.topics.stats("t")["bucketDelayedIndexStats"] == s["bucketDelayedIndexStats"]
 
 
 def test_unsubscribing_deletes_the_stored_buckets():
-    lab, consumer, producer = make(delayedDeliveryTrackerFactoryClassName=BUCKET_TRACKER_FACTORY,
-                                   delayedDeliveryMinIndexCountPerBucket=1, managedLedgerMaxEntriesPerLedger=1)
+    lab, consumer, producer = make(
+        delayedDeliveryTrackerFactoryClassName=BUCKET_TRACKER_FACTORY,
+        delayedDeliveryMinIndexCountPerBucket=1,
+        managedLedgerMaxEntriesPerLedger=1,
+    )
     for i in range(3):
         producer.send(f"d{i}".encode(), deliver_after=timedelta(seconds=60))
     assert len(lab.service.bucket_snapshot_storage) == 2

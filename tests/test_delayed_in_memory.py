@@ -5,10 +5,10 @@ from __future__ import annotations
 import copy
 
 import pytest
+from golden_files import golden_lines
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from golden_files import golden_lines
 from pulsarlab.broker.delayed.in_memory import (
     InMemoryDelayedDeliveryTracker,
     PriorityQueueDelayedDeliveryTracker,
@@ -100,7 +100,11 @@ def test_with_timer_targets_the_earliest_message(profile):
 def test_add_within_tick_time_is_rejected_when_not_strict(profile):
     _, tracker, _ = _tracker(profile, tick=100)
     assert [tracker.add_message(i, i, at) for i, at in enumerate([10, 99, 100, 101, 200], 1)] == [
-        False, False, False, True, True,
+        False,
+        False,
+        False,
+        True,
+        True,
     ]
     assert tracker.number_of_delayed_messages() == 2
 

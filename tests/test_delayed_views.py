@@ -13,8 +13,6 @@ import pytest
 import pulsarlab as pl
 from pulsarlab.broker.delayed import jvm_memory as mem
 from pulsarlab.broker.delayed.bucket.tracker import BUCKET_TRACKER_FACTORY
-from pulsarlab.snapshot.delayed import DELIVERED, LOADED, MAX_ITEMS, STORED
-from pulsarlab.scenarios.delayed_workload import sweep
 from pulsarlab.exercises.delayed import (
     check_delivery_times,
     check_restart_recovery,
@@ -23,6 +21,8 @@ from pulsarlab.exercises.delayed import (
     restart_answer,
     subscription_delay_answer,
 )
+from pulsarlab.scenarios.delayed_workload import sweep
+from pulsarlab.snapshot.delayed import DELIVERED, LOADED, MAX_ITEMS, STORED
 from pulsarlab.snapshot.lab import snapshot
 from pulsarlab.snapshot.recorder import Recorder
 from pulsarlab_widgets.player import Player
@@ -35,9 +35,12 @@ from pulsarlab_widgets.views.delayed import (
     scheduling_work_figure,
 )
 
-BUCKETS = {"delayedDeliveryTrackerFactoryClassName": BUCKET_TRACKER_FACTORY,
-           "delayedDeliveryMinIndexCountPerBucket": 2, "managedLedgerMaxEntriesPerLedger": 2,
-           "delayedDeliveryMaxTimeStepPerBucketSnapshotSegmentSeconds": 2}
+BUCKETS = {
+    "delayedDeliveryTrackerFactoryClassName": BUCKET_TRACKER_FACTORY,
+    "delayedDeliveryMinIndexCountPerBucket": 2,
+    "managedLedgerMaxEntriesPerLedger": 2,
+    "delayedDeliveryMaxTimeStepPerBucketSnapshotSegmentSeconds": 2,
+}
 
 
 def run(version: str = "4.0", conf: dict | None = None, messages: int = 7, record: bool = False):
@@ -91,8 +94,12 @@ def test_bucket_snapshot_shows_segments_in_memory_and_stored():
 
 
 def test_a_longer_bucket_has_stored_and_delivered_segments():
-    conf = dict(BUCKETS, delayedDeliveryMinIndexCountPerBucket=4, managedLedgerMaxEntriesPerLedger=4,
-                delayedDeliveryMaxTimeStepPerBucketSnapshotSegmentSeconds=1)
+    conf = dict(
+        BUCKETS,
+        delayedDeliveryMinIndexCountPerBucket=4,
+        managedLedgerMaxEntriesPerLedger=4,
+        delayedDeliveryMaxTimeStepPerBucketSnapshotSegmentSeconds=1,
+    )
     lab, _c, _r = run(conf=conf, messages=5)
     bucket = snapshot(lab).subscription().dispatcher.delayed.buckets[0]
     assert [s.state for s in bucket.segments] == [LOADED, STORED, STORED, STORED]
@@ -136,7 +143,8 @@ def test_timeline_and_memory_views_build_for_every_frame(version, conf):
     player = Player(rec, [delayed_timeline_view, delayed_memory_view])
     player.jump_to_kind("broker_restarting")
     assert "BROKER RESTART" in player.figures[0].layout.title.text or "restarted" in str(
-        player.figures[0].layout.annotations)
+        player.figures[0].layout.annotations
+    )
 
 
 def test_timeline_shows_segments_by_state_and_the_released_messages():
@@ -180,8 +188,15 @@ def test_memory_view_compares_with_the_in_memory_queue():
 
 
 def test_sweep_figures():
-    rows = [r.as_dict() for r in sweep(messages=(200, 800), spreads_ms=(60_000, 600_000), entries_per_ledger=100,
-                                       broker_config={"delayedDeliveryMinIndexCountPerBucket": 100})]
+    rows = [
+        r.as_dict()
+        for r in sweep(
+            messages=(200, 800),
+            spreads_ms=(60_000, 600_000),
+            entries_per_ledger=100,
+            broker_config={"delayedDeliveryMinIndexCountPerBucket": 100},
+        )
+    ]
     fig = memory_comparison_figure(rows)
     assert fig.layout.xaxis.type == "log" and len(fig.data) == 6  # in-memory x2, bucket memory x2, stored x2
     work = scheduling_work_figure(rows)
@@ -230,15 +245,22 @@ def test_restart_exercise():
 
 
 def test_the_labs_committed_answers_pass():
-    import nbformat
     from pathlib import Path
 
+    import nbformat
+
     lab = Path(__file__).resolve().parents[1] / "labs" / "09-delayed-delivery.ipynb"
-    cells = [c.source for c in nbformat.read(lab, as_version=4).cells
-             if c.cell_type == "code" and "answer_" in c.source and "check_" in c.source]
+    cells = [
+        c.source
+        for c in nbformat.read(lab, as_version=4).cells
+        if c.cell_type == "code" and "answer_" in c.source and "check_" in c.source
+    ]
     assert len(cells) == 3
-    namespace = {"check_delivery_times": check_delivery_times, "check_subscription_delays": check_subscription_delays,
-                 "check_restart_recovery": check_restart_recovery}
+    namespace = {
+        "check_delivery_times": check_delivery_times,
+        "check_subscription_delays": check_subscription_delays,
+        "check_restart_recovery": check_restart_recovery,
+    }
     for source in cells:
         *body, last = source.strip().splitlines()
         exec("\n".join(body), namespace)

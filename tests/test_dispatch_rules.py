@@ -5,10 +5,10 @@ from __future__ import annotations
 import copy
 
 import pytest
+from golden_files import golden_lines
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from golden_files import golden_lines
 from pulsarlab.broker.dispatch.entries_per_turn import avg_batch_size_per_msg, batch_entries, java_div
 from pulsarlab.broker.dispatch.failover import (
     FailoverConsumerList,
@@ -27,8 +27,9 @@ from pulsarlab.profiles import SharedDispatcherForm, get_profile
 
 
 def consumer(cid: int, priority: int, permits: int, blocked: bool = False, cnx_active: bool = True) -> DispatchConsumer:
-    return DispatchConsumer(id=cid, name=f"c{cid}", priority=priority, available_permits=permits,
-                            blocked=blocked, cnx_active=cnx_active)
+    return DispatchConsumer(
+        id=cid, name=f"c{cid}", priority=priority, available_permits=permits, blocked=blocked, cnx_active=cnx_active
+    )
 
 
 def take(dispatcher: SharedConsumerList, n: int) -> list[int | None]:
@@ -51,8 +52,18 @@ def shared(*consumers: DispatchConsumer, profile: str = "4.0") -> SharedConsumer
 
 @pytest.mark.parametrize("profile", ["3.0", "4.0"])
 def test_multiple_dispatcher_get_next_consumer_with_different_priority_level(profile):
-    d = shared(consumer(1, 0, 2), consumer(2, 0, 2), consumer(3, 0, 2), consumer(4, 1, 2), consumer(5, 1, 1),
-               consumer(6, 1, 2), consumer(7, 2, 1), consumer(8, 2, 1), consumer(9, 2, 1), profile=profile)
+    d = shared(
+        consumer(1, 0, 2),
+        consumer(2, 0, 2),
+        consumer(3, 0, 2),
+        consumer(4, 1, 2),
+        consumer(5, 1, 1),
+        consumer(6, 1, 2),
+        consumer(7, 2, 1),
+        consumer(8, 2, 1),
+        consumer(9, 2, 1),
+        profile=profile,
+    )
     assert take(d, 13) == [1, 2, 3, 1, 2, 3, 4, 5, 6, 4, 6, 7, 8]
     d.add(consumer(10, 0, 2))
     assert [c.id for c in d.consumers] == [1, 2, 3, 10, 4, 5, 6, 7, 8, 9]
@@ -60,16 +71,32 @@ def test_multiple_dispatcher_get_next_consumer_with_different_priority_level(pro
 
 
 def test_few_blocked_consumer_same_priority():
-    d = shared(consumer(1, 0, 2), consumer(2, 0, 2), consumer(3, 0, 2), consumer(4, 0, 2),
-               consumer(5, 0, 1, blocked=True), consumer(6, 0, 2, blocked=True))
+    d = shared(
+        consumer(1, 0, 2),
+        consumer(2, 0, 2),
+        consumer(3, 0, 2),
+        consumer(4, 0, 2),
+        consumer(5, 0, 1, blocked=True),
+        consumer(6, 0, 2, blocked=True),
+    )
     assert take(d, 9) == [1, 2, 3, 4, 1, 2, 3, 4, None]
 
 
 def test_few_blocked_consumer_different_priority():
-    d = shared(consumer(1, 0, 2), consumer(2, 0, 2), consumer(3, 0, 2), consumer(4, 0, 2),
-               consumer(5, 0, 1, blocked=True), consumer(6, 0, 2, blocked=True), consumer(7, 1, 2),
-               consumer(8, 1, 10, blocked=True), consumer(9, 1, 2), consumer(10, 2, 2),
-               consumer(11, 2, 10, blocked=True), consumer(12, 2, 2))
+    d = shared(
+        consumer(1, 0, 2),
+        consumer(2, 0, 2),
+        consumer(3, 0, 2),
+        consumer(4, 0, 2),
+        consumer(5, 0, 1, blocked=True),
+        consumer(6, 0, 2, blocked=True),
+        consumer(7, 1, 2),
+        consumer(8, 1, 10, blocked=True),
+        consumer(9, 1, 2),
+        consumer(10, 2, 2),
+        consumer(11, 2, 10, blocked=True),
+        consumer(12, 2, 2),
+    )
     assert take(d, 14) == [1, 2, 3, 4, 1, 2, 3, 4, 7, 9, 7, 9, 10, 12]
     d.add(consumer(13, 0, 2))
     d.add(consumer(14, 0, 2, blocked=True))
@@ -77,8 +104,15 @@ def test_few_blocked_consumer_different_priority():
 
 
 def test_few_blocked_consumer_different_priority2():
-    d = shared(consumer(1, 0, 2, blocked=True), consumer(2, 0, 2, blocked=True), consumer(3, 0, 2, blocked=True),
-               consumer(4, 1, 2), consumer(5, 1, 1), consumer(6, 2, 1), consumer(7, 2, 2, blocked=True))
+    d = shared(
+        consumer(1, 0, 2, blocked=True),
+        consumer(2, 0, 2, blocked=True),
+        consumer(3, 0, 2, blocked=True),
+        consumer(4, 1, 2),
+        consumer(5, 1, 1),
+        consumer(6, 2, 1),
+        consumer(7, 2, 2, blocked=True),
+    )
     assert take(d, 5) == [4, 5, 4, 6, None]
 
 
@@ -110,15 +144,19 @@ def test_inactive_connection_is_skipped_only_on_branch_4_0():
     inactive = dict(cnx_active=False)
     on_3_0 = shared(consumer(1, 0, 3, **inactive), consumer(2, 0, 3), profile="3.0")
     on_4_0 = shared(consumer(1, 0, 3, **inactive), consumer(2, 0, 3), profile="4.0")
-    classic = shared(consumer(1, 0, 3, **inactive), consumer(2, 0, 3),
-                     profile=get_profile("4.0").replace(shared_dispatcher=SharedDispatcherForm.V3))
+    classic = shared(
+        consumer(1, 0, 3, **inactive),
+        consumer(2, 0, 3),
+        profile=get_profile("4.0").replace(shared_dispatcher=SharedDispatcherForm.V3),
+    )
     assert take(on_3_0, 3) == [1, 2, 1]
     assert take(classic, 3) == [1, 2, 1]
     assert take(on_4_0, 3) == [2, 2, 2]
 
 
-@pytest.mark.parametrize("permits, blocked, expected", [(1, False, True), (0, False, False), (-3, False, False),
-                                                        (5, True, False)])
+@pytest.mark.parametrize(
+    "permits, blocked, expected", [(1, False, True), (0, False, False), (-3, False, False), (5, True, False)]
+)
 def test_availability_needs_permits_and_no_block(permits, blocked, expected):
     c = consumer(1, 0, permits, blocked=blocked)
     assert is_consumer_available(c, SharedDispatcherForm.V3) is expected
@@ -166,9 +204,10 @@ def test_unknown_profile_is_rejected():
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 3), st.integers(-1, 3), st.booleans(), st.booleans()),
-                min_size=1, max_size=12),
-       st.integers(1, 40))
+@given(
+    st.lists(st.tuples(st.integers(0, 3), st.integers(-1, 3), st.booleans(), st.booleans()), min_size=1, max_size=12),
+    st.integers(1, 40),
+)
 def test_next_consumer_prefers_higher_priority_and_only_returns_available(specs, calls):
     d = SharedConsumerList("4.0")
     for i, (priority, permits, blocked, active) in enumerate(specs):
@@ -278,13 +317,15 @@ def test_bad_partition_index_is_rejected(partition):
 
 
 def v4(remaining, permits=200, **kw):
-    return batch_entries("4.0", remaining_messages=remaining, available_permits=permits,
-                         avg_batch_size_per_msg=kw.pop("avg", 5), **kw)
+    return batch_entries(
+        "4.0", remaining_messages=remaining, available_permits=permits, avg_batch_size_per_msg=kw.pop("avg", 5), **kw
+    )
 
 
 def v3(remaining, permits=200, **kw):
-    return batch_entries("3.0", remaining_messages=remaining, available_permits=permits,
-                         avg_batch_size_per_msg=kw.pop("avg", 5), **kw)
+    return batch_entries(
+        "3.0", remaining_messages=remaining, available_permits=permits, avg_batch_size_per_msg=kw.pop("avg", 5), **kw
+    )
 
 
 def ceil_div(a: int, b: int) -> int:
@@ -330,10 +371,15 @@ def test_avg_batch_size_per_msg():
         avg_batch_size_per_msg(5, 0)
 
 
-@pytest.mark.parametrize("bad, error", [({"avg_batch_size_per_msg": 0}, ValueError),
-                                        ({"available_permits": 1.5}, TypeError),
-                                        ({"remaining_messages": 2**31}, ValueError),
-                                        ({"writable": 1}, TypeError)])
+@pytest.mark.parametrize(
+    "bad, error",
+    [
+        ({"avg_batch_size_per_msg": 0}, ValueError),
+        ({"available_permits": 1.5}, TypeError),
+        ({"remaining_messages": 2**31}, ValueError),
+        ({"writable": 1}, TypeError),
+    ],
+)
 def test_batch_entries_rejects_bad_input(bad, error):
     args = dict(remaining_messages=10, available_permits=10, avg_batch_size_per_msg=1)
     args.update(bad)
@@ -342,11 +388,25 @@ def test_batch_entries_rejects_bad_input(bad, error):
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.integers(-50, 500), st.integers(-50, 500), st.integers(1, 40), st.integers(0, 600), st.integers(0, 600),
-       st.integers(1, 50), st.booleans())
+@given(
+    st.integers(-50, 500),
+    st.integers(-50, 500),
+    st.integers(1, 40),
+    st.integers(0, 600),
+    st.integers(0, 600),
+    st.integers(1, 50),
+    st.booleans(),
+)
 def test_batch_is_at_least_one_and_respects_the_caps(remaining, permits, avg, max_unacked, unacked, cap, writable):
-    kw = dict(remaining_messages=remaining, available_permits=permits, avg_batch_size_per_msg=avg,
-              writable=writable, max_unacked=max_unacked, unacked=unacked, max_round_robin_batch_size=cap)
+    kw = dict(
+        remaining_messages=remaining,
+        available_permits=permits,
+        avg_batch_size_per_msg=avg,
+        writable=writable,
+        max_unacked=max_unacked,
+        unacked=unacked,
+        max_round_robin_batch_size=cap,
+    )
     new, old = batch_entries("4.0", **kw), batch_entries("3.0", **kw)
     assert 1 <= new <= max(cap, 1)
     assert 1 <= old <= max(cap // avg, 1)

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pulsarlab.hashing import murmur3_32_bulk
 from pulsarlab.broker.key_shared import Consumer, make_selector
+from pulsarlab.hashing import murmur3_32_bulk
 from pulsarlab.scenarios.distribution import (
     DistributionAccumulator,
     build_plan,

@@ -6,9 +6,7 @@ import pytest
 
 from pulsarlab.events import EventLog, event_type
 
-DEMO = event_type(
-    "test_demo_moved", "who:str n:int ok:bool detail:json", "{who} moved {n} keys", rule="a test rule"
-)
+DEMO = event_type("test_demo_moved", "who:str n:int ok:bool detail:json", "{who} moved {n} keys", rule="a test rule")
 
 
 def test_append_and_decode_round_trip():
@@ -17,7 +15,15 @@ def test_append_and_decode_round_trip():
     log.append("test_demo_moved", 7, who="c2", n=-1, ok=False)
     assert seq == 0 and len(log) == 2
     e = log[0]
-    assert (e.seq, e.time, e.kind, e.who, e.n, e.ok, e.detail) == (0, 5, "test_demo_moved", "c1", 3, True, {"ranges": [[0, 9]]})
+    assert (e.seq, e.time, e.kind, e.who, e.n, e.ok, e.detail) == (
+        0,
+        5,
+        "test_demo_moved",
+        "c1",
+        3,
+        True,
+        {"ranges": [[0, 9]]},
+    )
     assert log[-1].detail is None
     assert e.explain() == "c1 moved 3 keys (a test rule)"
     assert [ev.seq for ev in log.since(1)] == [1]

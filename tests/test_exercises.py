@@ -7,12 +7,12 @@ import json
 from pathlib import Path
 
 import pytest
+from exercise_support import rejected
 
 import pulsarlab as pl
 from pulsarlab.exercises import debugging as dbg
 from pulsarlab.exercises import key_shared_ordering as kso
 from pulsarlab.exercises import subscriptions as subs
-from exercise_support import rejected
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "broker-json"
 JAVADOC = [("C1", 0, 2), ("C2", 0, 1), ("C3", 0, 1), ("C4", 1, 2), ("C5", 1, 1)]
@@ -33,20 +33,33 @@ def test_shared_dispatch_accepts_the_right_answer() -> None:
 
 
 def test_shared_dispatch_rejects_priority_blind_round_robin() -> None:
-    rejected(subs.check_shared_dispatch(["C1", "C2", "C3", "C4", "C5", "C1", "C4", None], JAVADOC, 8),
-             "m3 goes to C1; you said C4", "LOWER number is a HIGHER priority")
+    rejected(
+        subs.check_shared_dispatch(["C1", "C2", "C3", "C4", "C5", "C1", "C4", None], JAVADOC, 8),
+        "m3 goes to C1; you said C4",
+        "LOWER number is a HIGHER priority",
+    )
 
 
 def test_shared_dispatch_rejects_filling_one_consumer_first() -> None:
-    rejected(subs.check_shared_dispatch(["C1", "C1", "C2", "C3", "C4", "C4", "C5", None], JAVADOC, 8),
-             "m1 goes to C2; you said C1", "round robin continues", "2 more message(s) differ")
+    rejected(
+        subs.check_shared_dispatch(["C1", "C1", "C2", "C3", "C4", "C4", "C5", None], JAVADOC, 8),
+        "m1 goes to C2; you said C1",
+        "round robin continues",
+        "2 more message(s) differ",
+    )
 
 
 def test_shared_dispatch_rejects_a_consumer_without_permits() -> None:
-    rejected(subs.check_shared_dispatch(["C1", "C2", "C3", "C1", "C4", "C5", "C4", "C1"], JAVADOC, 8),
-             "m7 goes to nobody", "every consumer has used all its permits")
-    rejected(subs.check_shared_dispatch(["C1", "C2", "C2", "C1", "C4", "C5", "C4", None], JAVADOC, 8),
-             "C2 has no permits left", "receiver_queue_size is 1")
+    rejected(
+        subs.check_shared_dispatch(["C1", "C2", "C3", "C1", "C4", "C5", "C4", "C1"], JAVADOC, 8),
+        "m7 goes to nobody",
+        "every consumer has used all its permits",
+    )
+    rejected(
+        subs.check_shared_dispatch(["C1", "C2", "C2", "C1", "C4", "C5", "C4", None], JAVADOC, 8),
+        "C2 has no permits left",
+        "receiver_queue_size is 1",
+    )
 
 
 def test_shared_dispatch_rejects_malformed_answers() -> None:
@@ -70,13 +83,16 @@ def test_flow_accepts_the_right_answer() -> None:
     assert subs.check_flow_commands([1, 1, 1], 0, 5, 3).ok
 
 
-@pytest.mark.parametrize("answer, needles", [
-    ([5, 5, 5], ["first FLOW is sent when the consumer subscribes", "FLOW(10)"]),
-    ([10] + [1] * 17, ["does not hand permits back one by one", "10 // 2 = 5"]),
-    ([10, 10], ["does not wait for the queue to empty", "FLOW(5), not FLOW(10)"]),
-    ([10, 5, 5, 5, 5], ["3 refill(s) of 5", "the last 2 permit(s) wait in the client"]),
-    ("10, 5", ["list of ints"]),
-])
+@pytest.mark.parametrize(
+    "answer, needles",
+    [
+        ([5, 5, 5], ["first FLOW is sent when the consumer subscribes", "FLOW(10)"]),
+        ([10] + [1] * 17, ["does not hand permits back one by one", "10 // 2 = 5"]),
+        ([10, 10], ["does not wait for the queue to empty", "FLOW(5), not FLOW(10)"]),
+        ([10, 5, 5, 5, 5], ["3 refill(s) of 5", "the last 2 permit(s) wait in the client"]),
+        ("10, 5", ["list of ints"]),
+    ],
+)
 def test_flow_rejects_typical_mistakes(answer, needles) -> None:
     rejected(subs.check_flow_commands(answer, 10, 30, 17), *needles)
 
@@ -98,14 +114,10 @@ def test_disconnect_answer_facts() -> None:
 
 def test_disconnect_accepts_and_rejects() -> None:
     assert subs.check_disconnect({"messages": ["m2", "m4"], "redelivery_count": 0}).ok
-    rejected(subs.check_disconnect({"messages": ["m0", "m2", "m4"], "redelivery_count": 0}),
-             "m0 was acknowledged")
-    rejected(subs.check_disconnect({"messages": ["m2"], "redelivery_count": 0}),
-             "m4 comes back too", "receiver queue")
-    rejected(subs.check_disconnect({"messages": ["m2", "m4"], "redelivery_count": 1}),
-             "WITHOUT counting a redelivery")
-    rejected(subs.check_disconnect({"messages": ["m1", "m2", "m4"], "redelivery_count": 0}),
-             "m1 was never c1's")
+    rejected(subs.check_disconnect({"messages": ["m0", "m2", "m4"], "redelivery_count": 0}), "m0 was acknowledged")
+    rejected(subs.check_disconnect({"messages": ["m2"], "redelivery_count": 0}), "m4 comes back too", "receiver queue")
+    rejected(subs.check_disconnect({"messages": ["m2", "m4"], "redelivery_count": 1}), "WITHOUT counting a redelivery")
+    rejected(subs.check_disconnect({"messages": ["m1", "m2", "m4"], "redelivery_count": 0}), "m1 was never c1's")
     rejected(subs.check_disconnect(["m2", "m4"]), "should be a dict")
 
 
@@ -129,8 +141,12 @@ def test_after_join_accepts_the_right_answer() -> None:
 
 
 def test_after_join_rejects_4_0_thinking_on_3_0() -> None:
-    rejected(kso.check_after_join({"3.0": ["m13"], "4.0": ["m13"]}),
-             "3.0: c2 cannot receive m13", "for ALL its keys", "readPositionWhenJoining")
+    rejected(
+        kso.check_after_join({"3.0": ["m13"], "4.0": ["m13"]}),
+        "3.0: c2 cannot receive m13",
+        "for ALL its keys",
+        "readPositionWhenJoining",
+    )
 
 
 def test_after_join_rejects_draining_hashes_as_free() -> None:
@@ -151,10 +167,15 @@ def test_after_join_rejects_a_key_of_the_other_consumer() -> None:
 def test_after_acks_3_0_waits_for_the_mark_delete_4_0_releases_the_hash() -> None:
     result = kso.check_after_acks({"3.0": [], "4.0": ["m11", "m13"]}, acked_keys=["order-4"])
     assert result.ok, result.message
-    rejected(kso.check_after_acks({"3.0": ["m11"], "4.0": ["m11", "m13"]}, acked_keys=["order-4"]),
-             "the mark-delete stays at 3:-1 because m0 (order-1) is not acknowledged")
-    rejected(kso.check_after_acks({"3.0": [], "4.0": ["m13"]}, acked_keys=["order-4"]),
-             "4.0: c2 does receive m11", "draining entry is gone")
+    rejected(
+        kso.check_after_acks({"3.0": ["m11"], "4.0": ["m11", "m13"]}, acked_keys=["order-4"]),
+        "the mark-delete stays at 3:-1 because m0 (order-1) is not acknowledged",
+    )
+    rejected(
+        kso.check_after_acks({"3.0": [], "4.0": ["m13"]}, acked_keys=["order-4"]),
+        "4.0: c2 does receive m11",
+        "draining entry is gone",
+    )
 
 
 def test_after_all_acks_3_0_releases_the_recently_joined_consumer() -> None:
@@ -163,8 +184,11 @@ def test_after_all_acks_3_0_releases_the_recently_joined_consumer() -> None:
     run3.ack_keys(keys)
     assert run3.stats()["consumersAfterMarkDeletePosition"] == {}
     assert run3.queued(run3.c2) == [l for l in run3.after if run3.owner(run3.keys[l]) == "c2"]
-    rejected(kso.check_after_acks({"3.0": [], "4.0": ["m8", "m9", "m11", "m13"]}, acked_keys=keys),
-             "3.0: c2 does receive", "past c2's join position")
+    rejected(
+        kso.check_after_acks({"3.0": [], "4.0": ["m8", "m9", "m11", "m13"]}, acked_keys=keys),
+        "3.0: c2 does receive",
+        "past c2's join position",
+    )
 
 
 def test_ordering_checker_rejects_malformed_answers() -> None:
@@ -186,15 +210,18 @@ def test_pinning_entry_of_the_ack_holes_sample_with_unicode_ellipsis_and_trailin
     rejected(dbg.check_pinning_entry("2398:119", path, "settlement-audit"), "nothing pins this mark-delete")
 
 
-@pytest.mark.parametrize("answer, needle", [
-    ("2371:4", "markDeletePosition itself"),
-    ("2371:6", "open at its start"),
-    ("2371:10", "not the first such entry: 2371:5 comes before it"),
-    ("2398:120", "is the readPosition"),
-    ("2398:500", "there is no entry 2398:500"),
-    ("2371:5:-1", "'ledger:entry'"),
-    (23715, "'ledger:entry'"),
-])
+@pytest.mark.parametrize(
+    "answer, needle",
+    [
+        ("2371:4", "markDeletePosition itself"),
+        ("2371:6", "open at its start"),
+        ("2371:10", "not the first such entry: 2371:5 comes before it"),
+        ("2398:120", "is the readPosition"),
+        ("2398:500", "there is no entry 2398:500"),
+        ("2371:5:-1", "'ledger:entry'"),
+        (23715, "'ledger:entry'"),
+    ],
+)
 def test_pinning_entry_rejects_typical_mistakes(answer, needle) -> None:
     rejected(dbg.check_pinning_entry(answer, DATA / "ack-holes.stats-internal.json", "settlement-writer"), needle)
 
@@ -218,18 +245,30 @@ def test_pinning_entry_of_a_lab_hole_across_a_ledger_boundary() -> None:
 
 def test_blocked_consumer_sample() -> None:
     path = DATA / "shared-blocked-consumer.stats.json"
-    assert [(b.who, b.setting) for b in dbg.blocked_on_unacked(path, "email-sender")] == [("sender-0", dbg.PER_CONSUMER)]
+    assert [(b.who, b.setting) for b in dbg.blocked_on_unacked(path, "email-sender")] == [
+        ("sender-0", dbg.PER_CONSUMER)
+    ]
     assert dbg.check_blocked_consumer({"blocked": "sender-0", "setting": dbg.PER_CONSUMER}, path, "email-sender").ok
-    assert dbg.check_blocked_consumer({"blocked": "email-audit", "setting": dbg.PER_SUBSCRIPTION}, path,
-                                      "email-audit").ok
-    rejected(dbg.check_blocked_consumer({"blocked": "sender-1", "setting": dbg.PER_CONSUMER}, path, "email-sender"),
-             "availablePermits 0 but blockedConsumerOnUnackedMsgs is false", "receiver queue is full")
-    rejected(dbg.check_blocked_consumer({"blocked": "sender-0", "setting": dbg.PER_SUBSCRIPTION}, path,
-                                        "email-sender"), "blocked by its own count")
-    rejected(dbg.check_blocked_consumer({"blocked": "sender-0", "setting": "receiverQueueSize"}, path,
-                                        "email-sender"), "'receiverQueueSize' is not the setting")
-    rejected(dbg.check_blocked_consumer({"blocked": "auditor-1", "setting": dbg.PER_CONSUMER}, path,
-                                        "email-audit"), "auditor-1 has availablePermits 0")
+    assert dbg.check_blocked_consumer(
+        {"blocked": "email-audit", "setting": dbg.PER_SUBSCRIPTION}, path, "email-audit"
+    ).ok
+    rejected(
+        dbg.check_blocked_consumer({"blocked": "sender-1", "setting": dbg.PER_CONSUMER}, path, "email-sender"),
+        "availablePermits 0 but blockedConsumerOnUnackedMsgs is false",
+        "receiver queue is full",
+    )
+    rejected(
+        dbg.check_blocked_consumer({"blocked": "sender-0", "setting": dbg.PER_SUBSCRIPTION}, path, "email-sender"),
+        "blocked by its own count",
+    )
+    rejected(
+        dbg.check_blocked_consumer({"blocked": "sender-0", "setting": "receiverQueueSize"}, path, "email-sender"),
+        "'receiverQueueSize' is not the setting",
+    )
+    rejected(
+        dbg.check_blocked_consumer({"blocked": "auditor-1", "setting": dbg.PER_CONSUMER}, path, "email-audit"),
+        "auditor-1 has availablePermits 0",
+    )
     rejected(dbg.check_blocked_consumer("sender-0", path, "email-sender"), "should be a dict")
 
 
@@ -237,8 +276,7 @@ def test_blocked_consumer_in_the_lab() -> None:
     lab = pl.Lab(version="3.0", broker_config={"maxUnackedMessagesPerConsumer": 20})
     client = lab.client()
     slow = client.subscribe("t", "s", consumer_type=pl.ConsumerType.Shared, consumer_name="slow")
-    fast = client.subscribe("t", "s", consumer_type=pl.ConsumerType.Shared, consumer_name="fast",
-                            ack_group_time_ms=0)
+    fast = client.subscribe("t", "s", consumer_type=pl.ConsumerType.Shared, consumer_name="fast", ack_group_time_ms=0)
     producer = client.create_producer("t")
     for i in range(60):
         producer.send(b"%d" % i)
@@ -246,8 +284,9 @@ def test_blocked_consumer_in_the_lab() -> None:
             fast.acknowledge(fast.receive(0))
     stats = lab.admin.topics.stats("t")
     assert dbg.check_blocked_consumer({"blocked": "slow", "setting": dbg.PER_CONSUMER}, stats, "s").ok
-    rejected(dbg.check_blocked_consumer({"blocked": "fast", "setting": dbg.PER_CONSUMER}, stats, "s"),
-             "fast is not blocked")
+    rejected(
+        dbg.check_blocked_consumer({"blocked": "fast", "setting": dbg.PER_CONSUMER}, stats, "s"), "fast is not blocked"
+    )
     assert slow.receiver_queue  # it holds messages: it is the application that does not ack
 
 
@@ -255,8 +294,10 @@ def test_draining_sample_and_lab() -> None:
     path = DATA / "key-shared-4x-draining.stats.json"
     right = {"holder": "fulfilment-a", "waiting": "fulfilment-b", "messages_to_ack": 10}
     assert dbg.check_draining(right, path, "fulfilment").ok
-    rejected(dbg.check_draining({**right, "holder": "fulfilment-b", "waiting": "fulfilment-a"}, path, "fulfilment"),
-             "fulfilment-b is the one that WAITS")
+    rejected(
+        dbg.check_draining({**right, "holder": "fulfilment-b", "waiting": "fulfilment-a"}, path, "fulfilment"),
+        "fulfilment-b is the one that WAITS",
+    )
     rejected(dbg.check_draining({**right, "messages_to_ack": 5}, path, "fulfilment"), "number of hashes")
     rejected(dbg.check_draining({**right, "messages_to_ack": 30}, path, "fulfilment"), "30 unacked messages in all")
 
@@ -264,7 +305,10 @@ def test_draining_sample_and_lab() -> None:
     stats = run.lab.admin.topics.stats(kso.TOPIC)
     summary = dbg.draining_summary(stats, kso.SUBSCRIPTION)
     assert [(d.holder, d.waiting, d.messages) for d in summary] == [("c1", ("c2",), sum(run.draining().values()))]
-    assert dbg.check_draining({"holder": "c1", "waiting": "c2", "messages_to_ack": summary[0].messages}, stats,
-                              kso.SUBSCRIPTION).ok
-    rejected(dbg.check_draining(right, DATA / "shared-healthy.stats.json", "invoice-writer"),
-             "no consumer of invoice-writer drains a hash")
+    assert dbg.check_draining(
+        {"holder": "c1", "waiting": "c2", "messages_to_ack": summary[0].messages}, stats, kso.SUBSCRIPTION
+    ).ok
+    rejected(
+        dbg.check_draining(right, DATA / "shared-healthy.stats.json", "invoice-writer"),
+        "no consumer of invoice-writer drains a hash",
+    )

@@ -49,7 +49,12 @@ def test_computed_reference_values():
     assert murmur3_32("NONE_KEY") == 504741539
     assert murmur3_32("") == 0
     # reference §1.3 table: 3.x slot and 4.x consistent-hashing hash
-    for key, slot, ch in [("key1", 293, 7357), ("key2", 14772, 44326), ("k1", 24618, 56817), ("NONE_KEY", 48803, 56505)]:
+    for key, slot, ch in [
+        ("key1", 293, 7357),
+        ("key2", 14772, 44326),
+        ("k1", 24618, 56817),
+        ("NONE_KEY", 48803, 56505),
+    ]:
         assert murmur3_32(key) % 65536 == slot
         assert reduce_hash(murmur3_32(key), 1, 65535) == ch
 

@@ -15,9 +15,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pulsarlab.managed_ledger.position import Position
-from pulsarlab.managed_ledger.rangeset import OpenLongPairRangeSet
-from pulsarlab.protocol.subscription import ConsumerType, KeySharedMode
 from pulsarlab.importers import (
     AckRange,
     Finding,
@@ -43,6 +40,9 @@ from pulsarlab.importers import (
     read_stats_internal,
 )
 from pulsarlab.importers.lenient_json import JsonSource, loads
+from pulsarlab.managed_ledger.position import Position
+from pulsarlab.managed_ledger.rangeset import OpenLongPairRangeSet
+from pulsarlab.protocol.subscription import ConsumerType, KeySharedMode
 
 SAMPLES = Path(__file__).resolve().parent.parent / "data" / "broker-json"
 
@@ -86,7 +86,7 @@ def test_duplicate_keys_keep_the_last_value_like_jackson():
         ('{"a" : "never closed', 1, 8, "never ends"),
         ("$ pulsar-admin topics stats t\n{}", 1, 1, "shell prompt"),
         ('{"a" : 1}\n{"b" : 2}', 2, 1, "second value"),
-        ('{\n  \u201ca\u201d : 1\n}', 2, 3, "typographic quote"),
+        ("{\n  \u201ca\u201d : 1\n}", 2, 3, "typographic quote"),
         ('{\n  "a" : [ 1, 2, ... ]\n}', 2, 17, "ellipsis"),
     ],
 )
@@ -197,8 +197,13 @@ def test_range_strings_round_trip_with_open_long_pair_range_set(positions):
 
 
 def test_missing_fields_take_pulsars_defaults_and_unknown_fields_are_kept():
-    stats = read_stats({"subscriptions": {"s": {"consumers": [{"consumerName": "c", "futureField": [1]}], "x": 1}},
-                        "publishers": [], "brandNewTopicField": {"k": "v"}})
+    stats = read_stats(
+        {
+            "subscriptions": {"s": {"consumers": [{"consumerName": "c", "futureField": [1]}], "x": 1}},
+            "publishers": [],
+            "brandNewTopicField": {"k": "v"},
+        }
+    )
     sub = stats.subscriptions["s"]
     c = sub.consumers[0]
     assert (sub.type, sub.msg_backlog, sub.is_durable) == (None, 0, True)
@@ -238,18 +243,36 @@ def test_a_field_of_the_wrong_type_fails_naming_the_json_path_and_line():
 @pytest.mark.parametrize(
     "doc, path, expected",
     [
-        ({"subscriptions": {"s": {"type": "KeyShared"}}}, 'subscriptions["s"].type',
-         'one of "Exclusive", "Shared", "Failover", "Key_Shared"'),
-        ({"subscriptions": {"s": {"consumers": [{"keyHashRanges": ["[0, 9]", "0-9"]}]}}},
-         'subscriptions["s"].consumers[0].keyHashRanges[1]', '"[start, end]"'),
-        ({"subscriptions": {"s": {"consumers": [{"keyHashRangeArrays": [[9, 1]]}]}}},
-         'subscriptions["s"].consumers[0].keyHashRangeArrays[0]', "start <= end"),
-        ({"subscriptions": {"s": {"consumers": [{"availablePermits": True}]}}},
-         'subscriptions["s"].consumers[0].availablePermits', "an integer"),
-        ({"subscriptions": {"s": {"consumers": [{"unackedMessages": 2.5}]}}},
-         'subscriptions["s"].consumers[0].unackedMessages', "an integer"),
-        ({"subscriptions": {"s": {"consumersAfterMarkDeletePosition": {"c2": "3"}}}},
-         'subscriptions["s"].consumersAfterMarkDeletePosition["c2"]', '"ledger:entry"'),
+        (
+            {"subscriptions": {"s": {"type": "KeyShared"}}},
+            'subscriptions["s"].type',
+            'one of "Exclusive", "Shared", "Failover", "Key_Shared"',
+        ),
+        (
+            {"subscriptions": {"s": {"consumers": [{"keyHashRanges": ["[0, 9]", "0-9"]}]}}},
+            'subscriptions["s"].consumers[0].keyHashRanges[1]',
+            '"[start, end]"',
+        ),
+        (
+            {"subscriptions": {"s": {"consumers": [{"keyHashRangeArrays": [[9, 1]]}]}}},
+            'subscriptions["s"].consumers[0].keyHashRangeArrays[0]',
+            "start <= end",
+        ),
+        (
+            {"subscriptions": {"s": {"consumers": [{"availablePermits": True}]}}},
+            'subscriptions["s"].consumers[0].availablePermits',
+            "an integer",
+        ),
+        (
+            {"subscriptions": {"s": {"consumers": [{"unackedMessages": 2.5}]}}},
+            'subscriptions["s"].consumers[0].unackedMessages',
+            "an integer",
+        ),
+        (
+            {"subscriptions": {"s": {"consumersAfterMarkDeletePosition": {"c2": "3"}}}},
+            'subscriptions["s"].consumersAfterMarkDeletePosition["c2"]',
+            '"ledger:entry"',
+        ),
         ({"subscriptions": {"s": {"consumers": {"c": {}}}}}, 'subscriptions["s"].consumers', "a list"),
         ({"subscriptions": []}, "subscriptions", "an object"),
     ],
@@ -281,10 +304,13 @@ def test_stats_and_stats_internal_are_told_apart():
 
 
 def test_partitioned_stats_internal_is_read_per_partition():
-    doc = {"metadata": {"partitions": 2}, "partitions": {
-        "persistent://t/n/x-partition-0": {"ledgers": [], "cursors": {}},
-        "persistent://t/n/x-partition-1": {"ledgers": [], "cursors": {"s": {"markDeletePosition": "5:-1"}}},
-    }}
+    doc = {
+        "metadata": {"partitions": 2},
+        "partitions": {
+            "persistent://t/n/x-partition-0": {"ledgers": [], "cursors": {}},
+            "persistent://t/n/x-partition-1": {"ledgers": [], "cursors": {"s": {"markDeletePosition": "5:-1"}}},
+        },
+    }
     internal = read(doc)
     assert isinstance(internal, PartitionedTopicInternalStats)
     assert internal.metadata == {"partitions": 2}
@@ -424,12 +450,19 @@ def test_sticky_gap_numbers_of_the_sample():
 
 
 def internal_doc(md: str, idm: str, *, ledgers=((3, 0),), current=20, read_position=None, total=None, added=20):
-    cursor = {"markDeletePosition": md, "readPosition": read_position or f"{ledgers[-1][0]}:{current}",
-              "individuallyDeletedMessages": idm}
+    cursor = {
+        "markDeletePosition": md,
+        "readPosition": read_position or f"{ledgers[-1][0]}:{current}",
+        "individuallyDeletedMessages": idm,
+    }
     if total is not None:
         cursor["totalNonContiguousDeletedMessagesRange"] = total
-    return {"entriesAddedCounter": added, "currentLedgerEntries": current,
-            "ledgers": [{"ledgerId": lid, "entries": n} for lid, n in ledgers], "cursors": {"sub": cursor}}
+    return {
+        "entriesAddedCounter": added,
+        "currentLedgerEntries": current,
+        "ledgers": [{"ledgerId": lid, "entries": n} for lid, n in ledgers],
+        "cursors": {"sub": cursor},
+    }
 
 
 def test_a_range_at_or_before_the_mark_delete_is_reported():
@@ -475,8 +508,10 @@ def test_persist_limit_keeps_limit_plus_one_ranges():
     f = one(diagnose(internal=over), "unacked-ranges-over-persist-limit")
     assert (f.numbers["ranges"], f.numbers["persisted"], f.numbers["lost"]) == (10002, 10001, 1)
     small = Limits.from_broker_config({"managedLedgerMaxUnackedRangesToPersist": 3, "unrelated": "x"})
-    f = one(diagnose(internal=read_stats_internal(internal_doc("3:-1", ranges_text(6))), limits=small),
-            "unacked-ranges-over-persist-limit")
+    f = one(
+        diagnose(internal=read_stats_internal(internal_doc("3:-1", ranges_text(6))), limits=small),
+        "unacked-ranges-over-persist-limit",
+    )
     assert (f.numbers["persisted"], f.numbers["lost"]) == (4, 2)
 
 
@@ -519,11 +554,13 @@ def test_no_permits_is_a_warning_only_when_nothing_flows():
 
 
 def test_failover_looks_at_the_active_consumer_only():
-    standby_starved = sub_doc(type="Failover", activeConsumerName="a",
-                              consumers=[consumer("a"), consumer("b", availablePermits=0)])
+    standby_starved = sub_doc(
+        type="Failover", activeConsumerName="a", consumers=[consumer("a"), consumer("b", availablePermits=0)]
+    )
     assert diagnose(read_stats(standby_starved)) == []
-    active_starved = sub_doc(type="Failover", activeConsumerName="b",
-                             consumers=[consumer("a"), consumer("b", availablePermits=0)])
+    active_starved = sub_doc(
+        type="Failover", activeConsumerName="b", consumers=[consumer("a"), consumer("b", availablePermits=0)]
+    )
     assert one(diagnose(read_stats(active_starved)), "no-permits-with-backlog").numbers["consumers"] == 1
 
 
@@ -540,11 +577,16 @@ def test_no_consumers_with_backlog():
 
 
 def test_overlapping_ranges_of_consumers_sharing_a_name():
-    doc = sub_doc(type="Key_Shared", keySharedMode="AUTO_SPLIT", msgBacklog=0, consumers=[
-        consumer("w", keyHashRanges=["[0, 100]", "[201, 300]"]),
-        consumer("w", keyHashRanges=["[0, 100]", "[201, 300]"]),
-        consumer("v", keyHashRanges=["[101, 200]"]),
-    ])
+    doc = sub_doc(
+        type="Key_Shared",
+        keySharedMode="AUTO_SPLIT",
+        msgBacklog=0,
+        consumers=[
+            consumer("w", keyHashRanges=["[0, 100]", "[201, 300]"]),
+            consumer("w", keyHashRanges=["[0, 100]", "[201, 300]"]),
+            consumer("v", keyHashRanges=["[101, 200]"]),
+        ],
+    )
     f = one(diagnose(read_stats(doc)), "key-hash-range-overlap")
     assert f.numbers["overlaps"] == 2 and f.numbers["first_overlap"] == "[0, 100]"
     assert "apache/pulsar#16654" in f.message
@@ -569,13 +611,18 @@ def test_look_ahead_limit_terms():
 
 
 def test_partitions_are_diagnosed_separately():
-    internal = read({"metadata": {"partitions": 2}, "partitions": {
-        "x-partition-0": internal_doc("3:4", "[]"),
-        "x-partition-1": internal_doc("3:4", "[(3:5..3:9]]"),
-    }})
+    internal = read(
+        {
+            "metadata": {"partitions": 2},
+            "partitions": {
+                "x-partition-0": internal_doc("3:4", "[]"),
+                "x-partition-1": internal_doc("3:4", "[(3:5..3:9]]"),
+            },
+        }
+    )
     findings = diagnose(internal=internal)
     assert [(f.topic, f.rule) for f in findings] == [("x-partition-1", "ack-holes")]
-    assert str(findings[0]).startswith("INFO     [x-partition-1] subscription \"sub\" · ack-holes:")
+    assert str(findings[0]).startswith('INFO     [x-partition-1] subscription "sub" · ack-holes:')
 
 
 def test_diagnose_needs_something_to_read():
@@ -624,7 +671,10 @@ def test_the_labs_own_stats_are_read_and_diagnosed(version):
     assert isinstance(stats, TopicStats) and isinstance(internal, PersistentTopicInternalStats)
     sub, raw_sub = stats.subscriptions["sub"], raw_stats["subscriptions"]["sub"]
     assert (sub.type, sub.msg_backlog, sub.unacked_messages) == (
-        ConsumerType.KeyShared, raw_sub["msgBacklog"], raw_sub["unackedMessages"])
+        ConsumerType.KeyShared,
+        raw_sub["msgBacklog"],
+        raw_sub["unackedMessages"],
+    )
     assert [c.consumer_name for c in sub.consumers] == [c["consumerName"] for c in raw_sub["consumers"]]
     cursor = internal.cursors["sub"]
     assert str(cursor.range_set()) == raw_internal["cursors"]["sub"]["individuallyDeletedMessages"]
@@ -657,8 +707,14 @@ def test_imported_key_hash_ranges_feed_the_hash_range_view():
 
 
 def test_pip_282_join_positions_are_read():
-    doc = sub_doc(type="Key_Shared", consumersAfterMarkDeletePosition={"c2": "5:7"}, consumers=[
-        consumer("c1", lastSentPositionWhenJoining="3:0"), consumer("c2", lastSentPositionWhenJoining="5:7")])
+    doc = sub_doc(
+        type="Key_Shared",
+        consumersAfterMarkDeletePosition={"c2": "5:7"},
+        consumers=[
+            consumer("c1", lastSentPositionWhenJoining="3:0"),
+            consumer("c2", lastSentPositionWhenJoining="5:7"),
+        ],
+    )
     stats = read_stats(doc)
     assert stats.subscriptions["sub"].consumer("c2").join_position == Position(5, 7)
     f = one(diagnose(stats), "recently-joined-consumer")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 import pulsarlab as pl
-from pulsarlab.event_catalogue import broker as ev
 from pulsarlab.errors import InvalidMessageException, Timeout
+from pulsarlab.event_catalogue import broker as ev
 
 
 def dispatched(lab: pl.Lab) -> list[tuple[int, int, int]]:
@@ -18,9 +18,15 @@ def test_learner_api_from_the_issue() -> None:
     lab = pl.Lab(version="4.0", seed=1, broker_config={"managedLedgerMaxEntriesPerLedger": 3})
     client = lab.client()
     producer = client.create_producer("orders", batching_enabled=True, batching_type=pl.BatchingType.KeyBased)
-    consumer = client.subscribe("orders", "sub", consumer_type=pl.ConsumerType.KeyShared, consumer_name="c1",
-                                receiver_queue_size=1000, priority_level=0,
-                                key_shared_policy=pl.ConsumerKeySharedPolicy())
+    consumer = client.subscribe(
+        "orders",
+        "sub",
+        consumer_type=pl.ConsumerType.KeyShared,
+        consumer_name="c1",
+        receiver_queue_size=1000,
+        priority_level=0,
+        key_shared_policy=pl.ConsumerKeySharedPolicy(),
+    )
     msg_id = producer.send(b"hello", partition_key="k1", properties={"a": "b"}, event_timestamp=7)
     assert lab.now() == 10  # a blocking send waits for the batch timer (batching_max_publish_delay_ms=10)
     msg = consumer.receive(timeout_millis=0)
@@ -83,11 +89,17 @@ def test_exclusive_second_consumer_is_busy() -> None:
         client.subscribe("t", "s", consumer_type=pl.ConsumerType.Exclusive)
 
 
-@pytest.mark.parametrize("version, text", [
-    ("3.0", "Subscription is of different type"),
-    ("4.0", "Subscription is of different type. Active subscription type of 'Exclusive' is different than the "
-            "connecting consumer's type 'Shared'."),
-])
+@pytest.mark.parametrize(
+    "version, text",
+    [
+        ("3.0", "Subscription is of different type"),
+        (
+            "4.0",
+            "Subscription is of different type. Active subscription type of 'Exclusive' is different than the "
+            "connecting consumer's type 'Shared'.",
+        ),
+    ],
+)
 def test_subscription_type_mismatch(version: str, text: str) -> None:
     client = pl.Lab(version=version).client()
     client.subscribe("t", "s", consumer_type=pl.ConsumerType.Exclusive)
@@ -101,19 +113,29 @@ def test_key_shared_policy_mismatch_texts_4x_and_accepted_on_3_0() -> None:
     client = pl.Lab(version="4.0").client()
     client.subscribe("t", "s", consumer_type=ks)
     with pytest.raises(pl.SubscriptionBusyException) as info:
-        client.subscribe("t", "s", consumer_type=ks, key_shared_policy=pl.ConsumerKeySharedPolicy(
-            pl.KeySharedMode.Sticky, sticky_ranges=[(0, 100)]))
-    assert str(info.value) == ("Subscription is of different type. Active subscription key_shared mode of "
-                               "'AUTO_SPLIT' is different than the connecting consumer's key_shared mode 'STICKY'.")
+        client.subscribe(
+            "t",
+            "s",
+            consumer_type=ks,
+            key_shared_policy=pl.ConsumerKeySharedPolicy(pl.KeySharedMode.Sticky, sticky_ranges=[(0, 100)]),
+        )
+    assert str(info.value) == (
+        "Subscription is of different type. Active subscription key_shared mode of "
+        "'AUTO_SPLIT' is different than the connecting consumer's key_shared mode 'STICKY'."
+    )
     with pytest.raises(pl.SubscriptionBusyException) as info:
-        client.subscribe("t", "s", consumer_type=ks,
-                         key_shared_policy=pl.ConsumerKeySharedPolicy(allow_out_of_order_delivery=True))
-    assert str(info.value) == ("Subscription is of different type. Active subscription does not allow out of order "
-                               "delivery while the connecting consumer allows it.")
+        client.subscribe(
+            "t", "s", consumer_type=ks, key_shared_policy=pl.ConsumerKeySharedPolicy(allow_out_of_order_delivery=True)
+        )
+    assert str(info.value) == (
+        "Subscription is of different type. Active subscription does not allow out of order "
+        "delivery while the connecting consumer allows it."
+    )
     client3 = pl.Lab(version="3.0").client()
     client3.subscribe("t", "s", consumer_type=ks)
-    client3.subscribe("t", "s", consumer_type=ks,
-                      key_shared_policy=pl.ConsumerKeySharedPolicy(allow_out_of_order_delivery=True))
+    client3.subscribe(
+        "t", "s", consumer_type=ks, key_shared_policy=pl.ConsumerKeySharedPolicy(allow_out_of_order_delivery=True)
+    )
 
 
 def test_cumulative_ack_refused_on_shared() -> None:
@@ -121,8 +143,10 @@ def test_cumulative_ack_refused_on_shared() -> None:
     client = lab.client()
     c = client.subscribe("t", "s", consumer_type=pl.ConsumerType.Shared)
     client.create_producer("t").send(b"x")
-    with pytest.raises(pl.InvalidConfigurationException,
-                       match="^Cannot use cumulative acks on a non-exclusive/non-failover subscription$"):
+    with pytest.raises(
+        pl.InvalidConfigurationException,
+        match="^Cannot use cumulative acks on a non-exclusive/non-failover subscription$",
+    ):
         c.acknowledge_cumulative(c.receive(0))
 
 
@@ -159,8 +183,10 @@ def test_zero_queue_consumer() -> None:
         c.receive(timeout_millis=10)
     batching = client.create_producer("t", batching_enabled=True)
     batching.send(b"c")
-    with pytest.raises(InvalidMessageException,
-                       match=r"^Unsupported Batch message with 0 size receiver queue for \[s\]-\[consumer-0\] $"):
+    with pytest.raises(
+        InvalidMessageException,
+        match=r"^Unsupported Batch message with 0 size receiver queue for \[s\]-\[consumer-0\] $",
+    ):
         c.receive()
 
 
@@ -170,8 +196,17 @@ def test_shared_round_robin_javadoc_example_through_dispatch() -> None:
         lab = pl.Lab(version=version)
         client = lab.client()
         spec = [("C1", 0, 2), ("C2", 0, 1), ("C3", 0, 1), ("C4", 1, 2), ("C5", 1, 1)]
-        consumers = {client.subscribe("t", "s", consumer_type=pl.ConsumerType.Shared, consumer_name=n,
-                                      priority_level=pri, receiver_queue_size=q)._id: n for n, pri, q in spec}
+        consumers = {
+            client.subscribe(
+                "t",
+                "s",
+                consumer_type=pl.ConsumerType.Shared,
+                consumer_name=n,
+                priority_level=pri,
+                receiver_queue_size=q,
+            )._id: n
+            for n, pri, q in spec
+        }
         p = client.create_producer("t")
         for i in range(8):
             p.send(b"%d" % i)
@@ -284,8 +319,11 @@ def test_key_shared_4_0_draining_hashes_stats() -> None:
     st1 = next(c for c in sub["consumers"] if c["consumerName"] == "c1")
     st2 = next(c for c in sub["consumers"] if c["consumerName"] == "c2")
     d = lab.service.topics["persistent://public/default/t"].subscriptions["s"].dispatcher
-    hashes_c2 = {d.selector.make_sticky_key_hash(str(i).encode()) for i in range(10)
-                 if d.selector.select(d.selector.make_sticky_key_hash(str(i).encode())).name == "c2"}
+    hashes_c2 = {
+        d.selector.make_sticky_key_hash(str(i).encode())
+        for i in range(10)
+        if d.selector.select(d.selector.make_sticky_key_hash(str(i).encode())).name == "c2"
+    }
     assert hashes_c2, "c2 should take over some keys"
     assert {h["hash"] for h in st1["drainingHashes"]} == hashes_c2
     assert all(h["unackMsgs"] == 2 for h in st1["drainingHashes"])

@@ -31,18 +31,25 @@ op = st.one_of(
 
 
 class World:
-    def __init__(self, ctype: pl.ConsumerType, version: str, seed: int, queue: int, group_ms: int,
-                 ooo: bool = False, **conf) -> None:
-        self.lab = pl.Lab(version=version, seed=seed, broker_config={"managedLedgerMaxEntriesPerLedger": 4,
-                                                                      "activeConsumerFailoverDelayTimeMillis": 50,
-                                                                      **conf})
+    def __init__(
+        self, ctype: pl.ConsumerType, version: str, seed: int, queue: int, group_ms: int, ooo: bool = False, **conf
+    ) -> None:
+        self.lab = pl.Lab(
+            version=version,
+            seed=seed,
+            broker_config={"managedLedgerMaxEntriesPerLedger": 4, "activeConsumerFailoverDelayTimeMillis": 50, **conf},
+        )
         self.ctype = ctype
         self.ooo = ooo
         # PIP-379 (4.x default) guarantees one consumer per key at a time and per-key order on consumer changes;
         # the classic dispatcher (3.x) may replay older messages of a key to a recently joined consumer while
         # another consumer still holds newer... or older ones (the ordering gaps PIP-379 was written to close).
-        self.strict_key_shared = (ctype is pl.ConsumerType.KeyShared and not ooo and self.lab.profile.is_4x
-                                  and not conf.get("subscriptionKeySharedUseClassicPersistentImplementation"))
+        self.strict_key_shared = (
+            ctype is pl.ConsumerType.KeyShared
+            and not ooo
+            and self.lab.profile.is_4x
+            and not conf.get("subscriptionKeySharedUseClassicPersistentImplementation")
+        )
         self.client = self.lab.client()
         self.queue = queue
         self.group_ms = group_ms
@@ -69,9 +76,16 @@ class World:
         if self.ctype is pl.ConsumerType.Exclusive and self.consumers:
             return
         self.names += 1
-        c = self.client.subscribe("t", "s", consumer_type=self.ctype, consumer_name=f"c{self.names}",
-                                  receiver_queue_size=self.queue, initial_position=pl.InitialPosition.Earliest,
-                                  key_shared_policy=self._policy(), ack_group_time_ms=self.group_ms)
+        c = self.client.subscribe(
+            "t",
+            "s",
+            consumer_type=self.ctype,
+            consumer_name=f"c{self.names}",
+            receiver_queue_size=self.queue,
+            initial_position=pl.InitialPosition.Earliest,
+            key_shared_policy=self._policy(),
+            ack_group_time_ms=self.group_ms,
+        )
         self.consumers[slot] = c
         self.received_by.setdefault(self.names, [])
         for impl in c._impls.values():
@@ -83,6 +97,7 @@ class World:
             # the broker never sends an entry its cursor already deleted (an ack that reached it)
             assert not self.cursor().is_deleted(Position(ledger, entry)), f"{ledger}:{entry} sent after its ack"
             return inner(ledger, entry, data, redelivery_count, ack_set)
+
         return message_received
 
     def cursor(self):
@@ -212,8 +227,9 @@ class World:
                 seen.add(pid)
                 k = self.key_of[pid] if per_key else 0
                 if self.ctype in (pl.ConsumerType.Exclusive, pl.ConsumerType.Failover, pl.ConsumerType.KeyShared):
-                    assert self.seq_of[pid] > last.get(k, -1) or self._is_redelivery(pid), \
+                    assert self.seq_of[pid] > last.get(k, -1) or self._is_redelivery(pid), (
                         f"consumer c{name} got {pid} out of order"
+                    )
                 last[k] = max(last.get(k, -1), self.seq_of[pid])
 
     def _is_redelivery(self, pid: tuple[int, int]) -> bool:
@@ -224,8 +240,14 @@ settings_ = settings(max_examples=150, deadline=None, suppress_health_check=[Hea
 
 
 @settings_
-@given(ops=st.lists(op, max_size=40), ctype=st.sampled_from(TYPES), version=st.sampled_from(["3.0", "4.0"]),
-       queue=st.sampled_from([1, 3, 1000]), group_ms=st.sampled_from([0, 100]), seed=st.integers(0, 5))
+@given(
+    ops=st.lists(op, max_size=40),
+    ctype=st.sampled_from(TYPES),
+    version=st.sampled_from(["3.0", "4.0"]),
+    queue=st.sampled_from([1, 3, 1000]),
+    group_ms=st.sampled_from([0, 100]),
+    seed=st.integers(0, 5),
+)
 def test_random_workloads_keep_the_invariants(ops, ctype, version, queue, group_ms, seed) -> None:
     w = World(ctype, version, seed, queue, group_ms)
     w.run(ops)
@@ -233,11 +255,23 @@ def test_random_workloads_keep_the_invariants(ops, ctype, version, queue, group_
 
 
 @settings_
-@given(ops=st.lists(op, max_size=40), version=st.sampled_from(["3.0", "4.0", "4.1"]),
-       queue=st.sampled_from([1, 2, 1000]), ooo=st.booleans(), classic=st.booleans())
+@given(
+    ops=st.lists(op, max_size=40),
+    version=st.sampled_from(["3.0", "4.0", "4.1"]),
+    queue=st.sampled_from([1, 2, 1000]),
+    ooo=st.booleans(),
+    classic=st.booleans(),
+)
 def test_key_shared_variants(ops, version, queue, ooo, classic) -> None:
-    w = World(pl.ConsumerType.KeyShared, version, 1, queue, 0, ooo=ooo,
-              subscriptionKeySharedUseClassicPersistentImplementation=classic)
+    w = World(
+        pl.ConsumerType.KeyShared,
+        version,
+        1,
+        queue,
+        0,
+        ooo=ooo,
+        subscriptionKeySharedUseClassicPersistentImplementation=classic,
+    )
     w.run(ops)
     w.check_order()
 

@@ -49,8 +49,14 @@ def workload(type_name: str, version: str = "4.0", partitions: int = 0, record: 
     c1 = client.subscribe("t", "s", consumer_type=ctype, consumer_name="c1", receiver_queue_size=6)
     c2 = None
     if type_name != "Exclusive":
-        c2 = client.subscribe("t", "s", consumer_type=ctype, consumer_name="c2", receiver_queue_size=6,
-                              priority_level=1 if type_name == "Failover" else 0)
+        c2 = client.subscribe(
+            "t",
+            "s",
+            consumer_type=ctype,
+            consumer_name="c2",
+            receiver_queue_size=6,
+            priority_level=1 if type_name == "Failover" else 0,
+        )
     lab.advance(1000)  # the Failover delay before the first read
     producer = client.create_producer("t", batching_enabled=True, batching_max_messages=3)
     for i in range(14):
@@ -71,8 +77,11 @@ def workload(type_name: str, version: str = "4.0", partitions: int = 0, record: 
 
 def scenarios() -> list[Any]:
     out = [pytest.param(t, "4.0", 0, id=f"{t}-4.0") for t in TYPES]
-    out += [pytest.param("Key_Shared", "3.0", 0, id="Key_Shared-3.0"), pytest.param("Shared", "4.1", 0, id="Shared-4.1"),
-            pytest.param("Failover", "4.0", 3, id="Failover-partitioned")]
+    out += [
+        pytest.param("Key_Shared", "3.0", 0, id="Key_Shared-3.0"),
+        pytest.param("Shared", "4.1", 0, id="Shared-4.1"),
+        pytest.param("Failover", "4.0", 3, id="Failover-partitioned"),
+    ]
     return out
 
 
@@ -117,8 +126,9 @@ def test_snapshot_agrees_with_admin_stats(type_name: str, version: str, partitio
                 assert c.blocked == by_name[c.name]["blockedConsumerOnUnackedMsgs"]
             if s.dispatcher is not None and s.dispatcher.type in ("Exclusive", "Failover"):
                 active = stats["subscriptions"][s.name].get("activeConsumerName")
-                assert (s.consumer(s.dispatcher.active_consumer).name if s.dispatcher.active_consumer is not None
-                        else None) == active
+                assert (
+                    s.consumer(s.dispatcher.active_consumer).name if s.dispatcher.active_consumer is not None else None
+                ) == active
 
 
 def six_received_in_ledgers_of_three() -> tuple[pl.Lab, Any, list[Any]]:
@@ -288,7 +298,9 @@ def test_key_shared_blocking_4_0_draining_hashes() -> None:
     d = snap.subscription().dispatcher
     stats = lab.admin.topics.stats("t")["subscriptions"]["s"]
     c1_stats = next(c for c in stats["consumers"] if c["consumerName"] == "c1")
-    assert {(h.hash, h.ref_count) for h in d.draining} == {(h["hash"], h["unackMsgs"]) for h in c1_stats["drainingHashes"]}
+    assert {(h.hash, h.ref_count) for h in d.draining} == {
+        (h["hash"], h["unackMsgs"]) for h in c1_stats["drainingHashes"]
+    }
     rows = blocking_rows(snap)
     assert rows and {r["reason"] for r in rows} == {"hash_draining"}
     assert {r["hash"] for r in rows} == {h.hash for h in d.draining}
@@ -341,7 +353,9 @@ def test_views_fail_clearly_on_the_wrong_snapshot_or_names() -> None:
         cursor_view(snap, topic="nope")
     empty = snapshot(pl.Lab())
     for view in VIEWS:
-        assert "subscri" in view(empty).layout.annotations[0].text or "consumer" in view(empty).layout.annotations[0].text
+        assert (
+            "subscri" in view(empty).layout.annotations[0].text or "consumer" in view(empty).layout.annotations[0].text
+        )
     text = key_shared_blocking_view(snap).layout.annotations[0].text
     assert "not Key_Shared" in text
 
@@ -352,8 +366,9 @@ def test_views_fail_clearly_on_the_wrong_snapshot_or_names() -> None:
 def _script() -> list[Callable[[pl.Lab, dict], None]]:
     def subscribe(lab: pl.Lab, st: dict) -> None:
         st["client"] = lab.client()
-        st["c"] = st["client"].subscribe("t", "s", consumer_type=pl.ConsumerType.Shared, consumer_name="c1",
-                                         receiver_queue_size=5)
+        st["c"] = st["client"].subscribe(
+            "t", "s", consumer_type=pl.ConsumerType.Shared, consumer_name="c1", receiver_queue_size=5
+        )
 
     def publish(lab: pl.Lab, st: dict) -> None:
         st["p"] = st["client"].create_producer("t", batching_enabled=True, batching_max_messages=3)
@@ -370,8 +385,24 @@ def _script() -> list[Callable[[pl.Lab, dict], None]]:
     def advance(lab: pl.Lab, st: dict) -> None:
         lab.advance(100)
 
-    return [subscribe, publish, receive, receive, receive, receive, ack(0), ack(3), advance, ack(1), ack(2),
-            advance, receive, receive, ack(5), advance]
+    return [
+        subscribe,
+        publish,
+        receive,
+        receive,
+        receive,
+        receive,
+        ack(0),
+        ack(3),
+        advance,
+        ack(1),
+        ack(2),
+        advance,
+        receive,
+        receive,
+        ack(5),
+        advance,
+    ]
 
 
 def _run(k: int, record: bool) -> tuple[pl.Lab, Recorder | None, list[int], list[int]]:
@@ -478,9 +509,12 @@ def test_player_steps_through_a_recording_with_every_view() -> None:
 def test_ack_exercises_committed_answers_pass_and_wrong_ones_say_why() -> None:
     acks = [0, 1, 2, 4, 5, 7]
     assert ack_ranges_answer(acks)[:2] == ("3:2", "[(4:0..4:2],(5:0..5:1]]")
-    assert check_ack_ranges({"markDeletePosition": "3:2", "individuallyDeletedMessages": "[(4:0..4:2],(5:0..5:1]]"}, acks)
-    wrong = check_ack_ranges({"markDeletePosition": "4:2", "individuallyDeletedMessages": "[(4:1..4:2], (5:0..5:1]]"},
-                             acks)
+    assert check_ack_ranges(
+        {"markDeletePosition": "3:2", "individuallyDeletedMessages": "[(4:0..4:2],(5:0..5:1]]"}, acks
+    )
+    wrong = check_ack_ranges(
+        {"markDeletePosition": "4:2", "individuallyDeletedMessages": "[(4:1..4:2], (5:0..5:1]]"}, acks
+    )
     assert not wrong
     assert "never passes an unacknowledged entry" in wrong.message
     assert "no space" in wrong.message and "open-closed" in wrong.message
@@ -519,9 +553,11 @@ def test_lab_snapshot_is_importable_without_widgets() -> None:
     import subprocess
     import sys
 
-    code = ("import sys, pulsarlab.snapshot.lab, pulsarlab.snapshot.recorder; "
-            "bad = [m for m in sys.modules if m.split('.')[0] in ('plotly', 'ipywidgets', 'widgets', 'pyspark')]; "
-            "print(bad)")
+    code = (
+        "import sys, pulsarlab.snapshot.lab, pulsarlab.snapshot.recorder; "
+        "bad = [m for m in sys.modules if m.split('.')[0] in ('plotly', 'ipywidgets', 'widgets', 'pyspark')]; "
+        "print(bad)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
     assert isinstance(snapshot(pl.Lab()), LabSnapshot)

@@ -9,13 +9,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from pulsarlab.clock import Scheduler
+from pulsarlab.date_format import format_timestamp
+from pulsarlab.errors import IllegalArgumentException
 from pulsarlab.event_catalogue.cursor import MARK_DELETE_MOVED
+from pulsarlab.events import EventLog
 from pulsarlab.managed_ledger.cursor import (
     ManagedCursor,
     ack_set_bits,
     ack_set_words,
 )
-from pulsarlab.date_format import format_timestamp
 from pulsarlab.managed_ledger.exceptions import (
     CursorAlreadyClosedException,
     CursorNotFoundException,
@@ -24,9 +27,6 @@ from pulsarlab.managed_ledger.exceptions import (
 )
 from pulsarlab.managed_ledger.ledger import FIRST_LEDGER_ID, LedgerIdAllocator, ManagedLedger
 from pulsarlab.managed_ledger.position import Position
-from pulsarlab.clock import Scheduler
-from pulsarlab.errors import IllegalArgumentException
-from pulsarlab.events import EventLog
 from pulsarlab.messages import EntryData, MessageMetadata, SingleMessageMetadata
 from pulsarlab.profiles import get_profile
 
@@ -40,8 +40,14 @@ def make_entry(i: int, batch: int | None = None) -> EntryData:
     return EntryData(meta, [(SingleMessageMetadata(payload_size=2), b"ab") for _ in range(batch)])
 
 
-def make_ledger(version: str = "4.0", events: EventLog | None = None, allocator: LedgerIdAllocator | None = None,
-                scheduler: Scheduler | None = None, name: str = "orders", **overrides) -> ManagedLedger:
+def make_ledger(
+    version: str = "4.0",
+    events: EventLog | None = None,
+    allocator: LedgerIdAllocator | None = None,
+    scheduler: Scheduler | None = None,
+    name: str = "orders",
+    **overrides,
+) -> ManagedLedger:
     config = get_profile(version).broker_config()
     config.update(overrides)
     return ManagedLedger(name, scheduler or Scheduler(), config, allocator or LedgerIdAllocator(), events)
@@ -109,9 +115,20 @@ def test_stats_internal_shape_and_open_ledger_shows_zero():
     add(ml, 4)
     stats = json.loads(json.dumps(ml.stats_internal()))
     assert list(stats) == [
-        "entriesAddedCounter", "numberOfEntries", "totalSize", "currentLedgerEntries", "currentLedgerSize",
-        "lastLedgerCreatedTimestamp", "waitingCursorsCount", "pendingAddEntriesCount", "lastConfirmedEntry",
-        "state", "ledgers", "cursors", "schemaLedgers", "compactedLedger",
+        "entriesAddedCounter",
+        "numberOfEntries",
+        "totalSize",
+        "currentLedgerEntries",
+        "currentLedgerSize",
+        "lastLedgerCreatedTimestamp",
+        "waitingCursorsCount",
+        "pendingAddEntriesCount",
+        "lastConfirmedEntry",
+        "state",
+        "ledgers",
+        "cursors",
+        "schemaLedgers",
+        "compactedLedger",
     ]
     first = FIRST_LEDGER_ID
     assert stats["entriesAddedCounter"] == 4 and stats["numberOfEntries"] == 4
@@ -120,10 +137,22 @@ def test_stats_internal_shape_and_open_ledger_shows_zero():
     assert [(x["ledgerId"], x["entries"]) for x in stats["ledgers"]] == [(first, 3), (first + 1, 0)]
     cursor = stats["cursors"]["sub"]
     assert list(cursor) == [
-        "markDeletePosition", "readPosition", "waitingReadOp", "pendingReadOps", "messagesConsumedCounter",
-        "cursorLedger", "cursorLedgerLastEntry", "individuallyDeletedMessages", "lastLedgerSwitchTimestamp",
-        "state", "active", "numberOfEntriesSinceFirstNotAckedMessage", "totalNonContiguousDeletedMessagesRange",
-        "subscriptionHavePendingRead", "subscriptionHavePendingReplayRead", "properties",
+        "markDeletePosition",
+        "readPosition",
+        "waitingReadOp",
+        "pendingReadOps",
+        "messagesConsumedCounter",
+        "cursorLedger",
+        "cursorLedgerLastEntry",
+        "individuallyDeletedMessages",
+        "lastLedgerSwitchTimestamp",
+        "state",
+        "active",
+        "numberOfEntriesSinceFirstNotAckedMessage",
+        "totalNonContiguousDeletedMessagesRange",
+        "subscriptionHavePendingRead",
+        "subscriptionHavePendingReplayRead",
+        "properties",
     ]
 
 
@@ -261,7 +290,8 @@ def test_unordered_mark_delete_fails_and_keeps_position():
     assert info.value.java_class == MLE
     assert str(info.value) == (
         "org.apache.bookkeeper.mledger.impl.ManagedCursorImpl$MarkDeletingMarkedPosition: Mark deleting an already "
-        f"mark-deleted position. Current mark-delete: {p2} -- attempted mark delete: {p1}")
+        f"mark-deleted position. Current mark-delete: {p2} -- attempted mark delete: {p1}"
+    )
     assert c1.mark_delete_position == p2
 
 
@@ -410,8 +440,10 @@ def test_read_errors():
     ml = make_ledger()
     c = ml.open_cursor("c1")
     add(ml, 1)
-    with pytest.raises(LedgerNotExistException,
-                       match="^Message not found, the ledgerId does not belong to this topic or has been deleted$"):
+    with pytest.raises(
+        LedgerNotExistException,
+        match="^Message not found, the ledgerId does not belong to this topic or has been deleted$",
+    ):
         ml.read_entry(Position(999, 0))
     with pytest.raises(IllegalArgumentException):
         c.read_entries(0)
@@ -450,8 +482,11 @@ def test_replay_of_the_read_position_moves_it_on():
 
 
 def test_restart_keeps_persisted_state_and_limits_ranges():
-    ml = make_ledger(managedLedgerMaxEntriesPerLedger=100, acknowledgmentAtBatchIndexLevelEnabled=True,
-                     managedLedgerMaxUnackedRangesToPersist=2)
+    ml = make_ledger(
+        managedLedgerMaxEntriesPerLedger=100,
+        acknowledgmentAtBatchIndexLevelEnabled=True,
+        managedLedgerMaxUnackedRangesToPersist=2,
+    )
     c = ml.open_cursor("c1")
     p = add(ml, 12, batch=4)
     c.mark_delete(p[0], properties={"k": 7})
@@ -494,13 +529,22 @@ def test_events_entry_written_rolled_and_mark_delete_moved():
     c.async_delete([(p[0], None)])
     c.mark_delete(p[2])
     kinds = [e.kind for e in log]
-    assert kinds == ["entry_written", "entry_written", "ledger_rolled", "entry_written",
-                     "individually_deleted", "mark_delete_moved", "mark_delete_moved"]
+    assert kinds == [
+        "entry_written",
+        "entry_written",
+        "ledger_rolled",
+        "entry_written",
+        "individually_deleted",
+        "mark_delete_moved",
+        "mark_delete_moved",
+    ]
     rolled = log[2]
     assert (rolled.closed, rolled.entries, rolled.opened) == (p[0].ledger_id, 2, p[2].ledger_id)
     moved = log.of_kind(MARK_DELETE_MOVED.name)
-    assert [(m.to_ledger, m.to_entry) for m in moved] == [(p[1].ledger_id, p[1].entry_id),
-                                                          (p[2].ledger_id, p[2].entry_id)]
+    assert [(m.to_ledger, m.to_entry) for m in moved] == [
+        (p[1].ledger_id, p[1].entry_id),
+        (p[2].ledger_id, p[2].entry_id),
+    ]
     assert moved[0].cursor == "orders/sub"
     disabled = EventLog(enabled=False)
     ml2 = make_ledger(events=disabled)
@@ -514,8 +558,7 @@ def test_events_entry_written_rolled_and_mark_delete_moved():
 _OPS = st.lists(
     st.one_of(
         st.tuples(st.just("add"), st.integers(1, 4), st.sampled_from([None, None, 3, 5])),
-        st.tuples(st.just("ack"), st.lists(st.integers(0, 10_000), min_size=1, max_size=4),
-                  st.integers(0, 2**31)),
+        st.tuples(st.just("ack"), st.lists(st.integers(0, 10_000), min_size=1, max_size=4), st.integers(0, 2**31)),
         st.tuples(st.just("cumulative"), st.integers(0, 10_000), st.integers(0, 2**31)),
         st.tuples(st.just("read"), st.integers(1, 6), st.booleans()),
     ),
@@ -580,8 +623,7 @@ def _ack_set_for(rng: int, size: int | None):
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ops=_OPS, max_entries=st.integers(1, 4), batch_level=st.booleans())
 def test_cursor_matches_naive_model(ops, max_entries, batch_level):
-    ml = make_ledger(managedLedgerMaxEntriesPerLedger=max_entries,
-                     acknowledgmentAtBatchIndexLevelEnabled=batch_level)
+    ml = make_ledger(managedLedgerMaxEntriesPerLedger=max_entries, acknowledgmentAtBatchIndexLevelEnabled=batch_level)
     c: ManagedCursor = ml.open_cursor("sub")
     naive = NaiveCursor(batch_level)
     naive.md = (c.mark_delete_position.ledger_id, c.mark_delete_position.entry_id)
@@ -650,8 +692,10 @@ def test_cursor_matches_naive_model(ops, max_entries, batch_level):
                     runs[-1] = (key[0], runs[-1][1], key[1])
                 else:
                     runs.append((key[0], key[1], key[1]))
-        assert c.individually_deleted_messages_string() == "[" + ",".join(
-            f"({lid}:{a - 1}..{lid}:{b}]" for lid, a, b in runs) + "]"
+        assert (
+            c.individually_deleted_messages_string()
+            == "[" + ",".join(f"({lid}:{a - 1}..{lid}:{b}]" for lid, a, b in runs) + "]"
+        )
         assert c.number_of_entries_in_backlog() == len(unacked)
         assert c.number_of_entries_in_backlog(precise=False) == len(unacked)
 

@@ -8,15 +8,15 @@ from bisect import bisect_right
 from unittest import mock
 
 import pytest
+from golden_files import golden_lines
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import pulsarlab.managed_ledger.rangeset as rangeset_module
-from golden_files import golden_lines
-from pulsarlab.managed_ledger.rangeset import INT_MAX, IndexOutOfBoundsException, OpenLongPairRangeSet
 from pulsarlab.conformance import Mismatch
 from pulsarlab.conformance.rangeset import check
 from pulsarlab.errors import IllegalArgumentException, PulsarError
+from pulsarlab.managed_ledger.rangeset import INT_MAX, IndexOutOfBoundsException, OpenLongPairRangeSet
 
 # ---------------------------------------------------------------------------------------------
 # Reference §7.2 facts (OpenLongPairRangeSetTest, RangeSetWrapperTest)

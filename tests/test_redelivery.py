@@ -8,7 +8,6 @@ from datetime import timedelta
 import pytest
 
 import pulsarlab as pl
-from pulsarlab.managed_ledger.position import Position
 from pulsarlab.client.dead_letter import (
     MAX_RECONSUMETIMES,
     DeadLetterPolicy,
@@ -20,6 +19,7 @@ from pulsarlab.client.dead_letter import (
 )
 from pulsarlab.client.retry import delay_millis
 from pulsarlab.errors import IllegalArgumentException
+from pulsarlab.managed_ledger.position import Position
 
 SHARED = pl.ConsumerType.Shared
 DLQ = "persistent://public/default/orders-sub-DLQ"
@@ -68,19 +68,28 @@ def dispatch_times(lab, ledger, entry):
 # --- settings and their errors -------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("kwargs, error, text", [
-    ({"unacked_messages_timeout_ms": 999}, IllegalArgumentException, "Ack timeout should be greater than 1000 ms"),
-    ({"unacked_messages_timeout_ms": 5000, "tick_duration_ms": 99}, IllegalArgumentException,
-     "Ack timeout tick time should be greater than 100 ms"),
-    ({"negative_ack_redelivery_delay_ms": -1}, IllegalArgumentException, "redeliveryDelay needs to be >= 0"),
-    ({"unacked_messages_timeout_ms": "5s"}, TypeError, "ackTimeoutMillis must be an int"),
-    ({"negative_ack_redelivery_delay_ms": 1.5}, TypeError, "negative_ack_redelivery_delay_ms must be an int"),
-    ({"negative_ack_redelivery_backoff": 100}, TypeError, "MultiplierRedeliveryBackoff"),
-    ({"dead_letter_policy": {"max_redeliver_count": 3}}, TypeError, "ConsumerDeadLetterPolicy"),
-    ({"retry_enable": "yes"}, TypeError, "retry_enable must be a bool"),
-    ({"retry_enable": True, "receiver_queue_size": 0}, IllegalArgumentException,
-     "Receiver queue size needs to be greater than 0 for Topics Consumer"),
-])
+@pytest.mark.parametrize(
+    "kwargs, error, text",
+    [
+        ({"unacked_messages_timeout_ms": 999}, IllegalArgumentException, "Ack timeout should be greater than 1000 ms"),
+        (
+            {"unacked_messages_timeout_ms": 5000, "tick_duration_ms": 99},
+            IllegalArgumentException,
+            "Ack timeout tick time should be greater than 100 ms",
+        ),
+        ({"negative_ack_redelivery_delay_ms": -1}, IllegalArgumentException, "redeliveryDelay needs to be >= 0"),
+        ({"unacked_messages_timeout_ms": "5s"}, TypeError, "ackTimeoutMillis must be an int"),
+        ({"negative_ack_redelivery_delay_ms": 1.5}, TypeError, "negative_ack_redelivery_delay_ms must be an int"),
+        ({"negative_ack_redelivery_backoff": 100}, TypeError, "MultiplierRedeliveryBackoff"),
+        ({"dead_letter_policy": {"max_redeliver_count": 3}}, TypeError, "ConsumerDeadLetterPolicy"),
+        ({"retry_enable": "yes"}, TypeError, "retry_enable must be a bool"),
+        (
+            {"retry_enable": True, "receiver_queue_size": 0},
+            IllegalArgumentException,
+            "Receiver queue size needs to be greater than 0 for Topics Consumer",
+        ),
+    ],
+)
 def test_bad_settings_fail_with_pulsars_texts(kwargs, error, text):
     lab = pl.Lab(seed=1)
     with pytest.raises(error, match=text):
@@ -104,13 +113,19 @@ def test_default_names_and_properties_follow_retry_message_util():
     topic = "persistent://public/default/orders"
     assert default_dead_letter_topic(topic, "sub") == topic + "-sub-DLQ"
     assert default_retry_letter_topic(topic, "sub") == topic + "-sub-RETRY"
-    assert legacy_letter_topics(topic, "sub") == ("persistent://public/default/sub-RETRY",
-                                                  "persistent://public/default/sub-DLQ")
+    assert legacy_letter_topics(topic, "sub") == (
+        "persistent://public/default/sub-RETRY",
+        "persistent://public/default/sub-DLQ",
+    )
     assert origin_topic_name(topic + "-partition-3", multi_topics=True) == topic
     assert origin_topic_name(topic + "-partition-3", multi_topics=False) == topic + "-partition-3"
     props = letter_properties({"REAL_TOPIC": "first", "k": "v"}, "3:1:-1", topic, None)
-    assert props == {"ORIGIN_MESSAGE_ID": "3:1:-1", "ORIGIN_MESSAGE_IDY_TIME": "3:1:-1", "REAL_TOPIC": "first",
-                     "k": "v"}
+    assert props == {
+        "ORIGIN_MESSAGE_ID": "3:1:-1",
+        "ORIGIN_MESSAGE_IDY_TIME": "3:1:-1",
+        "REAL_TOPIC": "first",
+        "k": "v",
+    }
     assert list(props) == sorted(props)  # a TreeMap
     assert delay_millis(timedelta(milliseconds=1001)) == 1001 and delay_millis(-5) == 0
     with pytest.raises(TypeError):
@@ -169,8 +184,9 @@ def test_batch_entry_stays_tracked_until_every_message_is_acked():
 
 
 def test_exclusive_ack_timeout_redelivers_everything_unacked_by_rewinding():
-    lab, _client, consumer, producer = setup(consumer_type=pl.ConsumerType.Exclusive, unacked_messages_timeout_ms=1000,
-                                             ack_group_time_ms=0)
+    lab, _client, consumer, producer = setup(
+        consumer_type=pl.ConsumerType.Exclusive, unacked_messages_timeout_ms=1000, ack_group_time_ms=0
+    )
     for i in range(4):
         producer.send(f"m{i}".encode())
     first, second = consumer.receive(0), consumer.receive(0)
@@ -217,8 +233,9 @@ def test_redelivery_count_goes_up_only_on_client_requests_not_on_disconnect():
 
 
 def test_key_shared_counts_redeliveries_too():
-    lab, _client, consumer, producer = setup(consumer_type=pl.ConsumerType.KeyShared,
-                                             negative_ack_redelivery_delay_ms=500)
+    lab, _client, consumer, producer = setup(
+        consumer_type=pl.ConsumerType.KeyShared, negative_ack_redelivery_delay_ms=500
+    )
     producer.send(b"m", partition_key="k")
     for expected in range(3):
         msg = consumer.receive(timeout_millis=5000)
@@ -238,8 +255,7 @@ def test_broker_redeliver_contract_ids_among_pending_acks():
     again = consumer.receive(0)
     assert again.message_id() == got[1].message_id() and again.redelivery_count() == 1
     svc.redeliver_unacknowledged(broker)  # no ids: everything pending
-    assert sorted((m.data(), m.redelivery_count()) for m in drain(consumer, 0)) == [
-        (b"m0", 1), (b"m1", 2), (b"m2", 1)]
+    assert sorted((m.data(), m.redelivery_count()) for m in drain(consumer, 0)) == [(b"m0", 1), (b"m1", 2), (b"m2", 1)]
     with pytest.raises(TypeError, match=r"\(ledger, entry\) pair"):
         svc.redeliver_unacknowledged(broker, [(1, "2")])
 
@@ -275,7 +291,11 @@ def test_remove_expired_messages_from_queue_drops_the_head_and_one_more():
     # m0 was asked for; m1 followed it out of the queue and joined the request (removeExpiredMessagesFromQueue)
     assert req.ids == [[m.message_id().ledger, m.message_id().entry] for m in queued[:2]]
     assert [(m.data(), m.redelivery_count()) for m in drain(consumer, 0)] == [
-        (b"m2", 0), (b"m3", 0), (b"m0", 1), (b"m1", 1)]
+        (b"m2", 0),
+        (b"m3", 0),
+        (b"m0", 1),
+        (b"m1", 1),
+    ]
 
 
 def test_msg_rate_redeliver_is_the_last_stats_period_rate():
@@ -334,8 +354,9 @@ def test_negative_ack_backoff_grows_with_the_redelivery_count():
 
 
 def test_negative_ack_on_exclusive_rewinds_the_cursor():
-    lab, _client, consumer, producer = setup(consumer_type=pl.ConsumerType.Exclusive,
-                                             negative_ack_redelivery_delay_ms=500)
+    lab, _client, consumer, producer = setup(
+        consumer_type=pl.ConsumerType.Exclusive, negative_ack_redelivery_delay_ms=500
+    )
     for i in range(2):
         producer.send(f"m{i}".encode())
     consumer.negative_acknowledge(consumer.receive(0))
@@ -352,8 +373,9 @@ def nack_with_ack_timeout(version, partitions, bug=None):
     if partitions:
         lab.admin.topics.create_partitioned_topic("orders", partitions)
     client = lab.client()
-    consumer = client.subscribe("orders", "sub", consumer_type=SHARED, unacked_messages_timeout_ms=1000,
-                                negative_ack_redelivery_delay_ms=3000)
+    consumer = client.subscribe(
+        "orders", "sub", consumer_type=SHARED, unacked_messages_timeout_ms=1000, negative_ack_redelivery_delay_ms=3000
+    )
     producer = client.create_producer("orders")
     for i in range(10):
         producer.send(f"m{i}".encode())
@@ -429,8 +451,9 @@ def test_dead_letter_after_max_redeliver_count_plus_one_deliveries(max_redeliver
 
 
 def test_dead_letter_copy_on_3_0_has_no_real_subscription_and_the_producer_is_lazy():
-    lab, client, consumer, producer = setup("3.0", negative_ack_redelivery_delay_ms=100,
-                                            dead_letter_policy=pl.ConsumerDeadLetterPolicy(1))
+    lab, client, consumer, producer = setup(
+        "3.0", negative_ack_redelivery_delay_ms=100, dead_letter_policy=pl.ConsumerDeadLetterPolicy(1)
+    )
     producer.send(b"m")
     consumer.negative_acknowledge(consumer.receive(0))
     msg = consumer.receive(timeout_millis=1000)
@@ -449,8 +472,9 @@ def test_dead_letter_topic_name_initial_subscription_and_batches():
     policy = pl.ConsumerDeadLetterPolicy(1, dead_letter_topic="my-dlq", initial_subscription_name="init")
     lab = pl.Lab(seed=1)
     client = lab.client()
-    consumer = client.subscribe("orders", "sub", consumer_type=SHARED, negative_ack_redelivery_delay_ms=100,
-                                dead_letter_policy=policy)
+    consumer = client.subscribe(
+        "orders", "sub", consumer_type=SHARED, negative_ack_redelivery_delay_ms=100, dead_letter_policy=policy
+    )
     producer = client.create_producer("orders", batching_enabled=True, batching_max_messages=3)
     for i in range(3):
         producer.send_async(f"m{i}".encode(), None)
@@ -468,16 +492,19 @@ def test_dead_letter_topic_name_initial_subscription_and_batches():
 def test_no_default_ack_timeout_with_a_dead_letter_policy_since_3_0():
     for version, expected in (("4.0", None), ("3.0", None), ("3.0.0", None), ("2.10", 30_000)):
         lab = pl.Lab(version=version, seed=1)
-        consumer = lab.client().subscribe("orders", "sub", consumer_type=SHARED,
-                                          dead_letter_policy=pl.ConsumerDeadLetterPolicy(3))
+        consumer = lab.client().subscribe(
+            "orders", "sub", consumer_type=SHARED, dead_letter_policy=pl.ConsumerDeadLetterPolicy(3)
+        )
         tracker = consumer.unacked_message_tracker
         assert (tracker.ack_timeout_millis if tracker is not None else None) == expected, version
 
 
 def test_exclusive_never_dead_letters_by_count():
-    lab, client, consumer, producer = setup(consumer_type=pl.ConsumerType.Exclusive,
-                                            negative_ack_redelivery_delay_ms=100,
-                                            dead_letter_policy=pl.ConsumerDeadLetterPolicy(1))
+    lab, client, consumer, producer = setup(
+        consumer_type=pl.ConsumerType.Exclusive,
+        negative_ack_redelivery_delay_ms=100,
+        dead_letter_policy=pl.ConsumerDeadLetterPolicy(1),
+    )
     producer.send(b"m")
     for _ in range(5):
         msg = consumer.receive(timeout_millis=1000)
@@ -490,8 +517,14 @@ def test_a_message_over_the_limit_on_arrival_goes_straight_to_the_dlq():
     lab, client, c1, producer = setup(negative_ack_redelivery_delay_ms=100)
     producer.send(b"m")
     # c2 gets nothing until it calls receive (receiver queue 0), and it stays connected: the counts are kept
-    c2 = client.subscribe("orders", "sub", consumer_type=SHARED, consumer_name="c2", receiver_queue_size=0,
-                          dead_letter_policy=pl.ConsumerDeadLetterPolicy(1))
+    c2 = client.subscribe(
+        "orders",
+        "sub",
+        consumer_type=SHARED,
+        consumer_name="c2",
+        receiver_queue_size=0,
+        dead_letter_policy=pl.ConsumerDeadLetterPolicy(1),
+    )
     for _ in range(3):
         c1.negative_acknowledge(c1.receive(timeout_millis=1000))
     lab.advance(1000)  # redelivered a third time; c1 keeps it in its queue
@@ -504,8 +537,9 @@ def test_a_message_over_the_limit_on_arrival_goes_straight_to_the_dlq():
 
 
 def test_partitioned_topic_dead_letters_per_partition_name():
-    lab, client, consumer, producer = setup(partitions=2, negative_ack_redelivery_delay_ms=100,
-                                            dead_letter_policy=pl.ConsumerDeadLetterPolicy(1))
+    lab, client, consumer, producer = setup(
+        partitions=2, negative_ack_redelivery_delay_ms=100, dead_letter_policy=pl.ConsumerDeadLetterPolicy(1)
+    )
     base = "persistent://public/default/orders"
     assert consumer.dead_letter_topics() == {f"{base}-partition-{i}": f"{base}-partition-{i}-sub-DLQ" for i in range(2)}
     for i in range(4):
@@ -523,8 +557,7 @@ def test_reconsume_later_writes_a_delayed_copy_and_acks_the_original():
     lab, client, consumer, producer = setup(retry_enable=True)
     assert consumer.topics() == ["persistent://public/default/orders", RETRY]
     assert lab.admin.topics.stats(RETRY)["subscriptions"]["sub"]["type"] == "Shared"
-    original = producer.send(b"m", properties={"user": "x", "REAL_TOPIC": "kept"}, partition_key="k",
-                             ordering_key="o")
+    original = producer.send(b"m", properties={"user": "x", "REAL_TOPIC": "kept"}, partition_key="k", ordering_key="o")
     msg = consumer.receive(0)
     lab.advance(50)
     consumer.reconsume_later(msg, timedelta(seconds=3), properties={"why": "busy"})
@@ -534,8 +567,15 @@ def test_reconsume_later_writes_a_delayed_copy_and_acks_the_original():
     assert stored.metadata.deliver_at_time == 50 + 3000
     assert stored.metadata.partition_key == "k" and stored.metadata.ordering_key == b"o"
     assert stored.metadata.properties == {
-        "DELAY_TIME": "3000", "ORIGIN_MESSAGE_ID": str(original), "ORIGIN_MESSAGE_IDY_TIME": str(original),
-        "REAL_SUBSCRIPTION": "sub", "REAL_TOPIC": "kept", "RECONSUMETIMES": "1", "user": "x", "why": "busy"}
+        "DELAY_TIME": "3000",
+        "ORIGIN_MESSAGE_ID": str(original),
+        "ORIGIN_MESSAGE_IDY_TIME": str(original),
+        "REAL_SUBSCRIPTION": "sub",
+        "REAL_TOPIC": "kept",
+        "RECONSUMETIMES": "1",
+        "user": "x",
+        "why": "busy",
+    }
     lab.advance(100)
     assert lab.admin.topics.stats("orders")["subscriptions"]["sub"]["msgBacklog"] == 0
 
@@ -590,8 +630,9 @@ def test_reconsume_later_errors():
     lab, _client, consumer, producer = setup(retry_enable=True)
     producer.send(b"m")
     msg = consumer.receive(0)
-    with pytest.raises(pl.InvalidConfigurationException,
-                       match=r"^Cannot use cumulative acks on a non-exclusive subscription$"):
+    with pytest.raises(
+        pl.InvalidConfigurationException, match=r"^Cannot use cumulative acks on a non-exclusive subscription$"
+    ):
         consumer.reconsume_later_cumulative(msg, 1000)
     with pytest.raises(TypeError, match="timedelta or an int"):
         consumer.reconsume_later(msg, "soon")  # type: ignore[arg-type]
@@ -632,9 +673,15 @@ def test_partitioned_retry_uses_the_topic_name_without_partition():
 def scenario(seed):
     lab = pl.Lab(version="4.0", seed=seed)
     client = lab.client()
-    consumer = client.subscribe("orders", "sub", consumer_type=SHARED, retry_enable=True,
-                                unacked_messages_timeout_ms=2000, negative_ack_redelivery_delay_ms=500,
-                                dead_letter_policy=pl.ConsumerDeadLetterPolicy(2))
+    consumer = client.subscribe(
+        "orders",
+        "sub",
+        consumer_type=SHARED,
+        retry_enable=True,
+        unacked_messages_timeout_ms=2000,
+        negative_ack_redelivery_delay_ms=500,
+        dead_letter_policy=pl.ConsumerDeadLetterPolicy(2),
+    )
     producer = client.create_producer("orders")
     for i in range(6):
         producer.send(f"m{i}".encode())
@@ -647,8 +694,17 @@ def scenario(seed):
 def test_every_redelivery_step_is_an_explained_event_and_runs_are_deterministic():
     lab = scenario(7)
     kinds = {e.kind for e in lab.events}
-    for kind in ("negative_acked", "nack_timer_fired", "ack_timeout_tick", "redeliver_ids", "redelivery_counted",
-                 "dead_letter_candidate", "dead_lettered", "reconsumed_later", "letter_producer_created"):
+    for kind in (
+        "negative_acked",
+        "nack_timer_fired",
+        "ack_timeout_tick",
+        "redeliver_ids",
+        "redelivery_counted",
+        "dead_letter_candidate",
+        "dead_lettered",
+        "reconsumed_later",
+        "letter_producer_created",
+    ):
         assert kind in kinds, kind
         for e in lab.events.of_kind(kind):
             text = e.explain()
@@ -681,8 +737,9 @@ def test_idle_ack_timeout_ring_lets_the_lab_run_until_idle():
 
 
 def test_message_id_of_a_dead_lettered_entry_is_acked_at_entry_level():
-    lab, _client, consumer, producer = setup(negative_ack_redelivery_delay_ms=100,
-                                            dead_letter_policy=pl.ConsumerDeadLetterPolicy(1))
+    lab, _client, consumer, producer = setup(
+        negative_ack_redelivery_delay_ms=100, dead_letter_policy=pl.ConsumerDeadLetterPolicy(1)
+    )
     mid = producer.send(b"m")
     consumer.negative_acknowledge(consumer.receive(0))
     consumer.negative_acknowledge(consumer.receive(timeout_millis=1000))

@@ -66,10 +66,17 @@ def run(w: Workload):
 
     def subscribe(i: int):
         return client.subscribe(
-            TOPIC, "sub", consumer_type=ctype, consumer_name=f"c{i}", receiver_queue_size=4,
-            unacked_messages_timeout_ms=w.ack_timeout, negative_ack_redelivery_delay_ms=w.nack_delay,
-            dead_letter_policy=pl.ConsumerDeadLetterPolicy(w.max_redeliver), retry_enable=w.retry,
-            ack_group_time_ms=w.ack_group_ms)
+            TOPIC,
+            "sub",
+            consumer_type=ctype,
+            consumer_name=f"c{i}",
+            receiver_queue_size=4,
+            unacked_messages_timeout_ms=w.ack_timeout,
+            negative_ack_redelivery_delay_ms=w.nack_delay,
+            dead_letter_policy=pl.ConsumerDeadLetterPolicy(w.max_redeliver),
+            retry_enable=w.retry,
+            ack_group_time_ms=w.ack_group_ms,
+        )
 
     consumers = [subscribe(i) for i in range(w.consumers)]
     producer = client.create_producer(TOPIC, batching_enabled=w.batching, batching_max_messages=3)
@@ -130,8 +137,10 @@ def outcome(w: Workload):
     dead = dlq_payloads(client) if DLQ in lab.admin.topics.list() else []
     assert set(dead) <= payloads
     assert payloads == acked | set(dead), "a message was neither acknowledged nor dead-lettered"
-    event(f"dead-lettered: {bool(dead)}; retried: {bool(lab.events.of_kind('reconsumed_later'))}; "
-          f"crashed: {any(e.reason == 'crashed' for e in lab.events.of_kind('consumer_closed'))}")
+    event(
+        f"dead-lettered: {bool(dead)}; retried: {bool(lab.events.of_kind('reconsumed_later'))}; "
+        f"crashed: {any(e.reason == 'crashed' for e in lab.events.of_kind('consumer_closed'))}"
+    )
     return lab, acked, dead
 
 
@@ -186,8 +195,13 @@ def test_no_negative_ack_redelivery_before_its_delay(version, delay, gaps, backo
     lab = pl.Lab(version=version, seed=1)
     client = lab.client()
     policy = pl.MultiplierRedeliveryBackoff(backoff[0], backoff[0] * 20, backoff[1]) if backoff else None
-    consumer = client.subscribe(TOPIC, "sub", consumer_type=pl.ConsumerType.Shared,
-                                negative_ack_redelivery_delay_ms=delay, negative_ack_redelivery_backoff=policy)
+    consumer = client.subscribe(
+        TOPIC,
+        "sub",
+        consumer_type=pl.ConsumerType.Shared,
+        negative_ack_redelivery_delay_ms=delay,
+        negative_ack_redelivery_backoff=policy,
+    )
     producer = client.create_producer(TOPIC)
     for i in range(len(gaps)):
         producer.send(f"m{i}".encode())
@@ -227,8 +241,9 @@ def test_ack_timeout_never_redelivers_before_its_window(ack_timeout, tick, recei
     lab = pl.Lab(seed=1)
     client = lab.client()
     ctype = pl.ConsumerType.KeyShared if key_shared else pl.ConsumerType.Shared
-    consumer = client.subscribe(TOPIC, "sub", consumer_type=ctype, unacked_messages_timeout_ms=ack_timeout,
-                                tick_duration_ms=tick)
+    consumer = client.subscribe(
+        TOPIC, "sub", consumer_type=ctype, unacked_messages_timeout_ms=ack_timeout, tick_duration_ms=tick
+    )
     producer = client.create_producer(TOPIC)
     for i in range(len(receive_at)):
         producer.send(f"m{i}".encode(), partition_key=f"k{i}")

@@ -36,9 +36,16 @@ def recorded(version="4.0"):
     lab = pl.Lab(version=version, seed=1)
     rec = Recorder(lab)
     client = lab.client()
-    consumer = client.subscribe("orders", "sub", consumer_type=pl.ConsumerType.Shared, consumer_name="c1",
-                                negative_ack_redelivery_delay_ms=1000, unacked_messages_timeout_ms=3000,
-                                retry_enable=True, dead_letter_policy=pl.ConsumerDeadLetterPolicy(2))
+    consumer = client.subscribe(
+        "orders",
+        "sub",
+        consumer_type=pl.ConsumerType.Shared,
+        consumer_name="c1",
+        negative_ack_redelivery_delay_ms=1000,
+        unacked_messages_timeout_ms=3000,
+        retry_enable=True,
+        dead_letter_policy=pl.ConsumerDeadLetterPolicy(2),
+    )
     producer = client.create_producer("orders")
     for payload in (b"a", b"b", b"c"):
         producer.send(payload)
@@ -103,9 +110,15 @@ def test_trackers_in_snapshots():
     lab = pl.Lab(version="3.0", seed=1)
     rec = Recorder(lab)
     client = lab.client()
-    consumer = client.subscribe("orders", "sub", consumer_type=pl.ConsumerType.Shared, consumer_name="c1",
-                                unacked_messages_timeout_ms=3000, tick_duration_ms=1000,
-                                negative_ack_redelivery_delay_ms=900)
+    consumer = client.subscribe(
+        "orders",
+        "sub",
+        consumer_type=pl.ConsumerType.Shared,
+        consumer_name="c1",
+        unacked_messages_timeout_ms=3000,
+        tick_duration_ms=1000,
+        negative_ack_redelivery_delay_ms=900,
+    )
     producer = client.create_producer("orders")
     ids = [producer.send(f"m{i}".encode()) for i in range(2)]
     lab.advance(400)
@@ -127,9 +140,14 @@ def test_trackers_in_snapshots():
 def test_four_x_trackers_show_buckets():
     lab = pl.Lab(version="4.0", seed=1)
     client = lab.client()
-    consumer = client.subscribe("orders", "sub", consumer_type=pl.ConsumerType.Shared, consumer_name="c1",
-                                negative_ack_redelivery_delay_ms=1000,
-                                dead_letter_policy=pl.ConsumerDeadLetterPolicy(1))
+    consumer = client.subscribe(
+        "orders",
+        "sub",
+        consumer_type=pl.ConsumerType.Shared,
+        consumer_name="c1",
+        negative_ack_redelivery_delay_ms=1000,
+        dead_letter_policy=pl.ConsumerDeadLetterPolicy(1),
+    )
     producer = client.create_producer("orders")
     producer.send(b"m")
     lab.advance(300)
@@ -156,8 +174,14 @@ def test_timeline_figure_content(run):
     _lab, rec, _consumer = run
     fig = redelivery_timeline_view(rec[-1].snapshot, subscription="sub")
     names = {t.name for t in fig.data if t.name}
-    assert {"delivered", "negatively acknowledged", "ack timeout", "sent to the DLQ", "sent to the retry topic",
-            "redelivery counted"} <= names
+    assert {
+        "delivered",
+        "negatively acknowledged",
+        "ack timeout",
+        "sent to the DLQ",
+        "sent to the retry topic",
+        "redelivery counted",
+    } <= names
     ticks = list(fig.layout.yaxis.ticktext)
     assert "orders 3:0 · → DLQ" in ticks and any(t.startswith("↳ orders-sub-DLQ") for t in ticks)
     assert "1 retried" in fig.layout.title.text and "1 dead-lettered" in fig.layout.title.text
@@ -170,8 +194,14 @@ def test_timeline_figure_content(run):
 def test_trackers_figure_content():
     lab = pl.Lab(version="4.0", seed=1)
     client = lab.client()
-    consumer = client.subscribe("orders", "sub", consumer_type=pl.ConsumerType.Shared, consumer_name="c1",
-                                unacked_messages_timeout_ms=2000, negative_ack_redelivery_delay_ms=800)
+    consumer = client.subscribe(
+        "orders",
+        "sub",
+        consumer_type=pl.ConsumerType.Shared,
+        consumer_name="c1",
+        unacked_messages_timeout_ms=2000,
+        negative_ack_redelivery_delay_ms=800,
+    )
     producer = client.create_producer("orders")
     for i in range(3):
         producer.send(f"m{i}".encode())
@@ -203,8 +233,7 @@ def test_views_fail_clearly(run):
 
 def test_player_steps_through_the_redelivery_views(run):
     _lab, rec, _consumer = run
-    player = Player(rec, [partial(redelivery_timeline_view, subscription="sub"), redelivery_trackers_view],
-                    start=0)
+    player = Player(rec, [partial(redelivery_timeline_view, subscription="sub"), redelivery_trackers_view], start=0)
     assert "dead_lettered" in player.kinds() and "negative_acked" in player.kinds()
     player.jump_to_kind("dead_lettered")
     assert rec[player.index].kind == "dead_lettered"
@@ -217,13 +246,25 @@ def test_view_kinds_keep_the_redelivery_frames():
     lab = pl.Lab(version="4.0", seed=1)
     rec = Recorder(lab, every=VIEW_KINDS)
     client = lab.client()
-    consumer = client.subscribe("orders", "sub", consumer_type=pl.ConsumerType.Shared,
-                                negative_ack_redelivery_delay_ms=100, dead_letter_policy=pl.ConsumerDeadLetterPolicy(1))
+    consumer = client.subscribe(
+        "orders",
+        "sub",
+        consumer_type=pl.ConsumerType.Shared,
+        negative_ack_redelivery_delay_ms=100,
+        dead_letter_policy=pl.ConsumerDeadLetterPolicy(1),
+    )
     client.create_producer("orders").send(b"m")
     for _ in range(2):
         consumer.negative_acknowledge(consumer.receive(timeout_millis=1000))
     lab.advance(1000)
     kinds = set(rec.kinds())
-    assert {"negative_acked", "nack_timer_fired", "redeliver_ids", "redelivery_counted", "dead_letter_candidate",
-            "dead_lettered", "letter_producer_created"} <= kinds
+    assert {
+        "negative_acked",
+        "nack_timer_fired",
+        "redeliver_ids",
+        "redelivery_counted",
+        "dead_letter_candidate",
+        "dead_lettered",
+        "letter_producer_created",
+    } <= kinds
     assert message_lives(rec[-1].snapshot.redelivery)[0].outcome == "dead-lettered"

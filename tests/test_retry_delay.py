@@ -33,15 +33,30 @@ def allowed_early_ms(version: str, tick_ms: int, strict: bool) -> int:
     return early
 
 
-def retry_copies_delivered(version: str, delays_ms: list[int], gaps_ms: list[int], *, strict: bool,
-                           tick_ms: int = 1000, consumer_type: pl.ConsumerType = pl.ConsumerType.Shared):
+def retry_copies_delivered(
+    version: str,
+    delays_ms: list[int],
+    gaps_ms: list[int],
+    *,
+    strict: bool,
+    tick_ms: int = 1000,
+    consumer_type: pl.ConsumerType = pl.ConsumerType.Shared,
+):
     """Reconsume one message per delay (the i-th after ``gaps_ms[i]``); returns, per copy, ``(deliver_at, first
     dispatch time of the copy)``."""
-    lab = pl.Lab(version=version, seed=1, broker_config={"isDelayedDeliveryDeliverAtTimeStrict": strict,
-                                                         "delayedDeliveryTickTimeMillis": tick_ms})
+    lab = pl.Lab(
+        version=version,
+        seed=1,
+        broker_config={"isDelayedDeliveryDeliverAtTimeStrict": strict, "delayedDeliveryTickTimeMillis": tick_ms},
+    )
     client = lab.client()
-    consumer = client.subscribe("orders", "sub", consumer_type=consumer_type, retry_enable=True,
-                                dead_letter_policy=pl.ConsumerDeadLetterPolicy(max_redeliver_count=5))
+    consumer = client.subscribe(
+        "orders",
+        "sub",
+        consumer_type=consumer_type,
+        retry_enable=True,
+        dead_letter_policy=pl.ConsumerDeadLetterPolicy(max_redeliver_count=5),
+    )
     producer = client.create_producer("orders")
     for i in range(len(delays_ms)):
         producer.send(f"m{i}".encode())
@@ -71,16 +86,18 @@ def retry_copies_delivered(version: str, delays_ms: list[int], gaps_ms: list[int
 @pytest.mark.parametrize("strict", [True, False])
 def test_no_retry_delivered_before_its_delay(version, strict):
     early = allowed_early_ms(version, 1000, strict)
-    for deliver_at, delivered in retry_copies_delivered(version, [5000, 3000, 8000, 4500], [0, 250, 1700, 30],
-                                                        strict=strict):
+    for deliver_at, delivered in retry_copies_delivered(
+        version, [5000, 3000, 8000, 4500], [0, 250, 1700, 30], strict=strict
+    ):
         assert deliver_at - early <= delivered <= deliver_at + 2 * 1000, (deliver_at, delivered)
 
 
 def test_retry_delay_holds_for_an_exclusive_consumer_too():
     """The retry topic is subscribed as Shared (3.0.10 / 4.0.3): its delays are kept even when the consumer's own
     subscription is Exclusive, where delayed delivery does not apply."""
-    for deliver_at, delivered in retry_copies_delivered("4.0", [4000, 6000], [0, 100], strict=True,
-                                                        consumer_type=pl.ConsumerType.Exclusive):
+    for deliver_at, delivered in retry_copies_delivered(
+        "4.0", [4000, 6000], [0, 100], strict=True, consumer_type=pl.ConsumerType.Exclusive
+    ):
         assert deliver_at <= delivered <= deliver_at + 2 * 1000
 
 

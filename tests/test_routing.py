@@ -30,8 +30,9 @@ def msg(seq: int = 0, key: str | None = None, size: int = 10, **kw) -> OutgoingM
 
 
 def router(n=5, mode=RR, *, seed=1, batching=False, delay=10, scheme=HashingScheme.BoostHash, **kw):
-    return MessageRouter(mode, scheme, n, seed=seed, batching_enabled=batching,
-                         batching_max_publish_delay_ms=delay, **kw)
+    return MessageRouter(
+        mode, scheme, n, seed=seed, batching_enabled=batching, batching_max_publish_delay_ms=delay, **kw
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -41,8 +42,11 @@ def router(n=5, mode=RR, *, seed=1, batching=False, delay=10, scheme=HashingSche
 def test_enum_values_match_the_clients():
     # _pulsar.PartitionsRoutingMode in pulsar-client 3.13.0; ProducerConfiguration.h for HashingScheme
     assert [m.value for m in (SINGLE, RR, CUSTOM)] == [0, 1, 2]
-    assert [s.value for s in (HashingScheme.Murmur3_32Hash, HashingScheme.BoostHash,
-                              HashingScheme.JavaStringHash)] == [0, 1, 2]
+    assert [s.value for s in (HashingScheme.Murmur3_32Hash, HashingScheme.BoostHash, HashingScheme.JavaStringHash)] == [
+        0,
+        1,
+        2,
+    ]
 
 
 def test_java_string_hash_vectors_of_the_cpp_client():
@@ -53,17 +57,32 @@ def test_java_string_hash_vectors_of_the_cpp_client():
 
 def test_murmur3_vectors_of_the_cpp_client():
     # pulsar-client-cpp tests/HashTest.cc testMurmur3_32Hash
-    expected = {"k1": 2110152746, "k2": 1479966664, "key1": 462881061, "key2": 1936800180,
-                "key01": 39696932, "key02": 751761803}
+    expected = {
+        "k1": 2110152746,
+        "k2": 1479966664,
+        "key1": 462881061,
+        "key2": 1936800180,
+        "key01": 39696932,
+        "key02": 751761803,
+    }
     assert {k: murmur3_32_hash(k) for k in expected} == expected
 
 
 # Recorded from the real client: pulsar::BoostHash::makeHash in the pulsar-client 3.13.0 wheel
 # (manylinux_2_28 x86-64, libpulsar), called through ctypes on these UTF-8 keys.
 BOOST_HASH_RECORDED = {
-    "": 2133126054, "a": 2135870748, "k1": 1072173493, "k2": 1373383201, "key1": 2071103098,
-    "key2": 78330853, "order-1": 1452070990, "order-2": 1028565371, "user-42": 1451754836,
-    "keykeykeykeykey1": 504830233, "keykeykey2": 49504370, "é": 348017353,
+    "": 2133126054,
+    "a": 2135870748,
+    "k1": 1072173493,
+    "k2": 1373383201,
+    "key1": 2071103098,
+    "key2": 78330853,
+    "order-1": 1452070990,
+    "order-2": 1028565371,
+    "user-42": 1451754836,
+    "keykeykeykeykey1": 504830233,
+    "keykeykey2": 49504370,
+    "é": 348017353,
 }
 
 
@@ -100,12 +119,21 @@ def test_hashes_are_non_negative_int32_and_str_equals_utf8_bytes(s):
 
 
 @SETTINGS
-@given(key=st.text(min_size=0, max_size=20), n=st.integers(1, 16), mode=st.sampled_from([RR, SINGLE]),
-       scheme=st.sampled_from(list(HashingScheme)), batching=st.booleans(), seed=st.integers(0, 1000))
+@given(
+    key=st.text(min_size=0, max_size=20),
+    n=st.integers(1, 16),
+    mode=st.sampled_from([RR, SINGLE]),
+    scheme=st.sampled_from(list(HashingScheme)),
+    batching=st.booleans(),
+    seed=st.integers(0, 1000),
+)
 def test_keyed_messages_always_go_to_the_same_partition(key, n, mode, scheme, batching, seed):
     r = router(n, mode, seed=seed, batching=batching, scheme=scheme)
-    h = {HashingScheme.BoostHash: boost_hash, HashingScheme.JavaStringHash: java_string_hash,
-         HashingScheme.Murmur3_32Hash: murmur3_32_hash}[scheme]
+    h = {
+        HashingScheme.BoostHash: boost_hash,
+        HashingScheme.JavaStringHash: java_string_hash,
+        HashingScheme.Murmur3_32Hash: murmur3_32_hash,
+    }[scheme]
     expected = 0 if n == 1 else h(key) % n
     got = {r.choose_partition(msg(i, key, size=i * 100), now_ms=i * 7) for i in range(20)}
     # interleaved keyless traffic moves the round-robin cursor but never a keyed message
@@ -154,8 +182,13 @@ def test_round_robin_with_batching_moves_when_the_bytes_run_out():
     r = router(3, batching=True, delay=10_000, batching_max_allowed_size_in_bytes=100)
     p0 = r.partition_cursor % 3
     # 40 + 40 = 80 stay; the third 40 is >= the 20 bytes left: switch, and it starts the new window
-    assert [r.choose_partition(msg(i, size=40), 0) for i in range(5)] == [p0, p0, (p0 + 1) % 3, (p0 + 1) % 3,
-                                                                           (p0 + 2) % 3]
+    assert [r.choose_partition(msg(i, size=40), 0) for i in range(5)] == [
+        p0,
+        p0,
+        (p0 + 1) % 3,
+        (p0 + 1) % 3,
+        (p0 + 2) % 3,
+    ]
 
 
 def test_round_robin_size_check_wraps_after_an_oversize_message():
@@ -181,8 +214,9 @@ def test_one_partition_is_always_zero():
     delay=st.integers(0, 20),
 )
 def test_round_robin_keyless_moves_at_most_one_step(steps, n, max_messages, max_bytes, delay):
-    r = router(n, batching=True, delay=delay, batching_max_messages=max_messages,
-               batching_max_allowed_size_in_bytes=max_bytes)
+    r = router(
+        n, batching=True, delay=delay, batching_max_messages=max_messages, batching_max_allowed_size_in_bytes=max_bytes
+    )
     now, previous, run = 0, r.partition_cursor % n, 0
     for i, (dt, size, keyed) in enumerate(steps):
         now += dt
@@ -238,13 +272,19 @@ def test_custom_router_results_out_of_range_fail_the_send():
 def test_message_view_reads_like_pulsar_message():
     v = MessageView(msg(1, None, properties={"a": "b"}, ordering_key=b"ok", event_time=5))
     assert (v.partition_key(), v.ordering_key(), v.properties(), v.event_timestamp(), v.publish_timestamp()) == (
-        "", "ok", {"a": "b"}, 5, 0)
+        "",
+        "ok",
+        {"a": "b"},
+        5,
+        0,
+    )
     assert v.value() == v.data() == b"x" * 10
 
 
 def test_bad_configuration():
-    with pytest.raises(PulsarClientException, match="^When 'messageRoutingMode' is CustomPartition, "
-                                                    "'messageRouter' should be set$"):
+    with pytest.raises(
+        PulsarClientException, match="^When 'messageRoutingMode' is CustomPartition, 'messageRouter' should be set$"
+    ):
         router(4, CUSTOM)
     with pytest.raises(TypeError, match="message_router must be callable"):
         router(4, custom_router=3)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from pulsarlab.broker.key_shared import make_selector
 from pulsarlab.errors import ConsumerAssignException
 from pulsarlab.hashing import murmur3_32
-from pulsarlab.broker.key_shared import make_selector
 from pulsarlab.scenarios.key_shared import (
     KeySharedScenario,
     ring_arc,

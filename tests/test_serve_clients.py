@@ -13,12 +13,19 @@ from datetime import timedelta
 
 import pulsar
 import pytest
+from serve_support import (
+    RECEIVE_MS,
+    batch_acks,
+    client_for,
+    cursor_state,
+    receive_all,
+    served_lab,
+    sticky_selection,
+    wait_until,
+)
 
 import pulsarlab as pl
 from pulsarlab.snapshot.lab import snapshot
-from serve_support import (
-    RECEIVE_MS, batch_acks, client_for, cursor_state, receive_all, served_lab, sticky_selection, wait_until,
-)
 
 TOPIC = "persistent://public/default/orders"
 
@@ -46,8 +53,9 @@ def test_exclusive_refuses_a_second_consumer_and_takes_cumulative_acks():
         assert [m.data() for m in msgs] == [f"m{i}".encode() for i in range(10)]
         c.acknowledge_cumulative(msgs[5])
         c.acknowledge(msgs[8])
-        served = _wait_cursor(server, TOPIC, "ex", lambda cur: cur["individuallyDeletedMessages"] != "[]",
-                              "the acks to reach the cursor")
+        served = _wait_cursor(
+            server, TOPIC, "ex", lambda cur: cur["individuallyDeletedMessages"] != "[]", "the acks to reach the cursor"
+        )
 
     lab2, client2 = _inproc()
     c2 = client2.subscribe(TOPIC, "ex", consumer_name="a")
@@ -67,8 +75,9 @@ def test_exclusive_refuses_a_second_consumer_and_takes_cumulative_acks():
 def test_shared_round_robin_matches_the_model():
     names = ["c1", "c2"]
     with served_lab() as (lab, server), client_for(server) as client:
-        consumers = {n: client.subscribe(TOPIC, "sh", consumer_type=pulsar.ConsumerType.Shared, consumer_name=n)
-                     for n in names}
+        consumers = {
+            n: client.subscribe(TOPIC, "sh", consumer_type=pulsar.ConsumerType.Shared, consumer_name=n) for n in names
+        }
         p = client.create_producer(TOPIC)
         for i in range(12):
             p.send(f"m{i}".encode())
@@ -79,8 +88,9 @@ def test_shared_round_robin_matches_the_model():
         served = _wait_cursor(server, TOPIC, "sh", lambda cur: cur["markDeletePosition"] == "3:11", "all acks")
 
     lab2, client2 = _inproc()
-    consumers2 = {n: client2.subscribe(TOPIC, "sh", consumer_type=pl.ConsumerType.Shared, consumer_name=n)
-                  for n in names}
+    consumers2 = {
+        n: client2.subscribe(TOPIC, "sh", consumer_type=pl.ConsumerType.Shared, consumer_name=n) for n in names
+    }
     p2 = client2.create_producer(TOPIC)
     for i in range(12):
         p2.send(f"m{i}".encode())
@@ -98,8 +108,10 @@ def test_shared_round_robin_matches_the_model():
 
 def test_failover_switches_the_active_consumer_when_it_closes():
     with served_lab() as (lab, server), client_for(server) as client:
-        consumers = {n: client.subscribe(TOPIC, "fo", consumer_type=pulsar.ConsumerType.Failover, consumer_name=n)
-                     for n in ("c-a", "c-b")}
+        consumers = {
+            n: client.subscribe(TOPIC, "fo", consumer_type=pulsar.ConsumerType.Failover, consumer_name=n)
+            for n in ("c-a", "c-b")
+        }
         p = client.create_producer(TOPIC)
         for i in range(10):
             p.send(f"m{i}".encode())
@@ -121,8 +133,10 @@ def test_failover_switches_the_active_consumer_when_it_closes():
         assert changes and changes[-1]["is_active"]
 
     lab2, client2 = _inproc()
-    consumers2 = {n: client2.subscribe(TOPIC, "fo", consumer_type=pl.ConsumerType.Failover, consumer_name=n)
-                  for n in ("c-a", "c-b")}
+    consumers2 = {
+        n: client2.subscribe(TOPIC, "fo", consumer_type=pl.ConsumerType.Failover, consumer_name=n)
+        for n in ("c-a", "c-b")
+    }
     lab2.advance(1000)  # the second consumer may have changed the active one: activeConsumerFailoverDelayTimeMillis
     p2 = client2.create_producer(TOPIC)
     for i in range(10):
@@ -147,8 +161,10 @@ def test_key_shared_keys_land_where_the_selector_says(version):
     names = ["c0", "c1", "c2"]
     keys = [f"key-{i}" for i in range(30)]
     with served_lab(version) as (lab, server), client_for(server) as client:
-        consumers = {n: client.subscribe(TOPIC, "ks", consumer_type=pulsar.ConsumerType.KeyShared, consumer_name=n)
-                     for n in names}
+        consumers = {
+            n: client.subscribe(TOPIC, "ks", consumer_type=pulsar.ConsumerType.KeyShared, consumer_name=n)
+            for n in names
+        }
         p = client.create_producer(TOPIC)
         for i, k in enumerate(keys):
             p.send(f"m{i}".encode(), partition_key=k)
@@ -162,8 +178,9 @@ def test_key_shared_keys_land_where_the_selector_says(version):
     assert len(set(served_map.values())) == 3
 
     lab2, client2 = _inproc(version)
-    consumers2 = {n: client2.subscribe(TOPIC, "ks", consumer_type=pl.ConsumerType.KeyShared, consumer_name=n)
-                  for n in names}
+    consumers2 = {
+        n: client2.subscribe(TOPIC, "ks", consumer_type=pl.ConsumerType.KeyShared, consumer_name=n) for n in names
+    }
     p2 = client2.create_producer(TOPIC)
     for i, k in enumerate(keys):
         p2.send(f"m{i}".encode(), partition_key=k)
@@ -183,10 +200,15 @@ def test_key_shared_sticky_ranges():
     keys = [f"k{i}" for i in range(20)]
     with served_lab() as (lab, server), client_for(server) as client:
         consumers = {
-            n: client.subscribe(TOPIC, "st", consumer_type=pulsar.ConsumerType.KeyShared, consumer_name=n,
-                                key_shared_policy=pulsar.ConsumerKeySharedPolicy(
-                                    pulsar.KeySharedMode.Sticky, sticky_ranges=r))
-            for n, r in ranges.items()}
+            n: client.subscribe(
+                TOPIC,
+                "st",
+                consumer_type=pulsar.ConsumerType.KeyShared,
+                consumer_name=n,
+                key_shared_policy=pulsar.ConsumerKeySharedPolicy(pulsar.KeySharedMode.Sticky, sticky_ranges=r),
+            )
+            for n, r in ranges.items()
+        }
         p = client.create_producer(TOPIC)
         for k in keys:
             p.send(k.encode(), partition_key=k)
@@ -202,8 +224,9 @@ def test_batch_index_acks_move_the_cursor_as_in_process_acks_do():
     conf = {"acknowledgmentAtBatchIndexLevelEnabled": True}
     with served_lab(broker_config=conf) as (lab, server), client_for(server) as client:
         c = client.subscribe(TOPIC, "bi", consumer_type=pulsar.ConsumerType.Shared, batch_index_ack_enabled=True)
-        p = client.create_producer(TOPIC, batching_enabled=True, batching_max_messages=10,
-                                   batching_max_publish_delay_ms=60_000)
+        p = client.create_producer(
+            TOPIC, batching_enabled=True, batching_max_messages=10, batching_max_publish_delay_ms=60_000
+        )
         for i in range(10):
             p.send_async(f"m{i}".encode(), None)
         p.flush()
@@ -217,7 +240,9 @@ def test_batch_index_acks_move_the_cursor_as_in_process_acks_do():
         for m in msgs[1::2]:
             c.acknowledge(m)
         served = _wait_cursor(server, TOPIC, "bi", lambda cur: cur["markDeletePosition"] == "3:0", "the whole batch")
-        assert server.call(lambda: lab.service.topics[TOPIC].ledger.entries_of(3)[0].metadata.num_messages_in_batch) == 10
+        assert (
+            server.call(lambda: lab.service.topics[TOPIC].ledger.entries_of(3)[0].metadata.num_messages_in_batch) == 10
+        )
 
     lab2, client2 = _inproc(broker_config=conf)
     c2 = client2.subscribe(TOPIC, "bi", consumer_type=pl.ConsumerType.Shared, batch_index_ack_enabled=True)
@@ -240,8 +265,9 @@ def test_batch_index_acks_move_the_cursor_as_in_process_acks_do():
 def test_batched_entries_are_acked_whole_without_batch_index_acks():
     with served_lab() as (lab, server), client_for(server) as client:
         c = client.subscribe(TOPIC, "b", consumer_type=pulsar.ConsumerType.Shared)
-        p = client.create_producer(TOPIC, batching_enabled=True, batching_max_messages=5,
-                                   batching_max_publish_delay_ms=60_000)
+        p = client.create_producer(
+            TOPIC, batching_enabled=True, batching_max_messages=5, batching_max_publish_delay_ms=60_000
+        )
         for i in range(15):
             p.send_async(f"m{i}".encode(), None)
         p.flush()
@@ -292,9 +318,13 @@ def _inprocess_redelivered_three_times() -> dict:
 def test_negative_acks_redeliver_with_rising_counts_then_dead_letter():
     with served_lab() as (lab, server), client_for(server) as client:
         dlq = client.subscribe(f"{TOPIC}-s-DLQ", "dlq-reader")
-        c = client.subscribe(TOPIC, "s", consumer_type=pulsar.ConsumerType.Shared,
-                             negative_ack_redelivery_delay_ms=100,
-                             dead_letter_policy=pulsar.ConsumerDeadLetterPolicy(max_redeliver_count=2))
+        c = client.subscribe(
+            TOPIC,
+            "s",
+            consumer_type=pulsar.ConsumerType.Shared,
+            negative_ack_redelivery_delay_ms=100,
+            dead_letter_policy=pulsar.ConsumerDeadLetterPolicy(max_redeliver_count=2),
+        )
         p = client.create_producer(TOPIC)
         for i in range(3):
             p.send(f"n{i}".encode())
@@ -304,8 +334,13 @@ def test_negative_acks_redeliver_with_rising_counts_then_dead_letter():
             seen.setdefault(m.data(), []).append(m.redelivery_count())
             c.negative_acknowledge(m)
         dead = [dlq.receive(RECEIVE_MS) for _ in range(3)]
-        served = _wait_cursor(server, TOPIC, "s", lambda cur: cur["markDeletePosition"] == "4:2",
-                              "the client to ack what it dead-lettered")
+        served = _wait_cursor(
+            server,
+            TOPIC,
+            "s",
+            lambda cur: cur["markDeletePosition"] == "4:2",
+            "the client to ack what it dead-lettered",
+        )
     assert seen == {f"n{i}".encode(): [0, 1, 2] for i in range(3)}
     assert sorted(m.data() for m in dead) == [b"n0", b"n1", b"n2"]
     assert all(m.properties()["REAL_TOPIC"] == TOPIC and "ORIGIN_MESSAGE_ID" in m.properties() for m in dead)
@@ -315,16 +350,25 @@ def test_negative_acks_redeliver_with_rising_counts_then_dead_letter():
 def test_ack_timeout_redelivers_then_dead_letters():
     with served_lab() as (lab, server), client_for(server) as client:
         dlq = client.subscribe(f"{TOPIC}-s-DLQ", "dlq-reader")
-        c = client.subscribe(TOPIC, "s", consumer_type=pulsar.ConsumerType.Shared,
-                             unacked_messages_timeout_ms=10_000,
-                             dead_letter_policy=pulsar.ConsumerDeadLetterPolicy(max_redeliver_count=1))
+        c = client.subscribe(
+            TOPIC,
+            "s",
+            consumer_type=pulsar.ConsumerType.Shared,
+            unacked_messages_timeout_ms=10_000,
+            dead_letter_policy=pulsar.ConsumerDeadLetterPolicy(max_redeliver_count=1),
+        )
         p = client.create_producer(TOPIC)
         p.send(b"late")
         first = c.receive(RECEIVE_MS)
         again = c.receive(15_000)  # the ack timeout (10-11 s) redelivers it
         dead = dlq.receive(15_000)  # ... and the next one dead-letters it
-        served = _wait_cursor(server, TOPIC, "s", lambda cur: cur["markDeletePosition"] == "4:0",
-                              "the client to ack what it dead-lettered")
+        served = _wait_cursor(
+            server,
+            TOPIC,
+            "s",
+            lambda cur: cur["markDeletePosition"] == "4:0",
+            "the client to ack what it dead-lettered",
+        )
         redeliveries = server.call(lambda: [e.fields["requested"] for e in lab.events.of_kind("redeliver_ids")])
     assert (first.redelivery_count(), again.redelivery_count()) == (0, 1)
     # one REDELIVER(ids) from the ack timeout; at the second timeout the client dead-letters instead
@@ -425,7 +469,9 @@ def test_seek_by_message_id_and_by_time():
         assert cur["markDeletePosition"] == "3:1"  # resetCursor: the entry before the seek position
         c.seek(0)  # a publish time before every message: back to the first one
         assert c.receive(RECEIVE_MS).data() == b"m0"
-        resets = server.call(lambda: [(e.fields["ledger"], e.fields["entry"]) for e in lab.events.of_kind("cursor_reset")])
+        resets = server.call(
+            lambda: [(e.fields["ledger"], e.fields["entry"]) for e in lab.events.of_kind("cursor_reset")]
+        )
     assert after_id in (b"m2", b"m3")  # the client may drop the seek id itself when not inclusive
     assert resets == [(3, 1), (3, -1)]
 
@@ -452,15 +498,21 @@ def test_reader_partitions_regex_last_message_id_and_unsubscribe():
         wait_until(lambda: server.call(lab.admin.topics.subscriptions, TOPIC) == [], what="the reader's cursor to go")
         assert len(subs_while_reading) == 1 and subs_while_reading[0].startswith("reader-")
 
-        rx = client.subscribe(re.compile("persistent://public/default/ord.*"), "rx",
-                              initial_position=pulsar.InitialPosition.Earliest)
+        rx = client.subscribe(
+            re.compile("persistent://public/default/ord.*"), "rx", initial_position=pulsar.InitialPosition.Earliest
+        )
         assert sorted(rx.receive(RECEIVE_MS).data() for _ in range(3)) == [b"o0", b"o1", b"o2"]
 
         u = client.subscribe(TOPIC, "gone", initial_position=pulsar.InitialPosition.Earliest)
         last = u.get_last_message_id()
-        assert (last.ledger_id(), last.entry_id()) == (server.call(
-            lambda: (lab.service.topics[TOPIC].ledger.last_confirmed_entry.ledger_id,
-                     lab.service.topics[TOPIC].ledger.last_confirmed_entry.entry_id)))
+        assert (last.ledger_id(), last.entry_id()) == (
+            server.call(
+                lambda: (
+                    lab.service.topics[TOPIC].ledger.last_confirmed_entry.ledger_id,
+                    lab.service.topics[TOPIC].ledger.last_confirmed_entry.entry_id,
+                )
+            )
+        )
         u.unsubscribe()
         assert "gone" not in server.call(lab.admin.topics.subscriptions, TOPIC)
 
@@ -501,7 +553,8 @@ def test_chunked_payloads_round_trip_under_a_small_max_message_size():
     assert n > 5 and sent_id.startswith("(3,0,") and f"(3,{n - 1}," in sent_id  # first;last chunk ids
     assert [m.chunk_id for m, _ in chunks] == list(range(n))
     assert {(m.uuid, m.num_chunks_from_msg, m.total_chunk_msg_size) for m, _ in chunks} == {
-        (chunks[0][0].uuid, n, 5120)}
+        (chunks[0][0].uuid, n, 5120)
+    }
     assert b"".join(p[0] for _, p in chunks) == bytes(i % 251 for i in range(5120))
     assert served["markDeletePosition"] == f"3:{n - 1}" and served["individuallyDeletedMessages"] == "[]"
 
@@ -522,21 +575,25 @@ def test_chunked_payloads_round_trip_under_a_small_max_message_size():
 def test_a_partly_acked_batch_goes_to_the_next_consumer_with_its_ack_set():
     conf = {"acknowledgmentAtBatchIndexLevelEnabled": True}
     with served_lab(broker_config=conf) as (lab, server), client_for(server) as client:
-        a = client.subscribe(TOPIC, "bi", consumer_type=pulsar.ConsumerType.Shared, consumer_name="a",
-                             batch_index_ack_enabled=True)
-        p = client.create_producer(TOPIC, batching_enabled=True, batching_max_messages=10,
-                                   batching_max_publish_delay_ms=60_000)
+        a = client.subscribe(
+            TOPIC, "bi", consumer_type=pulsar.ConsumerType.Shared, consumer_name="a", batch_index_ack_enabled=True
+        )
+        p = client.create_producer(
+            TOPIC, batching_enabled=True, batching_max_messages=10, batching_max_publish_delay_ms=60_000
+        )
         for i in range(10):
             p.send_async(f"m{i}".encode(), None)
         p.flush()
         msgs = [a.receive(RECEIVE_MS) for _ in range(10)]
         for m in msgs[:5]:
             a.acknowledge(m)
-        wait_until(lambda: batch_acks(server.snapshot(), TOPIC, "bi") == [(3, 0, (0, 1, 2, 3, 4))],
-                   what="the batch-index acks")
+        wait_until(
+            lambda: batch_acks(server.snapshot(), TOPIC, "bi") == [(3, 0, (0, 1, 2, 3, 4))], what="the batch-index acks"
+        )
         a.close()
-        b = client.subscribe(TOPIC, "bi", consumer_type=pulsar.ConsumerType.Shared, consumer_name="b",
-                             batch_index_ack_enabled=True)
+        b = client.subscribe(
+            TOPIC, "bi", consumer_type=pulsar.ConsumerType.Shared, consumer_name="b", batch_index_ack_enabled=True
+        )
         rest = [b.receive(RECEIVE_MS) for _ in range(5)]
         with pytest.raises(pulsar.Timeout):
             b.receive(300)  # the acknowledged indexes do not come back
@@ -549,8 +606,9 @@ def test_a_partly_acked_batch_goes_to_the_next_consumer_with_its_ack_set():
     assert dispatches == 2  # the batch to a, then its unacknowledged part to b
 
     lab2, client2 = _inproc(broker_config=conf)
-    a2 = client2.subscribe(TOPIC, "bi", consumer_type=pl.ConsumerType.Shared, consumer_name="a",
-                           batch_index_ack_enabled=True)
+    a2 = client2.subscribe(
+        TOPIC, "bi", consumer_type=pl.ConsumerType.Shared, consumer_name="a", batch_index_ack_enabled=True
+    )
     p2 = client2.create_producer(TOPIC, batching_enabled=True, batching_max_messages=10)
     for i in range(10):
         p2.send_async(f"m{i}".encode(), None)
@@ -559,8 +617,9 @@ def test_a_partly_acked_batch_goes_to_the_next_consumer_with_its_ack_set():
         a2.acknowledge(m)
     lab2.run_until_idle()
     a2.close()
-    b2 = client2.subscribe(TOPIC, "bi", consumer_type=pl.ConsumerType.Shared, consumer_name="b",
-                           batch_index_ack_enabled=True)
+    b2 = client2.subscribe(
+        TOPIC, "bi", consumer_type=pl.ConsumerType.Shared, consumer_name="b", batch_index_ack_enabled=True
+    )
     rest2 = [b2.receive(0) for _ in range(len(b2.receiver_queue))]
     assert [m.data() for m in rest2] == [m.data() for m in rest]
     for m in rest2:

@@ -11,25 +11,50 @@ from hypothesis import strategies as st
 
 from pulsarlab.client.batching import ClientLibrary, OutgoingMessage, make_container, non_batched_entry
 from pulsarlab.messages import MessageMetadata
+from pulsarlab.protocol.acks import AckType
 from pulsarlab.serve import codec
 from pulsarlab.serve.codec import CodecError, Kind, Label, decode_varint, encode_varint
 from pulsarlab.serve.commands import (
-    BODIES, Ack, CommandType, Connected, MessageCmd, MsgId, ProducerSuccess, Send, Subscribe, UnknownCommand,
-    WireMetadata, WireSingleMetadata, decode_command, encode_command, read_envelope,
+    BODIES,
+    Ack,
+    CommandType,
+    Connected,
+    MessageCmd,
+    MsgId,
+    ProducerSuccess,
+    Send,
+    Subscribe,
+    UnknownCommand,
+    WireMetadata,
+    WireSingleMetadata,
+    decode_command,
+    encode_command,
+    read_envelope,
 )
-from pulsarlab.protocol.acks import AckType
 from pulsarlab.serve.entries import (
-    NotSplittable, WireEntry, entry_wire, message_frame, read_metadata,
+    NotSplittable,
+    WireEntry,
+    entry_wire,
+    message_frame,
+    read_metadata,
 )
 from pulsarlab.serve.frames import (
-    ChecksumMismatch, FrameDecoder, FrameError, FrameTooLarge, payload_frame, read_payload_section, simple_frame,
+    ChecksumMismatch,
+    FrameDecoder,
+    FrameError,
+    FrameTooLarge,
+    payload_frame,
+    read_payload_section,
+    simple_frame,
     wire_section,
 )
 
 # --- strategies built from the declarations ----------------------------------------------------------
 _INT_RANGES = {
-    Kind.UINT64: (0, 2**64 - 1), Kind.INT64: (-(2**63), 2**63 - 1),
-    Kind.UINT32: (0, 2**32 - 1), Kind.INT32: (-(2**31), 2**31 - 1),
+    Kind.UINT64: (0, 2**64 - 1),
+    Kind.INT64: (-(2**63), 2**63 - 1),
+    Kind.UINT32: (0, 2**32 - 1),
+    Kind.INT32: (-(2**31), 2**31 - 1),
 }
 
 
@@ -247,12 +272,21 @@ def test_payload_sections_are_checksummed():
 
 # --- entries as bytes -----------------------------------------------------------------------------------
 def _cpp_batch(n: int) -> tuple:
-    container = make_container(__import__("pulsarlab").BatchingType.Default, "prod", 100, 1 << 20,
-                               client=ClientLibrary.CPP)
+    container = make_container(
+        __import__("pulsarlab").BatchingType.Default, "prod", 100, 1 << 20, client=ClientLibrary.CPP
+    )
     for i in range(n):
-        container.add(OutgoingMessage(f"payload-{i}".encode() * (i + 1), i, {"i": str(i)} if i % 2 else {},
-                                      f"key-{i}" if i % 3 else None, b"ok" if i == 4 else None, 7 * i))
-    (entry, _), = container.flush(1000)
+        container.add(
+            OutgoingMessage(
+                f"payload-{i}".encode() * (i + 1),
+                i,
+                {"i": str(i)} if i % 2 else {},
+                f"key-{i}" if i % 3 else None,
+                b"ok" if i == 4 else None,
+                7 * i,
+            )
+        )
+    ((entry, _),) = container.flush(1000)
     return entry
 
 
@@ -293,8 +327,9 @@ def test_message_frames_carry_the_entry_and_its_checksum():
 
 
 def test_metadata_times_move_onto_the_lab_clock():
-    meta = WireMetadata(producer_name="p", sequence_id=1, publish_time=1_700_000_000_500,
-                        deliver_at_time=1_700_000_001_500).encode()
+    meta = WireMetadata(
+        producer_name="p", sequence_id=1, publish_time=1_700_000_000_500, deliver_at_time=1_700_000_001_500
+    ).encode()
     m, _ = read_metadata(meta, 0, len(meta), clock_offset_ms=1_700_000_000_000)
     assert (m.publish_time, m.deliver_at_time) == (500, 1500)
     assert isinstance(m, MessageMetadata)
@@ -320,14 +355,18 @@ def test_the_fast_send_reader_and_receipt_writer_agree_with_the_declarations(sen
     from pulsarlab.serve.hot_commands import producer_prefix, read_send, send_receipt_frame
 
     data = send.encode()
-    assert read_send(data, 0, len(data)) == (send.producer_id, send.sequence_id, send.highest_sequence_id,
-                                             bool(send.txnid_least_bits or send.txnid_most_bits))
-    frame = send_receipt_frame(producer_prefix(producer_id), send.sequence_id, send.highest_sequence_id, ledger,
-                               entry)
+    assert read_send(data, 0, len(data)) == (
+        send.producer_id,
+        send.sequence_id,
+        send.highest_sequence_id,
+        bool(send.txnid_least_bits or send.txnid_most_bits),
+    )
+    frame = send_receipt_frame(producer_prefix(producer_id), send.sequence_id, send.highest_sequence_id, ledger, entry)
     f = FrameDecoder(1024).feed(frame)[0]
     kind, receipt = decode_command(f.buf, f.command_start, f.command_end)
     assert kind is CommandType.SEND_RECEIPT and receipt == SendReceipt(
-        producer_id, send.sequence_id, MsgId(ledger_id=ledger, entry_id=entry), send.highest_sequence_id)
+        producer_id, send.sequence_id, MsgId(ledger_id=ledger, entry_id=entry), send.highest_sequence_id
+    )
 
 
 @settings(max_examples=300, deadline=None)

@@ -6,8 +6,8 @@ import threading
 from functools import partial
 
 import pulsar
-
 from serve_support import RECEIVE_MS, client_for, served_lab, wait_until
+
 from pulsarlab_widgets.live import LiveViews
 from pulsarlab_widgets.views.cursor import cursor_view
 from pulsarlab_widgets.views.dispatch_timeline import dispatch_timeline_view
@@ -18,12 +18,17 @@ TOPIC = "persistent://public/default/live"
 
 def test_live_views_follow_real_traffic_and_step_back():
     with served_lab() as (lab, server), client_for(server) as client:
-        live = LiveViews(server, [partial(cursor_view, subscription="ks"), dispatch_timeline_view,
-                                  key_shared_blocking_view], max_fps=20)
+        live = LiveViews(
+            server,
+            [partial(cursor_view, subscription="ks"), dispatch_timeline_view, key_shared_blocking_view],
+            max_fps=20,
+        )
         try:
             assert "no subscription yet" in live.figures[0].layout.annotations[0].text
-            consumers = {n: client.subscribe(TOPIC, "ks", consumer_type=pulsar.ConsumerType.KeyShared,
-                                             consumer_name=n) for n in ("a", "b")}
+            consumers = {
+                n: client.subscribe(TOPIC, "ks", consumer_type=pulsar.ConsumerType.KeyShared, consumer_name=n)
+                for n in ("a", "b")
+            }
             p = client.create_producer(TOPIC)
             for i in range(20):
                 p.send(f"m{i}".encode(), partition_key=f"k{i % 5}")
@@ -37,8 +42,10 @@ def test_live_views_follow_real_traffic_and_step_back():
                     c.acknowledge(m)
                     got += 1
             assert got == 20
-            wait_until(lambda: live.frames[-1].snapshot.subscription(TOPIC, "ks").cursor.mark_delete == (3, 19),
-                       what="a live frame with every ack")
+            wait_until(
+                lambda: live.frames[-1].snapshot.subscription(TOPIC, "ks").cursor.mark_delete == (3, 19),
+                what="a live frame with every ack",
+            )
             wait_until(lambda: "Cursor" in (live.figures[0].layout.title.text or ""), what="the cursor figure")
             names = {c.name for c in live.frames[-1].snapshot.subscription(TOPIC, "ks").consumers}
             assert names == {"a", "b"}

@@ -61,7 +61,11 @@ def test_reset_cursor_moves_back_and_forgets_acks():
     assert lab.service.topics[TOPIC].subscriptions["s"].consumers() == []  # every consumer was disconnected
     event = lab.events.of_kind("cursor_reset")[-1]
     assert (event.fields["ledger"], event.fields["entry"], event.fields["read_ledger"], event.fields["read_entry"]) == (
-        3, 0, 3, 1)
+        3,
+        0,
+        3,
+        1,
+    )
     again = lab.client().subscribe(TOPIC, "s", consumer_type=pl.ConsumerType.Shared)
     assert [m.data() for m in again.receiver_queue] == [b"m1", b"m2", b"m3", b"m4", b"m5"]
 

@@ -16,9 +16,9 @@ import time
 from datetime import timedelta
 
 import pulsar
+from serve_support import RECEIVE_MS, client_for, cursor_state, run_client_script, served_lab, wait_until
 
 import pulsarlab as pl
-from serve_support import RECEIVE_MS, client_for, cursor_state, run_client_script, served_lab, wait_until
 
 TOPIC = "persistent://public/default/orders"
 
@@ -38,8 +38,9 @@ def test_delayed_messages_arrive_no_earlier_than_due_on_shared():
         assert second_at_ms >= sent_at_ms + delay_ms  # never before it is due
         c.acknowledge(first)
         c.acknowledge(second)
-        wait_until(lambda: server.stats_internal(TOPIC)["cursors"]["sh"]["markDeletePosition"] == "3:1",
-                   what="both acks")
+        wait_until(
+            lambda: server.stats_internal(TOPIC)["cursors"]["sh"]["markDeletePosition"] == "3:1", what="both acks"
+        )
         served = cursor_state(server.stats_internal(TOPIC), "sh")
 
     lab2 = pl.Lab(version="4.0", seed=1)

@@ -3,25 +3,52 @@
 from __future__ import annotations
 
 import pytest
+from serve_support import raw_client, served_lab, wait_until
 
 import pulsarlab as pl
 from pulsarlab.errors import ConsumerBusyException
-from pulsarlab.serve.commands import (
-    Ack, CloseConsumer, CommandType, ConsumerStats, Flow, GetLastMessageId, GetSchema, GetTopicsOfNamespace,
-    IntRange, KeySharedMeta, LookupKind, LookupRequest, MetadataLookupKind, MsgId, PartitionMetadataRequest, Ping,
-    ProducerRequest, RedeliverUnacked, Seek, Subscribe, Unsubscribe,
-)
 from pulsarlab.protocol.acks import AckType
-from pulsarlab.protocol.subscription import ConsumerType, KeySharedMode
 from pulsarlab.protocol.server_errors import ServerError
-from serve_support import raw_client, served_lab, wait_until
+from pulsarlab.protocol.subscription import ConsumerType, KeySharedMode
+from pulsarlab.serve.commands import (
+    Ack,
+    CloseConsumer,
+    CommandType,
+    ConsumerStats,
+    Flow,
+    GetLastMessageId,
+    GetSchema,
+    GetTopicsOfNamespace,
+    IntRange,
+    KeySharedMeta,
+    LookupKind,
+    LookupRequest,
+    MetadataLookupKind,
+    MsgId,
+    PartitionMetadataRequest,
+    Ping,
+    ProducerRequest,
+    RedeliverUnacked,
+    Seek,
+    Subscribe,
+    Unsubscribe,
+)
 
 TOPIC = "persistent://public/default/proto"
 
 
 def _subscribe(raw, consumer_id: int, sub: str, sub_type: ConsumerType, request_id: int, **kw):
-    raw.send(Subscribe(topic=TOPIC, subscription=sub, sub_type=sub_type, consumer_id=consumer_id,
-                       request_id=request_id, consumer_name=f"c{consumer_id}", **kw))
+    raw.send(
+        Subscribe(
+            topic=TOPIC,
+            subscription=sub,
+            sub_type=sub_type,
+            consumer_id=consumer_id,
+            request_id=request_id,
+            consumer_name=f"c{consumer_id}",
+            **kw,
+        )
+    )
     return raw.recv()
 
 
@@ -44,7 +71,10 @@ def test_handshake_and_lookups():
         raw.send(LookupRequest(topic="a/b", request_id=2))
         bad = raw.expect(CommandType.LOOKUP_RESPONSE)
         assert (bad.response, bad.error) == (LookupKind.Failed, ServerError.InvalidTopicName)
-        assert bad.message == "Invalid short topic name 'a/b', it should be in the format of <tenant>/<namespace>/<topic> or <topic>"
+        assert (
+            bad.message
+            == "Invalid short topic name 'a/b', it should be in the format of <tenant>/<namespace>/<topic> or <topic>"
+        )
         raw.send(GetTopicsOfNamespace(request_id=3, namespace="public/default"))
         topics = raw.expect(CommandType.GET_TOPICS_OF_NAMESPACE_RESPONSE).topics
         assert topics == server.call(lab.admin.topics.list)
@@ -59,21 +89,32 @@ def test_subscription_errors_carry_pulsars_codes_and_texts():
         assert _subscribe(raw, 1, "ex", ConsumerType.Exclusive, 10)[0] is CommandType.SUCCESS
         kind, err, _ = _subscribe(raw, 2, "ex", ConsumerType.Exclusive, 11)
         assert (kind, err.request_id, err.error, err.message) == (
-            CommandType.ERROR, 11, ServerError.ConsumerBusy, "Exclusive consumer is already connected")
+            CommandType.ERROR,
+            11,
+            ServerError.ConsumerBusy,
+            "Exclusive consumer is already connected",
+        )
         kind, err, _ = _subscribe(raw, 3, "ex", ConsumerType.Shared, 12)
-        assert (err.error, err.message) == (ServerError.ConsumerBusy, (
-            "Subscription is of different type. Active subscription type of 'Exclusive' is different than the "
-            "connecting consumer's type 'Shared'."))
+        assert (err.error, err.message) == (
+            ServerError.ConsumerBusy,
+            (
+                "Subscription is of different type. Active subscription type of 'Exclusive' is different than the "
+                "connecting consumer's type 'Shared'."
+            ),
+        )
         sticky = KeySharedMeta(mode=KeySharedMode.Sticky, hash_ranges=[IntRange(0, 100)])
         assert _subscribe(raw, 4, "st", ConsumerType.KeyShared, 13, key_shared_meta=sticky)[0] is CommandType.SUCCESS
         overlap = KeySharedMeta(mode=KeySharedMode.Sticky, hash_ranges=[IntRange(50, 200)])
         kind, err, _ = _subscribe(raw, 5, "st", ConsumerType.KeyShared, 14, key_shared_meta=overlap)
         assert (kind, err.error) == (CommandType.ERROR, ServerError.ConsumerAssignError)
         assert err.message.startswith("Range conflict with consumer Consumer{") and "consumerName=c4" in err.message
-        kind, err, _ = _subscribe(raw, 6, "st", ConsumerType.KeyShared, 15,
-                                  key_shared_meta=KeySharedMeta(mode=KeySharedMode.Sticky))
-        assert (err.error, err.message) == (ServerError.ConsumerAssignError,
-                                            "Ranges for KeyShared policy must not be empty.")
+        kind, err, _ = _subscribe(
+            raw, 6, "st", ConsumerType.KeyShared, 15, key_shared_meta=KeySharedMeta(mode=KeySharedMode.Sticky)
+        )
+        assert (err.error, err.message) == (
+            ServerError.ConsumerAssignError,
+            "Ranges for KeyShared policy must not be empty.",
+        )
         # the model raises the same texts in process
         lab2 = pl.Lab()
         lab2.client().subscribe(TOPIC, "ex")
@@ -90,14 +131,18 @@ def test_unsubscribe_seek_and_unknown_consumers():
             assert _subscribe(raw, cid, "sh", ConsumerType.Shared, cid)[0] is CommandType.SUCCESS
         raw.send(Unsubscribe(consumer_id=1, request_id=3))
         err = raw.expect(CommandType.ERROR)
-        assert (err.error, err.message) == (ServerError.MetadataError,
-                                            "Unconnected or shared consumer attempting to unsubscribe")
+        assert (err.error, err.message) == (
+            ServerError.MetadataError,
+            "Unconnected or shared consumer attempting to unsubscribe",
+        )
         raw.send(Unsubscribe(consumer_id=9, request_id=4))
         assert raw.expect(CommandType.ERROR).message == "Consumer not found"
         raw.send(Seek(consumer_id=1, request_id=5))
         err = raw.expect(CommandType.ERROR)
-        assert (err.error, err.message) == (ServerError.MetadataError,
-                                            "Message id and message publish time were not present")
+        assert (err.error, err.message) == (
+            ServerError.MetadataError,
+            "Message id and message publish time were not present",
+        )
         raw.send(GetLastMessageId(consumer_id=9, request_id=6))
         assert raw.expect(CommandType.ERROR).message == "Consumer not found"
         raw.send(GetLastMessageId(consumer_id=1, request_id=7))
@@ -123,16 +168,20 @@ def test_producers_get_broker_names_and_ack_receipts_are_answered():
         raw.send(ProducerRequest(topic=TOPIC, producer_id=0, request_id=1))
         ok = raw.expect(CommandType.PRODUCER_SUCCESS)
         assert ok.producer_name.startswith("standalone-0-") and ok.value("last_sequence_id") == -1
-        raw.send(ProducerRequest(topic=TOPIC, producer_id=1, request_id=2, producer_name="mine",
-                                 initial_subscription_name="first"))
+        raw.send(
+            ProducerRequest(
+                topic=TOPIC, producer_id=1, request_id=2, producer_name="mine", initial_subscription_name="first"
+            )
+        )
         assert raw.expect(CommandType.PRODUCER_SUCCESS).producer_name == "mine"
         assert server.call(lab.admin.topics.subscriptions, TOPIC) == ["first"]
         raw.send(ProducerRequest(topic="non-persistent://public/default/x", producer_id=2, request_id=3))
         err = raw.expect(CommandType.ERROR)
         assert err.request_id == 3 and err.error is ServerError.InvalidTopicName
         assert _subscribe(raw, 7, "acks", ConsumerType.Shared, 4)[0] is CommandType.SUCCESS
-        raw.send(Ack(consumer_id=7, ack_type=AckType.INDIVIDUAL, message_ids=[MsgId(ledger_id=3, entry_id=0)],
-                     request_id=5))
+        raw.send(
+            Ack(consumer_id=7, ack_type=AckType.INDIVIDUAL, message_ids=[MsgId(ledger_id=3, entry_id=0)], request_id=5)
+        )
         resp = raw.expect(CommandType.ACK_RESPONSE)
         assert (resp.consumer_id, resp.request_id, resp.error) == (7, 5, None)
 
@@ -144,11 +193,14 @@ def test_priority_levels_and_key_shared_policies_reach_the_dispatcher():
             assert _subscribe(raw, cid, "prio", ConsumerType.Shared, cid, priority_level=prio)[0] is CommandType.SUCCESS
         ooo = KeySharedMeta(mode=KeySharedMode.AutoSplit, allow_out_of_order_delivery=True)
         assert _subscribe(raw, 3, "ooo", ConsumerType.KeyShared, 3, key_shared_meta=ooo)[0] is CommandType.SUCCESS
-        kind, err, _ = _subscribe(raw, 4, "ooo", ConsumerType.KeyShared, 4,
-                                  key_shared_meta=KeySharedMeta(mode=KeySharedMode.AutoSplit))
+        kind, err, _ = _subscribe(
+            raw, 4, "ooo", ConsumerType.KeyShared, 4, key_shared_meta=KeySharedMeta(mode=KeySharedMode.AutoSplit)
+        )
         assert (kind, err.error) == (CommandType.ERROR, ServerError.ConsumerBusy)
-        assert err.message == ("Subscription is of different type. Active subscription allows out of order delivery "
-                               "while the connecting consumer does not allow it.")
+        assert err.message == (
+            "Subscription is of different type. Active subscription allows out of order delivery "
+            "while the connecting consumer does not allow it."
+        )
         snap = server.snapshot()
         assert [(c.name, c.priority) for c in snap.subscription(TOPIC, "prio").consumers] == [("c1", 0), ("c2", 1)]
         stats = server.stats(TOPIC)["subscriptions"]["ooo"]

@@ -7,14 +7,14 @@ import struct
 
 import pulsar
 import pytest
+from serve_support import RECEIVE_MS, client_for, raw_client, served_lab, wait_until
 
 import pulsarlab as pl
 import pulsarlab.serve
-from pulsarlab.serve.commands import CommandType, Flow, ProducerRequest, Send, Subscribe, WireMetadata, encode_command
 from pulsarlab.protocol.server_errors import ServerError
 from pulsarlab.protocol.subscription import ConsumerType
+from pulsarlab.serve.commands import CommandType, Flow, ProducerRequest, Send, Subscribe, WireMetadata, encode_command
 from pulsarlab.serve.frames import payload_frame, simple_frame, wire_section
-from serve_support import RECEIVE_MS, client_for, raw_client, served_lab, wait_until
 
 TOPIC = "persistent://public/default/robust"
 
@@ -51,8 +51,11 @@ BAD_STREAMS = {
     "unknown command type": simple_frame(b"\x08\x63"),
     "no command type": simple_frame(b"\x12\x00"),
     "undecodable command": simple_frame(b"\x08\x04\x22\x05\x0a\xff"),
-    "subscribe before connect": simple_frame(encode_command(Subscribe(
-        topic=TOPIC, subscription="s", sub_type=ConsumerType.Shared, consumer_id=1, request_id=1))),
+    "subscribe before connect": simple_frame(
+        encode_command(
+            Subscribe(topic=TOPIC, subscription="s", sub_type=ConsumerType.Shared, consumer_id=1, request_id=1)
+        )
+    ),
 }
 EXPECTED_REASON = {
     "random bytes": "protocol error",
@@ -90,10 +93,14 @@ def test_a_client_that_disconnects_mid_frame_is_cleaned_up(served):
         raw.send(Subscribe(topic=TOPIC, subscription="half", sub_type=ConsumerType.Shared, consumer_id=1, request_id=1))
         raw.expect(CommandType.SUCCESS)
         raw.send_raw(simple_frame(encode_command(Flow(consumer_id=1, message_permits=10)))[:7])
-        wait_until(lambda: any(c.decoder.buffered == 7 for c in list(server.server.connections)),
-                   what="the partial frame to be held")
-    wait_until(lambda: server.call(lambda: not lab.service.topics[TOPIC].subscriptions["half"].consumers()),
-               what="the consumer of the dropped connection to close")
+        wait_until(
+            lambda: any(c.decoder.buffered == 7 for c in list(server.server.connections)),
+            what="the partial frame to be held",
+        )
+    wait_until(
+        lambda: server.call(lambda: not lab.service.topics[TOPIC].subscriptions["half"].consumers()),
+        what="the consumer of the dropped connection to close",
+    )
     assert any(r == "closed by the client" for r in _closed_reasons(server))
     _round_trip(server, "after-half-frame")
 
@@ -104,8 +111,9 @@ def test_a_partial_frame_is_held_only_up_to_the_frame_limit(served):
     with raw_client(server.url) as raw:
         raw.handshake()
         raw.send_raw(struct.pack(">I", limit) + b"\0" * 4096)  # announces the largest allowed frame
-        wait_until(lambda: any(c.decoder.buffered == 4100 for c in list(server.server.connections)),
-                   what="the partial frame")
+        wait_until(
+            lambda: any(c.decoder.buffered == 4100 for c in list(server.server.connections)), what="the partial frame"
+        )
         held = max(c.decoder.buffered for c in list(server.server.connections))
         assert held <= limit + 4
         raw.send_raw(struct.pack(">I", limit + 1))  # never arrives: the frame above is still incomplete
@@ -140,13 +148,22 @@ def test_a_client_that_does_not_read_is_closed_and_memory_stays_bounded():
     with served_lab(max_write_buffer=256 * 1024) as (lab, server):
         with raw_client(server.url) as raw:
             raw.handshake()
-            raw.send(Subscribe(topic=TOPIC, subscription="slow", sub_type=ConsumerType.Exclusive, consumer_id=1,
-                               request_id=1))
+            raw.send(
+                Subscribe(
+                    topic=TOPIC, subscription="slow", sub_type=ConsumerType.Exclusive, consumer_id=1, request_id=1
+                )
+            )
             raw.expect(CommandType.SUCCESS)
             raw.send(Flow(consumer_id=1, message_permits=100_000))
-            wait_until(lambda: server.call(
-                lambda: lab.service.topics[TOPIC].subscriptions["slow"].consumers()[0].available_permits) > 0,
-                what="the permits")
+            wait_until(
+                lambda: (
+                    server.call(
+                        lambda: lab.service.topics[TOPIC].subscriptions["slow"].consumers()[0].available_permits
+                    )
+                    > 0
+                ),
+                what="the permits",
+            )
             producer = server.call(lambda: lab.client().create_producer(TOPIC))
             payload = b"x" * (256 * 1024)
             for _ in range(200):  # 50 MiB that the raw client never reads
@@ -164,7 +181,9 @@ def test_not_modelled_requests_get_an_error_reply():
         err = raw.expect(CommandType.ERROR)
         assert (err.request_id, err.error) == (9, ServerError.NotAllowedError)
         assert "NEW_TXN" in err.message
-        raw.send_raw(simple_frame(encode_command(Send(producer_id=1, sequence_id=1)).replace(b"\x08\x06", b"\x08\x07", 1)))
+        raw.send_raw(
+            simple_frame(encode_command(Send(producer_id=1, sequence_id=1)).replace(b"\x08\x06", b"\x08\x07", 1))
+        )
         assert raw.closed_by_server()  # a SEND_RECEIPT from a client breaks the protocol
     assert any("unexpected command SEND_RECEIPT" in c.reason for c in server.closed_connections)
 

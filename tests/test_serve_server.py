@@ -8,13 +8,13 @@ import subprocess
 import sys
 
 import pulsar
+from serve_support import RECEIVE_MS, REPO, client_for, raw_client, served_lab, wait_until
 
 import pulsarlab as pl
 from pulsarlab.clock import Scheduler
-from pulsarlab.snapshot.recorder import Recorder
 from pulsarlab.serve.commands import CommandType
 from pulsarlab.serve.realtime import RealTimeDriver
-from serve_support import REPO, RECEIVE_MS, client_for, raw_client, served_lab, wait_until
+from pulsarlab.snapshot.recorder import Recorder
 
 
 class FakeWall:
@@ -63,9 +63,10 @@ def test_a_recorder_and_stats_work_on_a_served_lab():
             p.send(f"m{i}".encode())
         for _ in range(3):
             c.acknowledge(c.receive(RECEIVE_MS))
-        wait_until(lambda: server.call(
-            lambda: rec[-1].snapshot.subscription("watched", "s").cursor.mark_delete == (3, 2)),
-            what="the acks in the recording")
+        wait_until(
+            lambda: server.call(lambda: rec[-1].snapshot.subscription("watched", "s").cursor.mark_delete == (3, 2)),
+            what="the acks in the recording",
+        )
         assert server.call(rec.kinds) == ["consumer_subscribed", "dispatched", "mark_delete_moved", "ack_applied"]
         assert server.call(lambda: rec[1].explanation).startswith("consumer app")
         stats = server.stats("watched")
@@ -80,18 +81,22 @@ def test_a_recorder_and_stats_work_on_a_served_lab():
 def test_in_process_clients_and_real_clients_share_one_broker():
     with served_lab() as (lab, server), client_for(server) as client:
         real = client.subscribe("shared-topic", "s", consumer_type=pulsar.ConsumerType.Shared, consumer_name="real")
-        model_producer = server.call(lambda: lab.client().create_producer("shared-topic", batching_enabled=True,
-                                                                          batching_max_messages=4))
+        model_producer = server.call(
+            lambda: lab.client().create_producer("shared-topic", batching_enabled=True, batching_max_messages=4)
+        )
         for i in range(4):
-            server.call(model_producer.send_async, f"m{i}".encode(), None, partition_key=f"k{i}",
-                        properties={"i": str(i)})
+            server.call(
+                model_producer.send_async, f"m{i}".encode(), None, partition_key=f"k{i}", properties={"i": str(i)}
+            )
         server.call(model_producer.flush)
         got = [real.receive(RECEIVE_MS) for _ in range(4)]
         assert [(m.data(), m.partition_key(), m.properties()) for m in got] == [
-            (f"m{i}".encode(), f"k{i}", {"i": str(i)}) for i in range(4)]
+            (f"m{i}".encode(), f"k{i}", {"i": str(i)}) for i in range(4)
+        ]
         assert {m.message_id().batch_index() for m in got} == {0, 1, 2, 3}
-        in_proc = server.call(lambda: lab.client().subscribe("shared-topic", "model",
-                                                             initial_position=pl.InitialPosition.Earliest))
+        in_proc = server.call(
+            lambda: lab.client().subscribe("shared-topic", "model", initial_position=pl.InitialPosition.Earliest)
+        )
         client.create_producer("shared-topic").send(b"from-real", partition_key="rk")
         wait_until(lambda: server.call(lambda: len(in_proc.receiver_queue)) == 5, what="the in-process consumer")
         last = server.call(lambda: [in_proc.receive(0) for _ in range(5)][-1])
@@ -100,13 +105,20 @@ def test_in_process_clients_and_real_clients_share_one_broker():
 
 def _start_cli(*args: str) -> subprocess.Popen:
     env = dict(os.environ, PYTHONPATH=str(REPO))
-    return subprocess.Popen([sys.executable, "-m", "pulsarlab", "serve", *args], cwd=REPO, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "pulsarlab", "serve", *args],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def test_the_serve_command_listens_until_interrupted():
-    proc = _start_cli("--port", "0", "--broker-config", "maxMessageSize=2048", "--version", "3.0",
-                      "--log-level", "warning")
+    proc = _start_cli(
+        "--port", "0", "--broker-config", "maxMessageSize=2048", "--version", "3.0", "--log-level", "warning"
+    )
     try:
         line = proc.stdout.readline()
         assert "profile 3.0 listening on pulsar://127.0.0.1:" in line, line + proc.stderr.read()
@@ -124,9 +136,11 @@ def test_the_serve_command_listens_until_interrupted():
 
 
 def test_the_serve_command_refuses_a_public_address_and_bad_settings():
-    for args, text in ((("--host", "0.0.0.0", "--port", "0"), "not a loopback address"),
-                       (("--port", "0", "--broker-config", "noSuchSetting=1"), "unknown broker setting"),
-                       (("--port", "0", "--broker-config", "oops"), "KEY=VALUE")):
+    for args, text in (
+        (("--host", "0.0.0.0", "--port", "0"), "not a loopback address"),
+        (("--port", "0", "--broker-config", "noSuchSetting=1"), "unknown broker setting"),
+        (("--port", "0", "--broker-config", "oops"), "KEY=VALUE"),
+    ):
         proc = _start_cli(*args)
         try:
             out, err = proc.communicate(timeout=20)

@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from golden_files import golden_path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from golden_files import golden_path
-from pulsarlab.conformance import run_file
-from pulsarlab.errors import IllegalArgumentException
-from pulsarlab.broker.key_shared.base import Consumer, ImpactedConsumers
 from pulsarlab.broker.key_shared.assignments import (
     ConsumerHashAssignmentsSnapshot,
     UpdatedHashRanges,
@@ -17,6 +14,9 @@ from pulsarlab.broker.key_shared.assignments import (
     impacted_consumers,
     merge_overlapping_ranges,
 )
+from pulsarlab.broker.key_shared.base import Consumer, ImpactedConsumers
+from pulsarlab.conformance import run_file
+from pulsarlab.errors import IllegalArgumentException
 
 C1, C2, C3 = Consumer(1, "c1"), Consumer(2, "c2"), Consumer(3, "c3")
 

@@ -12,10 +12,10 @@ import stat
 import pandas as pd
 import pytest
 
+from pulsarlab.profiles import get_profile
 from pulsarlab.scenarios.distribution import distribution_metrics, sequential_keys
 from pulsarlab.spark import JavaNotFoundError, get_session, key_distribution
 from pulsarlab.spark import session as session_module
-from pulsarlab.profiles import get_profile
 from pulsarlab.spark.keydist import RESULT_COLUMNS, _generated_chunks, check_configs, slice_runs
 
 KINDS = ("auto_split", "consistent_hashing", "sticky")
@@ -30,9 +30,7 @@ def assert_rows_equal_bulk_path(result: pd.DataFrame, keys: list, points: int = 
 @pytest.mark.spark
 def test_generated_keys_equal_bulk_path_for_every_selector_and_version(spark):
     n_keys = 30_011
-    result = key_distribution(
-        spark, n_keys=n_keys, consumer_counts=(1, 3, 8), version=("3.0", "4.0"), partitions=3
-    )
+    result = key_distribution(spark, n_keys=n_keys, consumer_counts=(1, 3, 8), version=("3.0", "4.0"), partitions=3)
     assert list(result.columns) == RESULT_COLUMNS
     assert list(zip(result.version, result.selector, result.consumers)) == [
         (v, k, n) for v in ("3.0", "4.0") for k in KINDS for n in (1, 3, 8)
@@ -83,9 +81,7 @@ def test_binary_keys(spark):
     rng = random.Random(5)
     keys = [bytes(rng.randrange(256) for _ in range(rng.randint(1, 12))) for _ in range(2000)]
     keys_df = spark.createDataFrame([(k,) for k in keys], "key binary")
-    result = key_distribution(
-        spark, keys_df=keys_df, selectors="consistent_hashing", consumer_counts=4, version="3.0"
-    )
+    result = key_distribution(spark, keys_df=keys_df, selectors="consistent_hashing", consumer_counts=4, version="3.0")
     assert_rows_equal_bulk_path(result, keys)
 
 
@@ -163,7 +159,7 @@ def test_java_home_pointing_nowhere_fails(no_jvm, monkeypatch, tmp_path):
 
 def test_too_old_java_fails(no_jvm, monkeypatch, tmp_path):
     java = tmp_path / "java"
-    java.write_text('#!/bin/sh\necho \'java version "1.8.0_392"\' >&2\n')
+    java.write_text("#!/bin/sh\necho 'java version \"1.8.0_392\"' >&2\n")
     java.chmod(java.stat().st_mode | stat.S_IEXEC)
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.delenv("JAVA_HOME", raising=False)

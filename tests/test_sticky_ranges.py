@@ -6,17 +6,16 @@ import json
 
 import numpy as np
 import pytest
+from golden_files import golden_path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from golden_files import golden_path
+from pulsarlab.broker.key_shared import NO_CONSUMER, Consumer, make_selector
+from pulsarlab.broker.key_shared.sticky_ranges import HashRangeExclusiveSelector
 from pulsarlab.conformance import run_file
 from pulsarlab.errors import ConsumerAssignException, IllegalArgumentException
 from pulsarlab.hashing import murmur3_32, reduce_hash
-from pulsarlab.broker.key_shared import NO_CONSUMER, Consumer, make_selector
-from pulsarlab.protocol.subscription import HashRange
-from pulsarlab.broker.key_shared.sticky_ranges import HashRangeExclusiveSelector
-from pulsarlab.protocol.subscription import validate_sticky_policy_ranges
+from pulsarlab.protocol.subscription import HashRange, validate_sticky_policy_ranges
 
 LEGACY, PAIR_3X, PAIR_4X = "2.10", "3.0", "4.0"
 ALL = [LEGACY, PAIR_3X, PAIR_4X]
@@ -259,7 +258,7 @@ def _overlap(a, b):
 def _naive_pair_accepts(ranges, attached):
     if not ranges or any(s > e for s, e in ranges):
         return False
-    if any(_overlap(a, b) for i, a in enumerate(ranges) for b in ranges[i + 1:]):
+    if any(_overlap(a, b) for i, a in enumerate(ranges) for b in ranges[i + 1 :]):
         return False
     return not any(_overlap(r, o) for r in ranges for c in attached for o in c.ranges)
 

@@ -19,11 +19,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import pulsarlab as pl
+from pulsarlab.broker.redelivery import MessageRedeliveryController
 from pulsarlab.event_catalogue import broker as ev
+from pulsarlab.events import EventLog
 from pulsarlab.managed_ledger.position import Position
 from pulsarlab.managed_ledger.rangeset import OpenLongPairRangeSet
-from pulsarlab.broker.redelivery import MessageRedeliveryController
-from pulsarlab.events import EventLog
 from pulsarlab.messages import EntryData, MessageMetadata, SingleMessageMetadata
 
 props = st.one_of(st.just({}), st.dictionaries(st.sampled_from("abc"), st.sampled_from(["1", "2"]), max_size=2))
@@ -34,10 +34,16 @@ keys = st.one_of(st.none(), st.sampled_from(["k1", "k2", "a2V5"]))
 def entries(draw) -> EntryData:
     n = draw(st.one_of(st.none(), st.integers(1, 4)))
     meta = MessageMetadata(
-        "p", draw(st.integers(0, 10**6)), draw(st.integers(0, 10**6)), properties=draw(props),
-        partition_key=draw(keys), partition_key_b64_encoded=draw(st.booleans()),
-        ordering_key=draw(st.one_of(st.none(), st.just(b"ok"))), num_messages_in_batch=n,
-        deliver_at_time=draw(st.one_of(st.none(), st.integers(0, 99))))
+        "p",
+        draw(st.integers(0, 10**6)),
+        draw(st.integers(0, 10**6)),
+        properties=draw(props),
+        partition_key=draw(keys),
+        partition_key_b64_encoded=draw(st.booleans()),
+        ordering_key=draw(st.one_of(st.none(), st.just(b"ok"))),
+        num_messages_in_batch=n,
+        deliver_at_time=draw(st.one_of(st.none(), st.integers(0, 99))),
+    )
     if n is None:
         return EntryData(meta, [(None, draw(st.binary(max_size=5)))])
     return EntryData(meta, [(SingleMessageMetadata(1, draw(props), sequence_id=i), b"x") for i in range(n)])
@@ -62,8 +68,10 @@ def test_stored_form_of_plain_entries_leaves_the_collectors_view() -> None:
 
 
 @settings(max_examples=40, deadline=None)
-@given(sends=st.lists(st.tuples(st.sampled_from(["k1", "k2", None]), st.integers(1, 4)), min_size=1, max_size=12),
-       max_entries=st.integers(1, 3))
+@given(
+    sends=st.lists(st.tuples(st.sampled_from(["k1", "k2", None]), st.integers(1, 4)), min_size=1, max_size=12),
+    max_entries=st.integers(1, 3),
+)
 def test_ledger_reads_give_what_was_written(sends, max_entries) -> None:
     import pulsarlab.managed_ledger.ledger as ledger_module
 
@@ -106,8 +114,14 @@ def _check_ledger_reads(sends, max_entries) -> None:
         assert view[1:] == expected[1:] and (not expected or view[-1] == expected[-1])
 
 
-rows = st.lists(st.tuples(st.sampled_from([ev.FLOW, ev.RECEIVED, ev.DISPATCHED]), st.integers(0, 10**6),
-                          st.lists(st.integers(-(2**40), 2**40), min_size=0, max_size=6)), max_size=300)
+rows = st.lists(
+    st.tuples(
+        st.sampled_from([ev.FLOW, ev.RECEIVED, ev.DISPATCHED]),
+        st.integers(0, 10**6),
+        st.lists(st.integers(-(2**40), 2**40), min_size=0, max_size=6),
+    ),
+    max_size=300,
+)
 
 
 def _reference_digest(events: list) -> str:
@@ -136,7 +150,7 @@ def test_event_log_chunks_do_not_depend_on_when_rows_are_flushed(events, reads, 
     try:
         log = EventLog()
         for i, (et, t, values) in enumerate(events):
-            log.append_row(et, t, *values[:len(et.fields)])
+            log.append_row(et, t, *values[: len(et.fields)])
             if i in reads:
                 assert log[i].time == t  # a read flushes what is pending
     finally:
@@ -149,8 +163,10 @@ def test_event_log_chunks_do_not_depend_on_when_rows_are_flushed(events, reads, 
 
 
 @settings(max_examples=80, deadline=None)
-@given(acks=st.lists(st.tuples(st.integers(3, 6), st.integers(0, 40)), max_size=30),
-       probe=st.tuples(st.integers(2, 7), st.integers(0, 45)))
+@given(
+    acks=st.lists(st.tuples(st.integers(3, 6), st.integers(0, 40)), max_size=30),
+    probe=st.tuples(st.integers(2, 7), st.integers(0, 45)),
+)
 def test_has_any_from_agrees_with_a_scan(acks, probe) -> None:
     idm = OpenLongPairRangeSet()
     for ledger, entry in acks:
@@ -161,9 +177,15 @@ def test_has_any_from_agrees_with_a_scan(acks, probe) -> None:
 
 
 @settings(max_examples=80, deadline=None)
-@given(ops=st.lists(st.tuples(st.sampled_from(["add", "remove", "upto", "clear"]), st.integers(0, 3),
-                              st.integers(0, 9), st.integers(0, 3)), max_size=40),
-       ooo=st.booleans())
+@given(
+    ops=st.lists(
+        st.tuples(
+            st.sampled_from(["add", "remove", "upto", "clear"]), st.integers(0, 3), st.integers(0, 9), st.integers(0, 3)
+        ),
+        max_size=40,
+    ),
+    ooo=st.booleans(),
+)
 def test_replay_set_size_and_membership_follow_its_positions(ops, ooo) -> None:
     rm = MessageRedeliveryController(allow_out_of_order_delivery=ooo)
     for op, ledger, entry, h in ops:
@@ -183,9 +205,14 @@ def test_replay_set_size_and_membership_follow_its_positions(ops, ooo) -> None:
 
 
 @settings(max_examples=60, deadline=None)
-@given(metas=st.lists(st.tuples(keys, st.booleans(), st.one_of(st.none(), st.sampled_from([b"o1", b"o2"])),
-                                st.integers(0, 50)), min_size=1, max_size=20),
-       version=st.sampled_from(["3.0", "4.0"]))
+@given(
+    metas=st.lists(
+        st.tuples(keys, st.booleans(), st.one_of(st.none(), st.sampled_from([b"o1", b"o2"])), st.integers(0, 50)),
+        min_size=1,
+        max_size=20,
+    ),
+    version=st.sampled_from(["3.0", "4.0"]),
+)
 def test_key_hash_memo_gives_the_selectors_hash(metas, version) -> None:
     lab = pl.Lab(version=version)
     lab.client().subscribe("t", "s", consumer_type=pl.ConsumerType.KeyShared)

@@ -71,8 +71,12 @@ op = st.one_of(
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(ops=st.lists(op, max_size=30), ctype=st.sampled_from(list(pl.ConsumerType)),
-       group_ms=st.sampled_from([0, 100]), seed=st.integers(0, 3))
+@given(
+    ops=st.lists(op, max_size=30),
+    ctype=st.sampled_from(list(pl.ConsumerType)),
+    group_ms=st.sampled_from([0, 100]),
+    seed=st.integers(0, 3),
+)
 def test_the_stamp_is_the_time_of_the_last_mark_delete_move(ops, ctype, group_ms, seed) -> None:
     def play(record_events: bool) -> list[int]:
         lab = pl.Lab(seed=seed, record_events=record_events)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import copy
 
 import pytest
+from golden_files import golden_lines
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from golden_files import golden_lines
 from pulsarlab.client.negative_acks import (
     ClientClock,
     DeadlineMapNegativeAcksTracker,
@@ -39,7 +39,11 @@ def test_message_id_orders_like_message_id_adv_compare_to():
     # (ledger, entry, partition, batchIndex), each compared as a number
     ids = [MessageId(2, 0), MessageId(1, 5, 3), MessageId(1, 5, 0, 7), MessageId(1, 5, 0), MessageId(1, 4, 9, 9)]
     assert sorted(ids) == [
-        MessageId(1, 4, 9, 9), MessageId(1, 5, 0), MessageId(1, 5, 0, 7), MessageId(1, 5, 3), MessageId(2, 0),
+        MessageId(1, 4, 9, 9),
+        MessageId(1, 5, 0),
+        MessageId(1, 5, 0, 7),
+        MessageId(1, 5, 3),
+        MessageId(2, 0),
     ]
     assert EARLIEST < MessageId(0, 0) < LATEST
 
@@ -76,9 +80,7 @@ def test_message_id_rejects_bad_input():
 def _unacked(ack: int, tick: int, **kw):
     scheduler = Scheduler()
     redelivered: list[tuple[int, list[MessageId]]] = []
-    tracker = UnAckedMessageTracker(
-        scheduler, lambda ids: redelivered.append((scheduler.now(), ids)), ack, tick, **kw
-    )
+    tracker = UnAckedMessageTracker(scheduler, lambda ids: redelivered.append((scheduler.now(), ids)), ack, tick, **kw)
     return scheduler, tracker, redelivered
 
 
@@ -191,9 +193,7 @@ def test_ack_timeout_zero_gives_the_disabled_tracker():
 def _nacks(profile: str, **conf):
     scheduler = Scheduler()
     runs: list[tuple[int, list[MessageId]]] = []
-    tracker = NegativeAcksTracker(
-        scheduler, lambda ids: runs.append((scheduler.now(), ids)), profile=profile, **conf
-    )
+    tracker = NegativeAcksTracker(scheduler, lambda ids: runs.append((scheduler.now(), ids)), profile=profile, **conf)
     return scheduler, tracker, runs
 
 

@@ -139,9 +139,18 @@ def test_scale_figure_from_a_key_distribution_frame():
     import pandas as pd
 
     rows = [
-        {"selector": k, "version": "4.0", "consumers": n, "imbalance": 1 + n / 10, "moved_on_join": 1 / (n + 1),
-         "moved_on_leave": 1 / n, "keys_per_consumer": {}, "total_keys": 1000}
-        for k in ("auto_split", "sticky") for n in (2, 4)
+        {
+            "selector": k,
+            "version": "4.0",
+            "consumers": n,
+            "imbalance": 1 + n / 10,
+            "moved_on_join": 1 / (n + 1),
+            "moved_on_leave": 1 / n,
+            "keys_per_consumer": {},
+            "total_keys": 1000,
+        }
+        for k in ("auto_split", "sticky")
+        for n in (2, 4)
     ]
     fig = scale_figure(pd.DataFrame(rows))
     lines = [t for t in fig.data if t.xaxis == "x"]

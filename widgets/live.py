@@ -34,7 +34,6 @@ import plotly.graph_objects as go
 from pulsarlab.events import Event
 from pulsarlab.snapshot.base import History, Sample
 from pulsarlab.snapshot.lab import LabSnapshot, SnapshotBuilder
-
 from pulsarlab_widgets.player import Player, View, sync_figure
 
 log = logging.getLogger("pulsarlab_widgets.live")
@@ -113,10 +112,20 @@ class LiveViews(widgets.VBox):
         self._seen = n
         for t, s in snap.subscriptions():
             for c in s.consumers:
-                self._samples.append(Sample(
-                    event_index=snap.event_index, time=snap.time, topic=t.name, subscription=s.name, consumer=c.id,
-                    name=c.name, permits=c.permits, receiver_queue=c.receiver_queue, in_flight=c.in_flight,
-                    blocked=c.blocked))
+                self._samples.append(
+                    Sample(
+                        event_index=snap.event_index,
+                        time=snap.time,
+                        topic=t.name,
+                        subscription=s.name,
+                        consumer=c.id,
+                        name=c.name,
+                        permits=c.permits,
+                        receiver_queue=c.receiver_queue,
+                        in_flight=c.in_flight,
+                        blocked=c.blocked,
+                    )
+                )
         snap = replace(snap, history=History(self._samples, len(self._samples)))
         last = events[-1] if events else None
         if last is None:

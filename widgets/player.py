@@ -129,24 +129,40 @@ class Player(widgets.VBox):
         last = len(timeline) - 1
 
         self.figures = [go.FigureWidget(render(v, timeline, start)) for v in views]
-        self.play = widgets.Play(value=start, min=0, max=last, step=1, interval=self.base_interval,
-                                 description="play", show_repeat=False)
-        self.slider = widgets.IntSlider(value=start, min=0, max=last, description="frame",
-                                        continuous_update=False, layout=widgets.Layout(width="360px"))
+        self.play = widgets.Play(
+            value=start, min=0, max=last, step=1, interval=self.base_interval, description="play", show_repeat=False
+        )
+        self.slider = widgets.IntSlider(
+            value=start,
+            min=0,
+            max=last,
+            description="frame",
+            continuous_update=False,
+            layout=widgets.Layout(width="360px"),
+        )
         widgets.link((self.play, "value"), (self.slider, "value"))
-        self.back_button = widgets.Button(description="◀ back", tooltip="previous frame",
-                                          layout=widgets.Layout(width="80px"))
-        self.step_button = widgets.Button(description="step ▶", tooltip="next frame",
-                                          layout=widgets.Layout(width="80px"))
-        self.speed = widgets.Dropdown(options=SPEEDS, value=1.0, description="speed",
-                                      layout=widgets.Layout(width="150px"))
+        self.back_button = widgets.Button(
+            description="◀ back", tooltip="previous frame", layout=widgets.Layout(width="80px")
+        )
+        self.step_button = widgets.Button(
+            description="step ▶", tooltip="next frame", layout=widgets.Layout(width="80px")
+        )
+        self.speed = widgets.Dropdown(
+            options=SPEEDS, value=1.0, description="speed", layout=widgets.Layout(width="150px")
+        )
         kinds = self.kinds()
-        self.kind = widgets.Dropdown(options=kinds, value=kinds[0] if kinds else None, description="jump to",
-                                     layout=widgets.Layout(width="300px"))
-        self.prev_kind_button = widgets.Button(description="◀", tooltip="previous frame of this kind",
-                                               layout=widgets.Layout(width="40px"))
-        self.next_kind_button = widgets.Button(description="▶", tooltip="next frame of this kind",
-                                               layout=widgets.Layout(width="40px"))
+        self.kind = widgets.Dropdown(
+            options=kinds,
+            value=kinds[0] if kinds else None,
+            description="jump to",
+            layout=widgets.Layout(width="300px"),
+        )
+        self.prev_kind_button = widgets.Button(
+            description="◀", tooltip="previous frame of this kind", layout=widgets.Layout(width="40px")
+        )
+        self.next_kind_button = widgets.Button(
+            description="▶", tooltip="next frame of this kind", layout=widgets.Layout(width="40px")
+        )
         self.label = widgets.HTML()
         self.slider.observe(self._on_index, names="value")
         self.speed.observe(self._on_speed, names="value")

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pulsarlab.event_catalogue import broker as ev
 from pulsarlab.broker.dispatch.pending_acks import PendingAcksMap
-from pulsarlab.date_format import format_timestamp
 from pulsarlab.broker.redelivery import MessageRate
+from pulsarlab.date_format import format_timestamp
+from pulsarlab.event_catalogue import broker as ev
 
 if TYPE_CHECKING:  # pragma: no cover
     from pulsarlab.broker.subscription import PersistentSubscription
@@ -129,8 +129,9 @@ class Consumer:
         if blocked != self.blocked:
             self.blocked = blocked
             if self._events is not None:
-                self._events.append_row(ev.CONSUMER_BLOCKED, self._clock.now(), self.id, int(blocked),
-                                        self.unacked_messages)
+                self._events.append_row(
+                    ev.CONSUMER_BLOCKED, self._clock.now(), self.id, int(blocked), self.unacked_messages
+                )
 
     # --- MESSAGE ------------------------------------------------------------------------------------
     def send_messages(
@@ -165,7 +166,8 @@ class Consumer:
                 batch_size = 1
             ledger, entry = pos.ledger_id, pos.entry_id
             if add_pending_ack is not None and not add_pending_ack(
-                    ledger, entry, batch_size, hashes[i] if hashes is not None else 0):
+                ledger, entry, batch_size, hashes[i] if hashes is not None else 0
+            ):
                 continue
             ack_set = None
             n_unacked = batch_size
@@ -182,8 +184,9 @@ class Consumer:
             # the client may FLOW back while receiving (dropped duplicates), so the permits stay on self
             self.available_permits -= n_unacked
             if events is not None:
-                events.append_row(_DISPATCHED, now, self.id, ledger, entry, batch_size, redelivery,
-                                  self.available_permits)
+                events.append_row(
+                    _DISPATCHED, now, self.id, ledger, entry, batch_size, redelivery, self.available_permits
+                )
             message_received(ledger, entry, data, redelivery, ack_set)
         if not total_entries:
             return 0, 0, 0
@@ -233,8 +236,9 @@ class Consumer:
 
     def _after_pending_ack_removed(self, owner: "Consumer") -> None:
         """Unblock ``owner`` at half the limit (or always, when this consumer does not block on unacked)."""
-        if (owner.blocked and owner.unacked_messages <= self.max_unacked_messages // 2
-                and owner.should_block_on_unacked) or not self.should_block_on_unacked:
+        if (
+            owner.blocked and owner.unacked_messages <= self.max_unacked_messages // 2 and owner.should_block_on_unacked
+        ) or not self.should_block_on_unacked:
             owner._set_blocked(False)
             owner.flow_consumer_blocked_permits()
 
@@ -278,4 +282,3 @@ class Consumer:
         if self.read_position_when_joining is not None:
             out["readPositionWhenJoining"] = self.read_position_when_joining
         return out
-

@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from pulsarlab.broker.delayed.bucket.tracker import DELAYED_BUCKET_KEY_PREFIX, BucketDelayedDeliveryTracker
 from pulsarlab.event_catalogue import broker as ev
 from pulsarlab.event_catalogue.restart import (
     BROKER_RESTARTED,
@@ -32,7 +33,6 @@ from pulsarlab.event_catalogue.restart import (
     CURSOR_RECOVERED,
     SUBSCRIPTION_UNLOADED,
 )
-from pulsarlab.broker.delayed.bucket.tracker import DELAYED_BUCKET_KEY_PREFIX, BucketDelayedDeliveryTracker
 
 if TYPE_CHECKING:  # pragma: no cover
     from pulsarlab.broker.service import BrokerService
@@ -69,8 +69,9 @@ class RestartReport:
         for loss in self.subscriptions:
             if loss.subscription == name and (topic is None or loss.topic == topic or loss.topic.endswith("/" + topic)):
                 return loss
-        raise KeyError(f"no subscription {name!r} in this restart; subscriptions: "
-                       f"{[s.subscription for s in self.subscriptions]}")
+        raise KeyError(
+            f"no subscription {name!r} in this restart; subscriptions: {[s.subscription for s in self.subscriptions]}"
+        )
 
 
 def restart_broker(service: "BrokerService") -> RestartReport:
@@ -96,8 +97,15 @@ def restart_broker(service: "BrokerService") -> RestartReport:
                 cursor = sub.cursor
                 md = cursor.mark_delete_position
                 buckets = sum(1 for k in cursor.cursor_properties if k.startswith(DELAYED_BUCKET_KEY_PREFIX))
-                events.append(CURSOR_RECOVERED, now, subscription=sub.id, ledger=md.ledger_id, entry=md.entry_id,
-                              ranges=cursor.individually_deleted_messages.size(), buckets=buckets)
+                events.append(
+                    CURSOR_RECOVERED,
+                    now,
+                    subscription=sub.id,
+                    ledger=md.ledger_id,
+                    entry=md.entry_id,
+                    ranges=cursor.individually_deleted_messages.size(),
+                    buckets=buckets,
+                )
     service.restarts += 1
     if events.enabled:
         events.append(BROKER_RESTARTED, now, topics=len(topics), restarts=service.restarts)
@@ -119,8 +127,13 @@ def _unload_subscription(service: "BrokerService", sub: "PersistentSubscription"
         c.closed = True
         c.cnx_active = False
         if events.enabled:
-            events.append(ev.CONSUMER_CLOSED, now, consumer=c.id, reason="broker_restart",
-                          pending_acks=len(c.pending_acks) if c.pending_acks is not None else 0)
+            events.append(
+                ev.CONSUMER_CLOSED,
+                now,
+                consumer=c.id,
+                reason="broker_restart",
+                pending_acks=len(c.pending_acks) if c.pending_acks is not None else 0,
+            )
         closed_by_broker: Any = getattr(c.cnx, "closed_by_broker", None)
         if closed_by_broker is not None:
             closed_by_broker()
@@ -128,7 +141,24 @@ def _unload_subscription(service: "BrokerService", sub: "PersistentSubscription"
         d.close()
     sub.dispatcher = None
     if events.enabled:
-        events.append(SUBSCRIPTION_UNLOADED, now, subscription=sub.id, pending_acks=pending, replay=replay,
-                      redelivery_counts=counts, delayed_lost=held - kept, delayed_kept=kept)
-    return SubscriptionLoss(sub.topic.name, sub.name, getattr(d, "type_name", None), len(consumers), pending,
-                            replay, counts, held - kept, kept)
+        events.append(
+            SUBSCRIPTION_UNLOADED,
+            now,
+            subscription=sub.id,
+            pending_acks=pending,
+            replay=replay,
+            redelivery_counts=counts,
+            delayed_lost=held - kept,
+            delayed_kept=kept,
+        )
+    return SubscriptionLoss(
+        sub.topic.name,
+        sub.name,
+        getattr(d, "type_name", None),
+        len(consumers),
+        pending,
+        replay,
+        counts,
+        held - kept,
+        kept,
+    )

@@ -23,23 +23,28 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
-from pulsarlab.event_catalogue import broker as ev
-from pulsarlab.protocol.acks import AckCommand
-from pulsarlab.protocol.subscription import ConsumerKeySharedPolicy, ConsumerType, InitialPosition, KeySharedMode
-from pulsarlab.errors import (
-    ConsumerAssignException, ConsumerBusyException, IllegalArgumentException, NotAllowedException, PulsarError,
-    ServerMetadataException, SubscriptionBusyException,
-)
-from pulsarlab.protocol.server_errors import ServerError
-from pulsarlab.broker.delayed.bucket.snapshot import InMemoryBucketSnapshotStorage
-from pulsarlab.event_catalogue.redelivery import REDELIVER_IDS
 from pulsarlab.broker.consumer import Consumer
+from pulsarlab.broker.delayed.bucket.snapshot import InMemoryBucketSnapshotStorage
 from pulsarlab.broker.delayed.factory import load_delayed_delivery_tracker_factory
+from pulsarlab.broker.restart import RestartReport, restart_broker
+from pulsarlab.broker.topic import PersistentTopic, ProducerHandle, partition_index_of
+from pulsarlab.errors import (
+    ConsumerAssignException,
+    ConsumerBusyException,
+    IllegalArgumentException,
+    NotAllowedException,
+    PulsarError,
+    ServerMetadataException,
+    SubscriptionBusyException,
+)
+from pulsarlab.event_catalogue import broker as ev
+from pulsarlab.event_catalogue.redelivery import REDELIVER_IDS
 from pulsarlab.managed_ledger.exceptions import ManagedLedgerException
 from pulsarlab.managed_ledger.ledger import LedgerIdAllocator
-from pulsarlab.broker.restart import RestartReport, restart_broker
 from pulsarlab.managed_ledger.position import EARLIEST, LATEST, Position
-from pulsarlab.broker.topic import PersistentTopic, ProducerHandle, partition_index_of
+from pulsarlab.protocol.acks import AckCommand
+from pulsarlab.protocol.server_errors import ServerError
+from pulsarlab.protocol.subscription import ConsumerKeySharedPolicy, ConsumerType, InitialPosition, KeySharedMode
 
 if TYPE_CHECKING:  # pragma: no cover
     from pulsarlab.lab import Lab
@@ -76,7 +81,8 @@ def normalize_topic(name: str) -> str:
     if len(parts) == 3 and all(parts):
         return f"persistent://{name}"
     raise IllegalArgumentException(
-        f"Invalid short topic name '{name}', it should be in the format of <tenant>/<namespace>/<topic> or <topic>")
+        f"Invalid short topic name '{name}', it should be in the format of <tenant>/<namespace>/<topic> or <topic>"
+    )
 
 
 def client_error_code(error: BaseException) -> ServerError:
@@ -150,7 +156,8 @@ class BrokerService:
         self.ledger_ids = LedgerIdAllocator()
         self.bucket_snapshot_storage = InMemoryBucketSnapshotStorage(self.ledger_ids.next)
         self.delayed_tracker_factory = load_delayed_delivery_tracker_factory(
-            self.config, self.profile, self.scheduler, self.bucket_snapshot_storage, self.events)
+            self.config, self.profile, self.scheduler, self.bucket_snapshot_storage, self.events
+        )
         self.restarts = 0
         self.topics: dict[str, PersistentTopic] = {}
         self.partitioned: dict[str, int] = {}
@@ -229,8 +236,7 @@ class BrokerService:
         self._next_topic += 1
         self.topics[name] = topic
         if self.events.enabled:
-            self.events.append(ev.TOPIC_CREATED, self.scheduler.now(), topic=topic.id, name=name,
-                               partitions=partitions)
+            self.events.append(ev.TOPIC_CREATED, self.scheduler.now(), topic=topic.id, name=name, partitions=partitions)
         return topic
 
     def ensure_topic(self, name: str) -> int:
@@ -255,8 +261,7 @@ class BrokerService:
         if name in self.partitioned or name in self.topics:
             raise ConflictException("This topic already exists")
         if partition_index_of(name) >= 0:
-            raise PreconditionFailedException(
-                "Partitioned Topic Name should not contain '-partition-'")
+            raise PreconditionFailedException("Partitioned Topic Name should not contain '-partition-'")
         self.partitioned[name] = partitions
         if self.events.enabled:
             self.events.append(ev.TOPIC_CREATED, self.scheduler.now(), topic=-1, name=name, partitions=partitions)
@@ -269,8 +274,9 @@ class BrokerService:
         self._create_topic(name)
 
     # --- SEND ----------------------------------------------------------------------------------
-    def register_producer(self, producer_id: int, name: str, topic: str,
-                          initial_subscription: str | None = None) -> ProducerHandle:
+    def register_producer(
+        self, producer_id: int, name: str, topic: str, initial_subscription: str | None = None
+    ) -> ProducerHandle:
         """PRODUCER; with ``initial_subscription`` (CommandProducer's ``initial_subscription_name``) that
         subscription is created at the earliest position of the topic if it does not exist yet."""
         handle = self.get_topic(topic).add_producer(producer_id, name)
@@ -313,23 +319,35 @@ class BrokerService:
         last such consumer closes (`close_consumer`) or when the subscribe fails."""
         t = self.get_topic(topic)
         if durable:
-            return self._subscribe(t, cnx, consumer_id, subscription, sub_type, name, priority, initial_position,
-                                   key_shared_policy, True)
+            return self._subscribe(
+                t, cnx, consumer_id, subscription, sub_type, name, priority, initial_position, key_shared_policy, True
+            )
         created = subscription not in t.subscriptions
         try:
             sub = t.get_or_create_subscription(subscription, initial_position.name)
             if created and start_message_id is not None:
                 sub.cursor.reset_cursor(message_id_position(*start_message_id))
-            return self._subscribe(t, cnx, consumer_id, subscription, sub_type, name, priority, initial_position,
-                                   key_shared_policy, False)
+            return self._subscribe(
+                t, cnx, consumer_id, subscription, sub_type, name, priority, initial_position, key_shared_policy, False
+            )
         except PulsarError:
             if created:
                 self._delete_subscription_if_present(topic, subscription)
             raise
 
-    def _subscribe(self, t: PersistentTopic, cnx: Any, consumer_id: int, subscription: str, sub_type: ConsumerType,
-                   name: str, priority: int, initial_position: InitialPosition,
-                   key_shared_policy: ConsumerKeySharedPolicy | None, durable: bool) -> Consumer:
+    def _subscribe(
+        self,
+        t: PersistentTopic,
+        cnx: Any,
+        consumer_id: int,
+        subscription: str,
+        sub_type: ConsumerType,
+        name: str,
+        priority: int,
+        initial_position: InitialPosition,
+        key_shared_policy: ConsumerKeySharedPolicy | None,
+        durable: bool,
+    ) -> Consumer:
         ks_mode = None
         ooo = False
         ranges = None
@@ -342,9 +360,18 @@ class BrokerService:
         existed = subscription in t.subscriptions
         sub = t.get_or_create_subscription(subscription, initial_position.name)
         consumer = Consumer(
-            consumer_id=consumer_id, name=name, priority=priority, sub_type=sub_type, subscription=sub, cnx=cnx,
-            max_unacked_messages=self.config["maxUnackedMessagesPerConsumer"], key_shared_mode=ks_mode,
-            allow_out_of_order_delivery=ooo, ranges=ranges, connected_since=self.scheduler.now(), durable=durable,
+            consumer_id=consumer_id,
+            name=name,
+            priority=priority,
+            sub_type=sub_type,
+            subscription=sub,
+            cnx=cnx,
+            max_unacked_messages=self.config["maxUnackedMessagesPerConsumer"],
+            key_shared_mode=ks_mode,
+            allow_out_of_order_delivery=ooo,
+            ranges=ranges,
+            connected_since=self.scheduler.now(),
+            durable=durable,
         )
         try:
             sub.add_consumer(consumer)
@@ -353,8 +380,16 @@ class BrokerService:
                 t.delete_subscription(subscription)
             raise
         if self.events.enabled:
-            self.events.append(ev.CONSUMER_SUBSCRIBED, self.scheduler.now(), consumer=consumer_id, name=name,
-                               topic=t.name, subscription=subscription, sub_type=sub_type.wire, priority=priority)
+            self.events.append(
+                ev.CONSUMER_SUBSCRIBED,
+                self.scheduler.now(),
+                consumer=consumer_id,
+                name=name,
+                topic=t.name,
+                subscription=subscription,
+                sub_type=sub_type.wire,
+                priority=priority,
+            )
         return consumer
 
     # --- FLOW / ACK / REDELIVER / CLOSE --------------------------------------------------------
@@ -366,8 +401,7 @@ class BrokerService:
         if not consumer.closed:
             consumer.subscription.message_acked(consumer, cmd)
 
-    def redeliver_unacknowledged(self, consumer: Consumer,
-                                 positions: Sequence[tuple[int, int]] | None = None) -> None:
+    def redeliver_unacknowledged(self, consumer: Consumer, positions: Sequence[tuple[int, int]] | None = None) -> None:
         """REDELIVER_UNACKNOWLEDGED_MESSAGES (`ServerCnx.handleRedeliverUnacknowledged`).
 
         ``positions`` None (or empty: a command without message ids) asks for everything the consumer has
@@ -394,8 +428,9 @@ class BrokerService:
         d.redeliver_unacknowledged_messages(consumer)
 
     # --- SEEK ----------------------------------------------------------------------------------
-    def reset_cursor(self, consumer: Consumer, position: Position | tuple[int, int] | None = None, *,
-                     publish_time: int | None = None) -> Position:
+    def reset_cursor(
+        self, consumer: Consumer, position: Position | tuple[int, int] | None = None, *, publish_time: int | None = None
+    ) -> Position:
         """SEEK (`PersistentSubscription.resetCursor`): every consumer of the subscription is disconnected
         (``cnx.closed_by_broker()``: a real client re-subscribes), then the cursor reads again from ``position``
         (a `Position`, or a client's ``(ledger, entry)`` message id: see `message_id_position`), or - by
@@ -452,8 +487,9 @@ class BrokerService:
         pending = len(consumer.pending_acks) if consumer.pending_acks is not None else -1
         consumer.subscription.remove_consumer(consumer)
         if self.events.enabled:
-            self.events.append(ev.CONSUMER_CLOSED, self.scheduler.now(), consumer=consumer.id, reason=reason,
-                               pending_acks=pending)
+            self.events.append(
+                ev.CONSUMER_CLOSED, self.scheduler.now(), consumer=consumer.id, reason=reason, pending_acks=pending
+            )
 
     def unsubscribe(self, consumer: Consumer) -> None:
         sub = consumer.subscription
@@ -476,17 +512,26 @@ class BrokerService:
         if last.entry_id < 0:
             return LastMessageId(-1, -1, partition, -1, md.ledger_id, md.entry_id)
         n = ml.read_entry(last).metadata.num_messages_in_batch
-        return LastMessageId(last.ledger_id, last.entry_id, partition, n - 1 if n is not None and n > 0 else -1,
-                             md.ledger_id, md.entry_id)
+        return LastMessageId(
+            last.ledger_id,
+            last.entry_id,
+            partition,
+            n - 1 if n is not None and n > 0 else -1,
+            md.ledger_id,
+            md.entry_id,
+        )
 
     def consumer_stats(self, consumer: Consumer) -> ConsumerStatsResult:
         """CONSUMER_STATS (`ServerCnx.handleConsumerStats`): the consumer's counters and its subscription's
         backlog."""
         sub = consumer.subscription
         return ConsumerStatsResult(
-            consumer_name=consumer.name, available_permits=max(consumer.available_permits, 0),
-            unacked_messages=consumer.unacked_messages, blocked_consumer_on_unacked_msgs=consumer.blocked,
-            connected_since=consumer.stats()["connectedSince"], type=sub.dispatcher.type_name,
+            consumer_name=consumer.name,
+            available_permits=max(consumer.available_permits, 0),
+            unacked_messages=consumer.unacked_messages,
+            blocked_consumer_on_unacked_msgs=consumer.blocked,
+            connected_since=consumer.stats()["connectedSince"],
+            type=sub.dispatcher.type_name,
             msg_backlog=sub.cursor.number_of_entries_in_backlog(False),
         )
 
@@ -495,8 +540,11 @@ def _positions(positions: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
     """The ``(ledger, entry)`` pairs of a redeliver command, checked (a clear error for anything else)."""
     out = []
     for p in positions:
-        if (not isinstance(p, (tuple, list)) or len(p) != 2
-                or not all(isinstance(x, int) and not isinstance(x, bool) for x in p)):
+        if (
+            not isinstance(p, (tuple, list))
+            or len(p) != 2
+            or not all(isinstance(x, int) and not isinstance(x, bool) for x in p)
+        ):
             raise TypeError(f"a position to redeliver is a (ledger, entry) pair of ints, not {p!r}")
         out.append((p[0], p[1]))
     return out

@@ -13,14 +13,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pulsarlab.event_catalogue import broker as ev
-from pulsarlab.protocol.acks import AckCommand, AckType, ack_set_mask
-from pulsarlab.errors import PulsarError, SubscriptionBusyException
 from pulsarlab.broker.consumer import popcount
 from pulsarlab.broker.dispatch.key_shared import KeySharedDispatcher
 from pulsarlab.broker.dispatch.shared import SharedDispatcher
 from pulsarlab.broker.dispatch.single_active import SingleActiveConsumerDispatcher
+from pulsarlab.errors import PulsarError, SubscriptionBusyException
+from pulsarlab.event_catalogue import broker as ev
 from pulsarlab.managed_ledger.position import Position, make_position
+from pulsarlab.protocol.acks import AckCommand, AckType, ack_set_mask
 
 if TYPE_CHECKING:  # pragma: no cover
     from pulsarlab.broker.consumer import Consumer
@@ -54,8 +54,11 @@ class PersistentSubscription:
         if d is None or not d.is_consumer_connected():
             ks_mode = consumer.key_shared_mode
             ooo = consumer.allow_out_of_order_delivery
-            if (d is None or d.type_name != sub_type
-                    or (sub_type == "Key_Shared" and not d.has_same_key_shared_policy(ks_mode, ooo))):
+            if (
+                d is None
+                or d.type_name != sub_type
+                or (sub_type == "Key_Shared" and not d.has_same_key_shared_policy(ks_mode, ooo))
+            ):
                 if d is not None:
                     d.close()
                 if sub_type == "Exclusive" or sub_type == "Failover":
@@ -80,20 +83,26 @@ class PersistentSubscription:
         if sub_type != d.type_name:
             return SubscriptionBusyException(
                 f"Subscription is of different type. Active subscription type of '{d.type_name}' is different "
-                f"than the connecting consumer's type '{sub_type}'.")
+                f"than the connecting consumer's type '{sub_type}'."
+            )
         if sub_type == "Key_Shared":
             if consumer.key_shared_mode != d.key_shared_mode:
                 return SubscriptionBusyException(
                     f"Subscription is of different type. Active subscription key_shared mode of "
                     f"'{d.key_shared_mode}' is different than the connecting consumer's key_shared mode "
-                    f"'{consumer.key_shared_mode}'.")
+                    f"'{consumer.key_shared_mode}'."
+                )
             if consumer.allow_out_of_order_delivery != d.allow_out_of_order_delivery:
                 if d.allow_out_of_order_delivery:
-                    text = ("Subscription is of different type. Active subscription allows out of order delivery "
-                            "while the connecting consumer does not allow it.")
+                    text = (
+                        "Subscription is of different type. Active subscription allows out of order delivery "
+                        "while the connecting consumer does not allow it."
+                    )
                 else:
-                    text = ("Subscription is of different type. Active subscription does not allow out of order "
-                            "delivery while the connecting consumer allows it.")
+                    text = (
+                        "Subscription is of different type. Active subscription does not allow out of order "
+                        "delivery while the connecting consumer allows it."
+                    )
                 return SubscriptionBusyException(text)
         return None
 
@@ -118,8 +127,7 @@ class PersistentSubscription:
         events = self.topic.service.events
         if events.enabled:
             rp = cursor.read_position
-            events.append_row(ev.CURSOR_REWOUND, self.topic.service.scheduler.now(), self.id, rp.ledger_id,
-                              rp.entry_id)
+            events.append_row(ev.CURSOR_REWOUND, self.topic.service.scheduler.now(), self.id, rp.ledger_id, rp.entry_id)
 
     def set_waiting(self, waiting: bool) -> None:
         self.cursor.waiting_read_op = waiting
@@ -214,8 +222,13 @@ class PersistentSubscription:
         if d is not None and len(d.redelivery_tracker):
             d.redelivery_tracker.remove_batch([(p.ledger_id, p.entry_id) for p, s in positions if s is None])
         last = positions[-1][0] if positions else None
-        self._after_ack(md_before, last.ledger_id if last else -1, last.entry_id if last else -1, False,
-                        any(s is not None for _, s in positions))
+        self._after_ack(
+            md_before,
+            last.ledger_id if last else -1,
+            last.entry_id if last else -1,
+            False,
+            any(s is not None for _, s in positions),
+        )
 
     def _owner(self, consumer: "Consumer", ledger: int, entry: int) -> "Consumer | None":
         if consumer.pending_acks is not None and (ledger, entry) in consumer.pending_acks:
@@ -241,8 +254,9 @@ class PersistentSubscription:
         svc = self.topic.service
         md = self.cursor.mark_delete_position
         if svc.events.enabled:
-            svc.events.append_row(ev.ACK_APPLIED, svc.scheduler.now(), self.id, ledger, entry, int(cumulative),
-                                  int(partial), md.entry_id)
+            svc.events.append_row(
+                ev.ACK_APPLIED, svc.scheduler.now(), self.id, ledger, entry, int(cumulative), int(partial), md.entry_id
+            )
         moved = md != md_before
         if self.dispatcher is not None:
             if moved:

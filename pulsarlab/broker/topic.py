@@ -13,17 +13,17 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from pulsarlab.event_catalogue import broker as ev
-from pulsarlab.errors import NotAllowedException
-from pulsarlab.event_catalogue.delayed import DELIVERY_DELAY_REFUSED
+from pulsarlab.broker.subscription import PersistentSubscription
 from pulsarlab.date_format import format_timestamp
+from pulsarlab.errors import NotAllowedException
+from pulsarlab.event_catalogue import broker as ev
+from pulsarlab.event_catalogue.delayed import DELIVERY_DELAY_REFUSED
 from pulsarlab.managed_ledger.ledger import ManagedLedger
 from pulsarlab.managed_ledger.position import Position
-from pulsarlab.broker.subscription import PersistentSubscription
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pulsarlab.messages import EntryData
     from pulsarlab.broker.service import BrokerService
+    from pulsarlab.messages import EntryData
 
 _PARTITION = re.compile(r"-partition-(\d+)$")
 
@@ -56,8 +56,13 @@ class PersistentTopic:
         self.name = name
         self.id = topic_id
         self.partition_index = partition_index_of(name)
-        self.ledger = ManagedLedger(name, service.scheduler, service.config, service.ledger_ids,
-                                    service.events if service.events.enabled else None)
+        self.ledger = ManagedLedger(
+            name,
+            service.scheduler,
+            service.config,
+            service.ledger_ids,
+            service.events if service.events.enabled else None,
+        )
         self.subscriptions: dict[str, PersistentSubscription] = {}
         self.producers: dict[int, ProducerHandle] = {}
         self.msg_in_counter = 0
@@ -89,8 +94,16 @@ class PersistentTopic:
         service = self.service
         events = service.events
         if events.enabled:
-            events.append_row(self._entry_ev, service.scheduler.now(), self.id, pos.ledger_id, pos.entry_id, n,
-                              handle.producer_id, meta.sequence_id)
+            events.append_row(
+                self._entry_ev,
+                service.scheduler.now(),
+                self.id,
+                pos.ledger_id,
+                pos.entry_id,
+                n,
+                handle.producer_id,
+                meta.sequence_id,
+            )
         for sub in tuple(self.subscriptions.values()):
             d = sub.dispatcher
             if d is not None:
@@ -105,9 +118,15 @@ class PersistentTopic:
         if settings.enabled and limit > 0 and meta.deliver_at_time - meta.publish_time > limit:
             events = self.service.events
             if events.enabled:
-                events.append(DELIVERY_DELAY_REFUSED, self.service.scheduler.now(), topic=self.id,
-                              producer=handle.producer_id, sequence_id=meta.sequence_id,
-                              deliver_at=meta.deliver_at_time, max_delay=limit)
+                events.append(
+                    DELIVERY_DELAY_REFUSED,
+                    self.service.scheduler.now(),
+                    topic=self.id,
+                    producer=handle.producer_id,
+                    sequence_id=meta.sequence_id,
+                    deliver_at=meta.deliver_at_time,
+                    max_delay=limit,
+                )
             raise NotAllowedException(f"Exceeds max allowed delivery delay of {limit} milliseconds", via="future")
         self.delayed_messages_published = True
 
@@ -190,8 +209,12 @@ class PersistentTopic:
             "nonContiguousDeletedMessagesRangesSerializedSize": 0,
             "delayedMessageIndexSizeInBytes": sum(s["delayedMessageIndexSizeInBytes"] for s in subs.values()),
             "bucketDelayedIndexStats": _sum_metrics(s.get("bucketDelayedIndexStats", {}) for s in subs.values()),
-            "compaction": {"lastCompactionRemovedEventCount": 0, "lastCompactionSucceedTimestamp": 0,
-                           "lastCompactionFailedTimestamp": 0, "lastCompactionDurationTimeInMills": 0},
+            "compaction": {
+                "lastCompactionRemovedEventCount": 0,
+                "lastCompactionSucceedTimestamp": 0,
+                "lastCompactionFailedTimestamp": 0,
+                "lastCompactionDurationTimeInMills": 0,
+            },
             "ownerBroker": "localhost:8080",
         }
 
@@ -200,10 +223,10 @@ class PersistentTopic:
         out = self.ledger.stats_internal()
         cursors = {}
         for name, sub in self.subscriptions.items():
-            d = sub.dispatcher
             pending = bool(sub.cursor.waiting_read_op)
-            cursors[name] = sub.cursor.stats_internal(subscription_have_pending_read=pending,
-                                                      subscription_have_pending_replay_read=False)
+            cursors[name] = sub.cursor.stats_internal(
+                subscription_have_pending_read=pending, subscription_have_pending_replay_read=False
+            )
         for name, cursor_stats in out.get("cursors", {}).items():
             cursors.setdefault(name, cursor_stats)
         out["cursors"] = cursors

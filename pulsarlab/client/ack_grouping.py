@@ -41,8 +41,8 @@ from typing import Any, Callable, Mapping
 
 from pulsarlab.clock import Scheduler, Timer
 from pulsarlab.errors import IllegalArgumentException, IllegalStateException
+from pulsarlab.event_catalogue.ack_grouping import ACK_QUEUED, ACKS_FLUSHED, ACKS_LOST
 from pulsarlab.events import EventLog, EventType
-from pulsarlab.event_catalogue.ack_grouping import ACKS_FLUSHED, ACKS_LOST, ACK_QUEUED
 from pulsarlab.ids import EARLIEST, MessageId
 from pulsarlab.profiles import Profile, get_profile
 from pulsarlab.protocol.acks import AckCommand, AckType, ack_set_words
@@ -69,8 +69,16 @@ BIT_CLEARED = "bit_cleared"  # only the shared ack set changed; nothing will be 
 CUMULATIVE_QUEUED = "cumulative_queued"  # the last cumulative ack moved forward
 CUMULATIVE_STALE = "cumulative_stale"  # not above the last cumulative ack: ignored
 IMMEDIATE = "immediate"  # sent at once (group time 0 or properties)
-_QUEUED_STRINGS = (AckType.INDIVIDUAL.label, AckType.CUMULATIVE.label, QUEUED, BATCH_INDEX_QUEUED, BIT_CLEARED,
-                   CUMULATIVE_QUEUED, CUMULATIVE_STALE, IMMEDIATE)
+_QUEUED_STRINGS = (
+    AckType.INDIVIDUAL.label,
+    AckType.CUMULATIVE.label,
+    QUEUED,
+    BATCH_INDEX_QUEUED,
+    BIT_CLEARED,
+    CUMULATIVE_QUEUED,
+    CUMULATIVE_STALE,
+    IMMEDIATE,
+)
 
 
 def _require_int(name: str, value: object) -> None:
@@ -164,8 +172,9 @@ class AcknowledgmentsGroupingTracker:
                     self._chunks[key] = tuple(chunk_ids)
                 self._individual(key, batch_index, immediate, properties)
             else:
-                self._cumulative(msg_id.discard_batch() if batch_index >= 0 else msg_id, None, immediate,
-                                 properties, batch_index)
+                self._cumulative(
+                    msg_id.discard_batch() if batch_index >= 0 else msg_id, None, immediate, properties, batch_index
+                )
             return
         if batch_index >= batch_size:
             raise IllegalArgumentException(
@@ -185,8 +194,16 @@ class AcknowledgmentsGroupingTracker:
                 append_row = self._append_row
                 if append_row is not None and self._log_each_ack and self._events.enabled:
                     # `_log_queued(_INDIVIDUAL, key, batch_index, BIT_CLEARED)`, inlined (one call per message)
-                    append_row(ACK_QUEUED, self._scheduler.now(), self._consumer_sid, self._individual_sid,
-                               ledger, entry, batch_index, self._sid[BIT_CLEARED])
+                    append_row(
+                        ACK_QUEUED,
+                        self._scheduler.now(),
+                        self._consumer_sid,
+                        self._individual_sid,
+                        ledger,
+                        entry,
+                        batch_index,
+                        self._sid[BIT_CLEARED],
+                    )
                 else:
                     self._log_queued(_INDIVIDUAL, key, batch_index, BIT_CLEARED)
         else:
@@ -439,9 +456,16 @@ class AcknowledgmentsGroupingTracker:
             return
         append_row = self._append_row
         if append_row is not None:
-            append_row(ACK_QUEUED, self._scheduler.now(), self._consumer_sid,
-                       self._individual_sid if ack_type is _INDIVIDUAL else self._cumulative_sid,
-                       key[0], key[1], batch_index, self._sid[outcome])
+            append_row(
+                ACK_QUEUED,
+                self._scheduler.now(),
+                self._consumer_sid,
+                self._individual_sid if ack_type is _INDIVIDUAL else self._cumulative_sid,
+                key[0],
+                key[1],
+                batch_index,
+                self._sid[outcome],
+            )
         else:
             events.append(
                 ACK_QUEUED,
@@ -471,11 +495,20 @@ class AcknowledgmentsGroupingTracker:
         append_row = self._append_row
         if append_row is not None:
             if cumulative is None:
-                append_row(kind, self._scheduler.now(), self._consumer_sid, events.intern(reason),
-                           individual, batch)  # the cumulative fields stay None
+                append_row(
+                    kind, self._scheduler.now(), self._consumer_sid, events.intern(reason), individual, batch
+                )  # the cumulative fields stay None
             else:
-                append_row(kind, self._scheduler.now(), self._consumer_sid, events.intern(reason),
-                           individual, batch, cumulative.ledger, cumulative.entry)
+                append_row(
+                    kind,
+                    self._scheduler.now(),
+                    self._consumer_sid,
+                    events.intern(reason),
+                    individual,
+                    batch,
+                    cumulative.ledger,
+                    cumulative.entry,
+                )
             return
         events.append(
             kind,
@@ -505,8 +538,15 @@ class NonPersistentAcknowledgmentGroupingTracker:
     cumulative_ack_flush_required = False
     next_flush_ms = None
 
-    def add_acknowledgment(self, msg_id: MessageId, batch_size: int, ack_type: AckType,
-                           properties: Mapping[str, int] | None = None, *, chunk_ids: object = None) -> None:
+    def add_acknowledgment(
+        self,
+        msg_id: MessageId,
+        batch_size: int,
+        ack_type: AckType,
+        properties: Mapping[str, int] | None = None,
+        *,
+        chunk_ids: object = None,
+    ) -> None:
         pass
 
     def new_ack_set(self, msg_id: MessageId, batch_size: int) -> None:

@@ -99,8 +99,16 @@ class OutgoingMessage:
 
 Flushed = list[tuple[EntryData, list[OutgoingMessage]]]
 
-_SMM_FIELDS = ("payload_size", "properties", "partition_key", "partition_key_b64_encoded", "ordering_key",
-               "event_time", "sequence_id", "null_value")
+_SMM_FIELDS = (
+    "payload_size",
+    "properties",
+    "partition_key",
+    "partition_key_b64_encoded",
+    "ordering_key",
+    "event_time",
+    "sequence_id",
+    "null_value",
+)
 if tuple(f.name for f in fields(SingleMessageMetadata)) != _SMM_FIELDS:
     raise ImportError("SingleMessageMetadata's fields changed order; update client.batching._batch_entry")
 
@@ -148,11 +156,21 @@ def _batch_entry(
     # one stored row per message, SingleMessageMetadata.as_row() of SingleMessageMetadata(payload_size,
     # properties, partition_key, partition_key_b64_encoded, ordering_key, event_time, sequence_id) (field order
     # checked against the class above)
-    rows = tuple([
-        (len(m.payload), m.properties or None, m.partition_key, False, m.ordering_key, m.event_time, m.sequence_id,
-         False)
-        for m in msgs
-    ])
+    rows = tuple(
+        [
+            (
+                len(m.payload),
+                m.properties or None,
+                m.partition_key,
+                False,
+                m.ordering_key,
+                m.event_time,
+                m.sequence_id,
+                False,
+            )
+            for m in msgs
+        ]
+    )
     return EntryData.of_rows(metadata, tuple([m.payload for m in msgs]), rows)
 
 

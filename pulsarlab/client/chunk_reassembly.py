@@ -48,18 +48,18 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from pulsarlab.client.chunking import ChunkMessageId
 from pulsarlab.clock import Scheduler, Timer
-from pulsarlab.events import EventLog
 from pulsarlab.event_catalogue.chunk_reassembly import (
+    CHUNK_DISCARDED,
+    CHUNK_RECEIVED,
     CHUNKED_MESSAGE_ASSEMBLED,
     CHUNKED_MESSAGE_EVICTED,
     CHUNKED_MESSAGE_EXPIRED,
-    CHUNK_DISCARDED,
-    CHUNK_RECEIVED,
 )
+from pulsarlab.events import EventLog
 from pulsarlab.ids import MessageId
 from pulsarlab.messages import MessageMetadata
-from pulsarlab.client.chunking import ChunkMessageId
 
 DEFAULT_MAX_PENDING_CHUNKED_MESSAGE = 10
 DEFAULT_EXPIRE_TIME_OF_INCOMPLETE_CHUNKED_MESSAGE_MS = 60_000
@@ -214,8 +214,16 @@ class ChunkedMessageTracker:
         self._start_expiry_task(now)
         if self._events is not None:
             events = self._events  # one per chunk: the row form, fields in CHUNK_RECEIVED's order
-            events.append_row(CHUNK_RECEIVED, now, self.consumer_id, events.intern(uuid), chunk_id, num_chunks,
-                              events.intern(_pos(msg_id)), permits)
+            events.append_row(
+                CHUNK_RECEIVED,
+                now,
+                self.consumer_id,
+                events.intern(uuid),
+                chunk_id,
+                num_chunks,
+                events.intern(_pos(msg_id)),
+                permits,
+            )
 
         ctx = self.chunked_messages.get(uuid)
         if chunk_id == 0:
@@ -250,8 +258,9 @@ class ChunkedMessageTracker:
 
         if chunk_id >= ctx.total_chunks or len(ctx.buffer) + len(payload) > ctx.total_chunk_msg_size:
             self._track(msg_id)
-            return self._discarded(uuid, chunk_id, msg_id, permits, DiscardReason.BEYOND_TOTAL,
-                                   ChunkAction.TRACKED, now)
+            return self._discarded(
+                uuid, chunk_id, msg_id, permits, DiscardReason.BEYOND_TOTAL, ChunkAction.TRACKED, now
+            )
 
         ctx.chunk_ids[chunk_id] = msg_id
         ctx.buffer += payload
@@ -260,8 +269,9 @@ class ChunkedMessageTracker:
             return ChunkOutcome(uuid, chunk_id, msg_id, ChunkFate.STORED, permits)
         return self._assemble(ctx, metadata, msg_id, permits, now)
 
-    def _assemble(self, ctx: ChunkedMessageCtx, metadata: MessageMetadata, msg_id: MessageId, permits: int,
-                  now: int) -> ChunkOutcome:
+    def _assemble(
+        self, ctx: ChunkedMessageCtx, metadata: MessageMetadata, msg_id: MessageId, permits: int, now: int
+    ) -> ChunkOutcome:
         del self.chunked_messages[ctx.uuid]
         self.pending_chunked_message_count -= 1
         ids = tuple(i for i in ctx.chunk_ids if i is not None)
@@ -275,17 +285,40 @@ class ChunkedMessageTracker:
             assembled_time=now,
         )
         if self._events is not None:
-            self._events.append(CHUNKED_MESSAGE_ASSEMBLED, now, consumer=self.consumer_id, uuid=ctx.uuid,
-                                chunks=len(ids), size=len(message.payload), message_id=str(message.message_id))
+            self._events.append(
+                CHUNKED_MESSAGE_ASSEMBLED,
+                now,
+                consumer=self.consumer_id,
+                uuid=ctx.uuid,
+                chunks=len(ids),
+                size=len(message.payload),
+                message_id=str(message.message_id),
+            )
         if self._deliver is not None:
             self._deliver(message)
         return ChunkOutcome(ctx.uuid, ctx.last_chunk_id, msg_id, ChunkFate.ASSEMBLED, permits, message=message)
 
-    def _discarded(self, uuid: str, chunk_id: int, msg_id: MessageId, permits: int, reason: DiscardReason,
-                   action: ChunkAction, now: int) -> ChunkOutcome:
+    def _discarded(
+        self,
+        uuid: str,
+        chunk_id: int,
+        msg_id: MessageId,
+        permits: int,
+        reason: DiscardReason,
+        action: ChunkAction,
+        now: int,
+    ) -> ChunkOutcome:
         if self._events is not None:
-            self._events.append(CHUNK_DISCARDED, now, consumer=self.consumer_id, uuid=uuid, chunk_id=chunk_id,
-                                position=_pos(msg_id), reason=reason.value, action=action.value)
+            self._events.append(
+                CHUNK_DISCARDED,
+                now,
+                consumer=self.consumer_id,
+                uuid=uuid,
+                chunk_id=chunk_id,
+                position=_pos(msg_id),
+                reason=reason.value,
+                action=action.value,
+            )
         return ChunkOutcome(uuid, chunk_id, msg_id, ChunkFate.DISCARDED, permits, reason, action)
 
     def _restart(self, ctx: ChunkedMessageCtx, chunk0: MessageId, now: int) -> None:
@@ -299,9 +332,16 @@ class ChunkedMessageTracker:
                 self._ack(stored)
         del self.chunked_messages[ctx.uuid]  # the uuid stays in the queue and the count is not lowered
         if self._events is not None:
-            self._events.append(CHUNKED_MESSAGE_EVICTED, now, consumer=self.consumer_id, uuid=ctx.uuid,
-                                chunks=len(stored), cause="restarted by chunk 0", action=action.value,
-                                pending=self.pending_chunked_message_count)
+            self._events.append(
+                CHUNKED_MESSAGE_EVICTED,
+                now,
+                consumer=self.consumer_id,
+                uuid=ctx.uuid,
+                chunks=len(stored),
+                cause="restarted by chunk 0",
+                action=action.value,
+                pending=self.pending_chunked_message_count,
+            )
 
     def _remove_oldest_pending(self, now: int) -> None:
         """``removeOldestPendingChunkedMessage``: poll the queue until a uuid with a context turns up."""
@@ -314,10 +354,16 @@ class ChunkedMessageTracker:
         auto_ack = self.auto_ack_oldest_chunked_message_on_queue_full
         stored = self._remove_chunk_message(uuid, ctx, auto_ack)
         if self._events is not None:
-            self._events.append(CHUNKED_MESSAGE_EVICTED, now, consumer=self.consumer_id, uuid=uuid,
-                                chunks=len(stored), cause="queue full",
-                                action=(ChunkAction.ACKED if auto_ack else ChunkAction.TRACKED).value,
-                                pending=self.pending_chunked_message_count)
+            self._events.append(
+                CHUNKED_MESSAGE_EVICTED,
+                now,
+                consumer=self.consumer_id,
+                uuid=uuid,
+                chunks=len(stored),
+                cause="queue full",
+                action=(ChunkAction.ACKED if auto_ack else ChunkAction.TRACKED).value,
+                pending=self.pending_chunked_message_count,
+            )
 
     def _remove_chunk_message(self, uuid: str, ctx: ChunkedMessageCtx, auto_ack: bool) -> list[MessageId]:
         """``removeChunkMessage``: drop the context, ack or track its chunks, one pending message less."""
@@ -350,8 +396,14 @@ class ChunkedMessageTracker:
             stored = self._remove_chunk_message(uuid, ctx, True)
             expired.append(uuid)
             if self._events is not None:
-                self._events.append(CHUNKED_MESSAGE_EXPIRED, now, consumer=self.consumer_id, uuid=uuid,
-                                    chunks=len(stored), age=now - ctx.received_time)
+                self._events.append(
+                    CHUNKED_MESSAGE_EXPIRED,
+                    now,
+                    consumer=self.consumer_id,
+                    uuid=uuid,
+                    chunks=len(stored),
+                    age=now - ctx.received_time,
+                )
         return expired
 
     def _start_expiry_task(self, now: int) -> None:
@@ -411,8 +463,10 @@ class ChunkedMessageTracker:
         }
 
     def __repr__(self) -> str:
-        return (f"ChunkedMessageTracker(pending={list(self.chunked_messages)}, queue={list(self.pending_uuid_queue)}, "
-                f"count={self.pending_chunked_message_count}/{self.max_pending_chunked_message})")
+        return (
+            f"ChunkedMessageTracker(pending={list(self.chunked_messages)}, queue={list(self.pending_uuid_queue)}, "
+            f"count={self.pending_chunked_message_count}/{self.max_pending_chunked_message})"
+        )
 
 
 def _pos(msg_id: MessageId) -> str:

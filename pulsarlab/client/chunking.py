@@ -62,11 +62,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
+from pulsarlab.client.batching import ClientLibrary, OutgoingMessage, non_batched_entry
 from pulsarlab.errors import IllegalArgumentException, InvalidMessageException, PulsarClientException
 from pulsarlab.ids import MessageId
 from pulsarlab.messages import EntryData, MessageMetadata
 from pulsarlab.profiles import Profile, get_profile
-from pulsarlab.client.batching import ClientLibrary, OutgoingMessage, non_batched_entry
 
 BATCHING_AND_CHUNKING = "Batching and chunking of messages can't be enabled together"
 PYTHON_BATCHING_AND_CHUNKING = BATCHING_AND_CHUNKING + "."  # the Python wrapper's own check
@@ -82,6 +82,7 @@ class MessageTooBig(PulsarClientException):
 
     java_class = "org.apache.pulsar.client.api.PulsarClientException$InvalidMessageException"
 
+
 # MessageMetadata field numbers (PulsarApi.proto) of the fields the size estimate counts.
 _PRODUCER_NAME, _SEQUENCE_ID, _PUBLISH_TIME, _PROPERTIES = 1, 2, 3, 4
 _PARTITION_KEY, _UNCOMPRESSED_SIZE, _NUM_MESSAGES_IN_BATCH, _EVENT_TIME = 6, 9, 11, 12
@@ -90,6 +91,7 @@ _HIGHEST_SEQUENCE_ID, _UUID, _NUM_CHUNKS, _TOTAL_CHUNK_MSG_SIZE, _CHUNK_ID = 24,
 
 
 # --- protobuf sizes ----------------------------------------------------------------------------------
+
 
 def varint_size(value: int) -> int:
     """Bytes of a protobuf varint; a negative int32/int64 takes 10 (two's complement on 64 bits)."""
@@ -163,8 +165,15 @@ def serialized_metadata_size(
     return size
 
 
-def _stamped_metadata(producer_name: str, msg: OutgoingMessage, publish_time: int, sequence_id: int, *,
-                      properties: dict[str, str] | None = None, **more) -> MessageMetadata:
+def _stamped_metadata(
+    producer_name: str,
+    msg: OutgoingMessage,
+    publish_time: int,
+    sequence_id: int,
+    *,
+    properties: dict[str, str] | None = None,
+    **more,
+) -> MessageMetadata:
     """The `MessageMetadata` a producer stamps on ``msg`` (`ProducerImpl.sendAsync`, C++ ``setMessageMetadata``):
     name, ``sequence_id``, publish time (the message's own if it has one), properties (``msg.properties``
     unless given), keys, event and delivery time; ``more`` sets the other fields."""
@@ -195,13 +204,18 @@ def sizing_metadata_size(
     (counted as 0) nor any chunk field; an id the application gave (``sequence_id_set_by_application``)
     is already there.
     """
-    metadata = _stamped_metadata(producer_name, msg, publish_time,
-                                 msg.sequence_id if sequence_id_set_by_application else 0,
-                                 uncompressed_size=len(msg.payload))
+    metadata = _stamped_metadata(
+        producer_name,
+        msg,
+        publish_time,
+        msg.sequence_id if sequence_id_set_by_application else 0,
+        uncompressed_size=len(msg.payload),
+    )
     return serialized_metadata_size(metadata, schema_version_size=schema_version_size, uncompressed_size_set=True)
 
 
 # --- configuration checks ----------------------------------------------------------------------------
+
 
 def check_chunking_config(
     *,
@@ -251,6 +265,7 @@ def check_message_size(
 
 
 # --- chunk size and count ----------------------------------------------------------------------------
+
 
 @dataclass(frozen=True, slots=True)
 class ChunkPlan:
@@ -344,17 +359,24 @@ def plan_for_message(
     """
     if client is ClientLibrary.CPP:
         if chunk_max_message_size != DEFAULT_CHUNK_MAX_MESSAGE_SIZE:
-            raise ValueError("chunk_max_message_size is the Java client's chunkMaxMessageSize; the C++ client "
-                             "has no such setting")
+            raise ValueError(
+                "chunk_max_message_size is the Java client's chunkMaxMessageSize; the C++ client has no such setting"
+            )
         return _cpp_plan(producer_name, msg, publish_time, max_message_size)
     metadata_size = sizing_metadata_size(
-        producer_name, msg, publish_time,
+        producer_name,
+        msg,
+        publish_time,
         sequence_id_set_by_application=sequence_id_set_by_application,
         schema_version_size=schema_version_size,
     )
     return plan_chunks(
-        len(msg.payload), metadata_size, max_message_size=max_message_size,
-        chunk_max_message_size=chunk_max_message_size, producer_name=producer_name, topic=topic,
+        len(msg.payload),
+        metadata_size,
+        max_message_size=max_message_size,
+        chunk_max_message_size=chunk_max_message_size,
+        producer_name=producer_name,
+        topic=topic,
     )
 
 
@@ -402,6 +424,7 @@ def check_send_size(
 
 # --- the chunk entries -------------------------------------------------------------------------------
 
+
 def chunk_uuid(producer_name: str, sequence_id: int) -> str:
     """The uuid every chunk of a message carries: ``"<producerName>-<sequenceId>"``."""
     return f"{producer_name}-{sequence_id}"
@@ -429,7 +452,10 @@ def split_into_chunks(
     for chunk_id in range(plan.total_chunks):
         start, end = plan.chunk_bounds(chunk_id)
         metadata = _stamped_metadata(
-            producer_name, msg, publish_time, msg.sequence_id,
+            producer_name,
+            msg,
+            publish_time,
+            msg.sequence_id,
             properties=dict(msg.properties),
             uncompressed_size=len(msg.payload) if client is ClientLibrary.JAVA else 0,
             uuid=uuid,
@@ -442,6 +468,7 @@ def split_into_chunks(
 
 
 # --- the chunk message id ----------------------------------------------------------------------------
+
 
 class ChunkMessageId(MessageId):
     """`ChunkMessageIdImpl`: the id of a chunked message - the last chunk's id that also knows the first.

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable
 
-from pulsarlab.errors import PulsarError
 from pulsarlab.client.batching import ClientLibrary
 from pulsarlab.client.consumer import Consumer
 from pulsarlab.client.producer import AlreadyClosedException, Producer
+from pulsarlab.errors import PulsarError
 
 if TYPE_CHECKING:  # pragma: no cover
     from pulsarlab.lab import Lab

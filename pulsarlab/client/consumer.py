@@ -50,23 +50,7 @@ from datetime import timedelta
 from functools import partial
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
-from pulsarlab.event_catalogue import broker as ev
-from pulsarlab.event_catalogue import redelivery as rev
-from pulsarlab.errors import (
-    IllegalArgumentException,
-    InvalidConfigurationException,
-    InvalidMessageException,
-    PulsarClientException,
-    Timeout,
-)
-from pulsarlab.ids import MessageId, trusted_message_id
-from pulsarlab.messages import ROW_EVENT_TIME as _ROW_EVENT_TIME
-from pulsarlab.messages import ROW_ORDERING_KEY as _ROW_ORDERING_KEY
-from pulsarlab.messages import ROW_PARTITION_KEY as _ROW_PARTITION_KEY
-from pulsarlab.messages import ROW_PROPERTIES as _ROW_PROPERTIES
 from pulsarlab.client.ack_grouping import AcknowledgmentsGroupingTracker
-from pulsarlab.protocol.acks import AckType
-from pulsarlab.event_catalogue.chunk_reassembly import CHUNKED_MESSAGE_ACKED
 from pulsarlab.client.chunk_reassembly import (
     DEFAULT_EXPIRE_TIME_OF_INCOMPLETE_CHUNKED_MESSAGE_MS,
     DEFAULT_MAX_PENDING_CHUNKED_MESSAGE,
@@ -82,10 +66,36 @@ from pulsarlab.client.dead_letter import (
 )
 from pulsarlab.client.negative_acks import MultiplierRedeliveryBackoff, NegativeAcksTracker
 from pulsarlab.client.policies import ConsumerDeadLetterPolicy
-from pulsarlab.protocol.subscription import ConsumerKeySharedPolicy, ConsumerType, InitialPosition
 from pulsarlab.client.producer import AlreadyClosedException
-from pulsarlab.client.retry import RECONSUME_LATER_CUMULATIVE_NOT_ALLOWED, RECONSUME_LATER_ERROR_MSG, RetryLetters, delay_millis
-from pulsarlab.client.unacked_tracker import DEFAULT_TICK_DURATION_MILLIS, UnAckedMessageTracker, check_ack_timeout, check_tick_time
+from pulsarlab.client.retry import (
+    RECONSUME_LATER_CUMULATIVE_NOT_ALLOWED,
+    RECONSUME_LATER_ERROR_MSG,
+    RetryLetters,
+    delay_millis,
+)
+from pulsarlab.client.unacked_tracker import (
+    DEFAULT_TICK_DURATION_MILLIS,
+    UnAckedMessageTracker,
+    check_ack_timeout,
+    check_tick_time,
+)
+from pulsarlab.errors import (
+    IllegalArgumentException,
+    InvalidConfigurationException,
+    InvalidMessageException,
+    PulsarClientException,
+    Timeout,
+)
+from pulsarlab.event_catalogue import broker as ev
+from pulsarlab.event_catalogue import redelivery as rev
+from pulsarlab.event_catalogue.chunk_reassembly import CHUNKED_MESSAGE_ACKED
+from pulsarlab.ids import MessageId, trusted_message_id
+from pulsarlab.messages import ROW_EVENT_TIME as _ROW_EVENT_TIME
+from pulsarlab.messages import ROW_ORDERING_KEY as _ROW_ORDERING_KEY
+from pulsarlab.messages import ROW_PARTITION_KEY as _ROW_PARTITION_KEY
+from pulsarlab.messages import ROW_PROPERTIES as _ROW_PROPERTIES
+from pulsarlab.protocol.acks import AckType
+from pulsarlab.protocol.subscription import ConsumerKeySharedPolicy, ConsumerType, InitialPosition
 
 if TYPE_CHECKING:  # pragma: no cover
     from pulsarlab.client.client import Client
@@ -115,8 +125,9 @@ class Message:
 
     __slots__ = ("_data", "_meta", "_single", "_id", "_topic", "_redelivery_count", "_batch_size")
 
-    def __init__(self, data: bytes, meta: Any, single: Any, msg_id: MessageId, topic: str,
-                 redelivery_count: int, batch_size: int) -> None:
+    def __init__(
+        self, data: bytes, meta: Any, single: Any, msg_id: MessageId, topic: str, redelivery_count: int, batch_size: int
+    ) -> None:
         self._data = data
         self._meta = meta
         self._single = single
@@ -178,8 +189,7 @@ class Message:
 class _ConsumerImpl:
     """`ConsumerImpl` of one topic or partition: permits, trackers, the broker-side handle."""
 
-    def __init__(self, parent: "Consumer", topic: str, partition: int, queue_size: int,
-                 sub_type: ConsumerType) -> None:
+    def __init__(self, parent: "Consumer", topic: str, partition: int, queue_size: int, sub_type: ConsumerType) -> None:
         self.parent = parent
         self.topic = topic
         self.partition = partition
@@ -190,7 +200,8 @@ class _ConsumerImpl:
         self.batch_sizes: dict[tuple[int, int], int] = {}
         lab = parent._lab
         self.tracker = AcknowledgmentsGroupingTracker(
-            lab.scheduler, self._send_ack,
+            lab.scheduler,
+            self._send_ack,
             group_time_ms=parent._ack_group_time_ms,
             max_group_size=parent._max_ack_group_size,
             batch_index_ack_enabled=parent._batch_index_ack_enabled,
@@ -211,8 +222,7 @@ class _ConsumerImpl:
             self.parent._service.ack(self.broker_consumer, cmd)
 
     # --- commands from the broker (the model's ClientCnx) ------------------------------------------
-    def message_received(self, ledger: int, entry: int, data: Any, redelivery_count: int,
-                         ack_set: int | None) -> None:
+    def message_received(self, ledger: int, entry: int, data: Any, redelivery_count: int, ack_set: int | None) -> None:
         parent = self.parent
         meta = data.metadata
         n = meta.num_messages_in_batch
@@ -228,8 +238,11 @@ class _ConsumerImpl:
                 self._chunk_received(mid, data, redelivery_count)
                 return
             msg = Message(data.payloads[0], meta, None, mid, self.topic, redelivery_count, 0)
-            if redelivery_count and self.dead_letters is not None and self._dead_letter_check(
-                    ledger, entry, [msg], redelivery_count):
+            if (
+                redelivery_count
+                and self.dead_letters is not None
+                and self._dead_letter_check(ledger, entry, [msg], redelivery_count)
+            ):
                 self.increase_available_permits(1)  # skipped: over maxRedeliverCount, not shown
                 return
             parent._queue.append(msg)
@@ -237,8 +250,8 @@ class _ConsumerImpl:
         if parent._receiver_queue_size == 0:
             # ZeroQueueConsumerImpl: the consumer closes and the pending receive fails (see receive())
             parent._pending_error = InvalidMessageException(
-                f"Unsupported Batch message with 0 size receiver queue for [{parent._subscription}]-"
-                f"[{parent._name}] ")
+                f"Unsupported Batch message with 0 size receiver queue for [{parent._subscription}]-[{parent._name}] "
+            )
             return
         partition = self.partition
         tracker = self.tracker
@@ -263,8 +276,12 @@ class _ConsumerImpl:
                 i += 1
             return
         # an entry whose ack is still pending is dropped before the dead-letter logic (messageReceived's isDuplicate)
-        batch_messages: list[Message] | None = [] if dead_letter and not (
-            check_duplicates and tracker.is_duplicate(trusted_message_id(ledger, entry, partition, -1))) else None
+        batch_messages: list[Message] | None = (
+            []
+            if dead_letter
+            and not (check_duplicates and tracker.is_duplicate(trusted_message_id(ledger, entry, partition, -1)))
+            else None
+        )
         for i, (single, payload) in enumerate(zip(data.rows, data.payloads)):
             if ack_set is not None and not (ack_set >> i) & 1:
                 skipped += 1
@@ -292,8 +309,9 @@ class _ConsumerImpl:
         message = tracker.process_chunk(mid, data.metadata, data.payloads[0]).message
         if message is not None:
             self.chunked_ids[message.message_id] = message.chunk_ids
-            self.parent._queue.append(Message(message.payload, message.metadata, None, message.message_id,
-                                              self.topic, redelivery_count, 0))
+            self.parent._queue.append(
+                Message(message.payload, message.metadata, None, message.message_id, self.topic, redelivery_count, 0)
+            )
 
     def _new_chunk_tracker(self) -> ChunkedMessageTracker:
         parent = self.parent
@@ -344,9 +362,15 @@ class _ConsumerImpl:
         parent = self.parent
         if parent._events is not None:
             shown = ids if ids and not cumulative else (last,)
-            parent._events.append(CHUNKED_MESSAGE_ACKED, parent._scheduler.now(), consumer=parent._id,
-                                  message_id=str(mid), chunks=len(ids) if ids else 1, cumulative=cumulative,
-                                  positions=",".join(f"{i.ledger}:{i.entry}" for i in shown))
+            parent._events.append(
+                CHUNKED_MESSAGE_ACKED,
+                parent._scheduler.now(),
+                consumer=parent._id,
+                message_id=str(mid),
+                chunks=len(ids) if ids else 1,
+                cumulative=cumulative,
+                positions=",".join(f"{i.ledger}:{i.entry}" for i in shown),
+            )
 
     def _dead_letter_check(self, ledger: int, entry: int, messages: list[Message], redelivery_count: int) -> bool:
         """Remember an entry that reached maxRedeliverCount; one over it is redelivered (straight to the DLQ)
@@ -355,8 +379,9 @@ class _ConsumerImpl:
         if not self.dead_letters.on_received(ledger, entry, messages, redelivery_count):
             return False
         entry_id = MessageId(ledger, entry, self.partition)
-        self.parent._scheduler.call_later(0, partial(self.redeliver_ids, [entry_id]),
-                                          "ConsumerImpl: redeliver a message over maxRedeliverCount")
+        self.parent._scheduler.call_later(
+            0, partial(self.redeliver_ids, [entry_id]), "ConsumerImpl: redeliver a message over maxRedeliverCount"
+        )
         return True
 
     def active_consumer_changed(self, is_active: bool) -> None:
@@ -384,17 +409,27 @@ class _ConsumerImpl:
         if self.nacks is None:
             parent = self.parent
             self.nacks = NegativeAcksTracker(
-                parent._scheduler, self.redeliver_ids, profile=parent._lab.profile,
+                parent._scheduler,
+                self.redeliver_ids,
+                profile=parent._lab.profile,
                 negative_ack_redelivery_delay_micros=parent._nack_delay_ms * 1000,
-                negative_ack_redelivery_backoff=parent._nack_backoff, timer_listener=self._nack_timer_ran)
+                negative_ack_redelivery_backoff=parent._nack_backoff,
+                timer_listener=self._nack_timer_ran,
+            )
         return self.nacks
 
     def _nack_timer_ran(self, _now_ns: int, ids: list[MessageId]) -> None:
         events = self.parent._events
         held = self.nacks.nacked_messages_count() if self.nacks is not None else 0
         if events is not None and (ids or held):
-            events.append_row(rev.NACK_TIMER_FIRED, self.parent._scheduler.now(), self.parent._id, len(ids), held,
-                              events.intern(_ids_json(ids)))
+            events.append_row(
+                rev.NACK_TIMER_FIRED,
+                self.parent._scheduler.now(),
+                self.parent._id,
+                len(ids),
+                held,
+                events.intern(_ids_json(ids)),
+            )
 
     def redeliver_ids(self, ids: Iterable[MessageId], from_parent: bool = False) -> None:
         """``ConsumerImpl.redeliverUnacknowledgedMessages(Set<MessageId>)``.
@@ -428,7 +463,7 @@ class _ConsumerImpl:
         service = parent._service
         for i in range(0, len(positions), MAX_REDELIVER_UNACKNOWLEDGED):
             if self.connected:
-                service.redeliver_unacknowledged(self.broker_consumer, positions[i:i + MAX_REDELIVER_UNACKNOWLEDGED])
+                service.redeliver_unacknowledged(self.broker_consumer, positions[i : i + MAX_REDELIVER_UNACKNOWLEDGED])
 
     def redeliver_all(self) -> None:
         """``ConsumerImpl.redeliverUnacknowledgedMessages()``: clear this consumer's queued messages (and its own
@@ -494,8 +529,11 @@ class Consumer:
         negative_ack_redelivery_backoff: MultiplierRedeliveryBackoff | None = None,
         retry_enable: bool = False,
     ) -> None:
-        _check_chunk_settings(max_pending_chunked_message, auto_ack_oldest_chunked_message_on_queue_full,
-                              expire_time_of_incomplete_chunked_message_ms)
+        _check_chunk_settings(
+            max_pending_chunked_message,
+            auto_ack_oldest_chunked_message_on_queue_full,
+            expire_time_of_incomplete_chunked_message_ms,
+        )
         if not isinstance(consumer_type, ConsumerType):
             raise TypeError(f"consumer_type must be a pulsarlab.ConsumerType, not {consumer_type!r}")
         if not isinstance(initial_position, InitialPosition):
@@ -507,8 +545,13 @@ class Consumer:
         if key_shared_policy is not None and not isinstance(key_shared_policy, ConsumerKeySharedPolicy):
             raise TypeError(f"key_shared_policy must be a ConsumerKeySharedPolicy, not {key_shared_policy!r}")
         ack_timeout = _check_redelivery_options(
-            unacked_messages_timeout_ms, tick_duration_ms, negative_ack_redelivery_delay_ms,
-            negative_ack_redelivery_backoff, dead_letter_policy, retry_enable)
+            unacked_messages_timeout_ms,
+            tick_duration_ms,
+            negative_ack_redelivery_delay_ms,
+            negative_ack_redelivery_backoff,
+            dead_letter_policy,
+            retry_enable,
+        )
         lab = client._lab
         self._client = client
         self._lab = lab
@@ -543,13 +586,13 @@ class Consumer:
         partitions = svc.ensure_topic(self._topic)
         if partitions and receiver_queue_size == 0:
             raise InvalidConfigurationException(
-                "Can't use receiverQueueSize=0 with a partitioned topic (ZeroQueueConsumerImpl needs a single topic)")
+                "Can't use receiverQueueSize=0 with a partitioned topic (ZeroQueueConsumerImpl needs a single topic)"
+            )
         if retry_enable and receiver_queue_size == 0:
             raise IllegalArgumentException(TOPICS_CONSUMER_QUEUE_SIZE)
         policy = DeadLetterPolicy.of(dead_letter_policy) if dead_letter_policy is not None else None
         if retry_enable:
-            policy = resolve_retry_policy(policy, self._topic, subscription_name,
-                                          svc.topic_exists)
+            policy = resolve_retry_policy(policy, self._topic, subscription_name, svc.topic_exists)
         self._dead_letter_policy = policy
         if policy is not None and ack_timeout == 0:
             ack_timeout = lab.profile.dead_letter_default_ack_timeout_ms
@@ -559,23 +602,33 @@ class Consumer:
         self._impls: dict[int, _ConsumerImpl] = {}
         self._retry_impls: dict[str, _ConsumerImpl] = {}
         self._ledger_owner: dict[int, _ConsumerImpl] = {}  # retry mode: whose message a bare MessageId is
-        for t, p, per in _specs(self._topic, partitions, receiver_queue_size,
-                                max_total_receiver_queue_size_across_partitions):
+        for t, p, per in _specs(
+            self._topic, partitions, receiver_queue_size, max_total_receiver_queue_size_across_partitions
+        ):
             self._impls[p] = _ConsumerImpl(self, t, p, per, consumer_type)
         if retry_enable:
             assert policy is not None
             retry_topic = svc.normalize(policy.retry_letter_topic)
             retry_type = ConsumerType.Shared if lab.profile.retry_topic_always_shared else consumer_type
-            for t, p, per in _specs(retry_topic, svc.ensure_topic(retry_topic), receiver_queue_size,
-                                    max_total_receiver_queue_size_across_partitions):
+            for t, p, per in _specs(
+                retry_topic,
+                svc.ensure_topic(retry_topic),
+                receiver_queue_size,
+                max_total_receiver_queue_size_across_partitions,
+            ):
                 self._retry_impls[t] = _ConsumerImpl(self, t, p, per, retry_type)
         self._all_impls = list(self._impls.values()) + list(self._retry_impls.values())
         subscribed: list[_ConsumerImpl] = []
         try:
             for impl in self._all_impls:
                 impl.broker_consumer = self._service.subscribe(
-                    impl, consumer_id=self._id, topic=impl.topic, subscription=subscription_name,
-                    sub_type=impl.sub_type, name=self._name, priority=priority_level,
+                    impl,
+                    consumer_id=self._id,
+                    topic=impl.topic,
+                    subscription=subscription_name,
+                    sub_type=impl.sub_type,
+                    name=self._name,
+                    priority=priority_level,
                     initial_position=initial_position,
                     key_shared_policy=key_shared_policy if impl.sub_type is ConsumerType.KeyShared else None,
                     partition_index=impl.partition,
@@ -588,9 +641,14 @@ class Consumer:
                 self._service.close_consumer(impl.broker_consumer, "subscribe_failed")
             raise
         if ack_timeout > 0:
-            self._unacked = UnAckedMessageTracker(self._scheduler, self._on_ack_timeout, ack_timeout,
-                                                  tick_duration_ms, tick_listener=self._ack_timeout_ticked,
-                                                  idle_stop=True)
+            self._unacked = UnAckedMessageTracker(
+                self._scheduler,
+                self._on_ack_timeout,
+                ack_timeout,
+                tick_duration_ms,
+                tick_listener=self._ack_timeout_ticked,
+                idle_stop=True,
+            )
         for impl in self._all_impls:
             if impl.queue_size > 0:
                 impl.send_flow(impl.queue_size)
@@ -603,12 +661,18 @@ class Consumer:
         resolved = resolve_consumer_policy(policy, impl.topic, self._subscription)
         profile = self._lab.profile
         make = partial(self._client.create_producer, batching_enabled=False)
-        dlq = LetterProducer(self._lab, make, self._id, "dead letter", resolved.dead_letter_topic,
-                             resolved.initial_subscription_name)
-        common = dict(consumer_id=self._id, subscription=self._subscription, multi_topics=self._multi_topics,
-                      real_subscription=profile.retry_real_subscription_property)
-        impl.dead_letters = DeadLetters(self._lab, resolved, producer=dlq,
-                                        acknowledge=partial(self._ack_entry, impl), **common)
+        dlq = LetterProducer(
+            self._lab, make, self._id, "dead letter", resolved.dead_letter_topic, resolved.initial_subscription_name
+        )
+        common = dict(
+            consumer_id=self._id,
+            subscription=self._subscription,
+            multi_topics=self._multi_topics,
+            real_subscription=profile.retry_real_subscription_property,
+        )
+        impl.dead_letters = DeadLetters(
+            self._lab, resolved, producer=dlq, acknowledge=partial(self._ack_entry, impl), **common
+        )
         if self._retry_enable:
             retry = LetterProducer(self._lab, make, self._id, "retry letter", resolved.retry_letter_topic)
             impl.retry = RetryLetters(self._lab, resolved, retry_producer=retry, dead_letter_producer=dlq, **common)
@@ -711,8 +775,7 @@ class Consumer:
             if timeout_millis == 0:
                 raise Timeout("Pulsar error: TimeOut")
             deadline = None if timeout_millis is None else self._scheduler.now() + timeout_millis
-            self._lab.wait_for(lambda: bool(queue) or self._closed, deadline, what="a message",
-                               raise_on_idle=False)
+            self._lab.wait_for(lambda: bool(queue) or self._closed, deadline, what="a message", raise_on_idle=False)
             self._raise_pending_error()
             self._check_open()
             if not queue:
@@ -726,8 +789,9 @@ class Consumer:
             impl = self._impls[mid.partition]
         events = self._events
         if events is not None:
-            events.append_row(_RECEIVED, self._scheduler.now(), self._id, mid.ledger, mid.entry, mid.batch_index,
-                              len(queue))
+            events.append_row(
+                _RECEIVED, self._scheduler.now(), self._id, mid.ledger, mid.entry, mid.batch_index, len(queue)
+            )
         if self._receiver_queue_size > 0:  # increase_available_permits(1), inlined
             permits = impl.available_permits = impl.available_permits + 1
             if permits >= impl.queue_size // 2 and impl.queue_size > 0:
@@ -785,8 +849,7 @@ class Consumer:
             mid, batch_size, impl = self._resolve(message)
         events = self._events
         if events is not None:
-            events.append_row(_ACKNOWLEDGED, self._scheduler.now(), self._id, mid.ledger, mid.entry, mid.batch_index,
-                              0)
+            events.append_row(_ACKNOWLEDGED, self._scheduler.now(), self._id, mid.ledger, mid.entry, mid.batch_index, 0)
         if type(mid) is _ChunkMessageId:
             impl.acknowledge_chunked(mid, False)
             return
@@ -820,8 +883,9 @@ class Consumer:
 
     def _ack_cumulative(self, impl: _ConsumerImpl, mid: MessageId, batch_size: int) -> None:
         if self._events is not None:
-            self._events.append_row(ev.ACKNOWLEDGED, self._scheduler.now(), self._id, mid.ledger, mid.entry,
-                                    mid.batch_index, 1)
+            self._events.append_row(
+                ev.ACKNOWLEDGED, self._scheduler.now(), self._id, mid.ledger, mid.entry, mid.batch_index, 1
+            )
         if type(mid) is _ChunkMessageId:
             impl.acknowledge_chunked(mid, True)
             return
@@ -829,7 +893,8 @@ class Consumer:
         if self._unacked is not None:
             if self._multi_topics:
                 self._unacked.remove_messages_till(
-                    mid, lambda m: m.partition == mid.partition and self._impl_of_id(m) is impl)
+                    mid, lambda m: m.partition == mid.partition and self._impl_of_id(m) is impl
+                )
             else:
                 self._unacked.remove_messages_till(mid)
 
@@ -865,11 +930,20 @@ class Consumer:
             elif not double or mid.batch_index < 0:
                 unacked.remove(mid)
         if self._events is not None:
-            self._events.append_row(rev.NEGATIVE_ACKED, self._scheduler.now(), self._id, mid.ledger, mid.entry,
-                                    mid.batch_index, due, self._events.intern(tracker.form.value))
+            self._events.append_row(
+                rev.NEGATIVE_ACKED,
+                self._scheduler.now(),
+                self._id,
+                mid.ledger,
+                mid.entry,
+                mid.batch_index,
+                due,
+                self._events.intern(tracker.form.value),
+            )
 
-    def reconsume_later(self, message: Message, delay: timedelta | int,
-                        properties: Mapping[str, str] | None = None) -> None:
+    def reconsume_later(
+        self, message: Message, delay: timedelta | int, properties: Mapping[str, str] | None = None
+    ) -> None:
         """Write a copy to the retry topic, delivered after ``delay`` (a timedelta, or ms), and ack this one.
 
         Java's ``reconsumeLater(message, customProperties, delay, unit)`` with ``enableRetry`` (the Python client
@@ -878,34 +952,37 @@ class Consumer:
         """
         impl, delay_ms = self._retry_target(message, delay)
         assert impl.retry is not None
-        impl.retry.reconsume_later(message, delay_ms, properties,
-                                   partial(self._ack_retried, impl, message))
+        impl.retry.reconsume_later(message, delay_ms, properties, partial(self._ack_retried, impl, message))
 
-    def reconsume_later_cumulative(self, message: Message, delay: timedelta | int,
-                                   properties: Mapping[str, str] | None = None) -> None:
+    def reconsume_later_cumulative(
+        self, message: Message, delay: timedelta | int, properties: Mapping[str, str] | None = None
+    ) -> None:
         """`reconsume_later`, then a cumulative ack (Exclusive and Failover only, as Java's
         ``reconsumeLaterCumulative``)."""
         impl, delay_ms = self._retry_target(message, delay)
         if self._type.individual_ack_mode or impl.sub_type.individual_ack_mode:
             raise InvalidConfigurationException(RECONSUME_LATER_CUMULATIVE_NOT_ALLOWED)
         assert impl.retry is not None
-        impl.retry.reconsume_later(message, delay_ms, properties,
-                                   partial(self._ack_cumulative, impl, message._id, message._batch_size))
+        impl.retry.reconsume_later(
+            message, delay_ms, properties, partial(self._ack_cumulative, impl, message._id, message._batch_size)
+        )
 
     def _retry_target(self, message: Message, delay: timedelta | int) -> tuple[_ConsumerImpl, int]:
         self._check_open()
         if not self._retry_enable:
             raise PulsarClientException(RECONSUME_LATER_ERROR_MSG)
         if not isinstance(message, Message):
-            raise TypeError(f"reconsume_later takes a Message (its payload and properties are copied), "
-                            f"not {type(message).__name__}")
+            raise TypeError(
+                f"reconsume_later takes a Message (its payload and properties are copied), not {type(message).__name__}"
+            )
         return self._impl_of(message), delay_millis(delay)
 
     def _ack_retried(self, impl: _ConsumerImpl, message: Message) -> None:
         mid = message._id
         if self._events is not None:
-            self._events.append_row(_ACKNOWLEDGED, self._scheduler.now(), self._id, mid.ledger, mid.entry,
-                                    mid.batch_index, 0)
+            self._events.append_row(
+                _ACKNOWLEDGED, self._scheduler.now(), self._id, mid.ledger, mid.entry, mid.batch_index, 0
+            )
         impl.tracker.add_acknowledgment(mid, message._batch_size, _INDIVIDUAL)
         # the parent's unAckedMessageTracker.remove(topicMessageId) drops one message's id: with entry-level ids
         # that is the entry once all its messages are acked
@@ -948,8 +1025,9 @@ class Consumer:
         events = self._events
         tracked = self._unacked.size() if self._unacked is not None else 0
         if events is not None and (ids or tracked):
-            events.append_row(rev.ACK_TIMEOUT_TICK, self._scheduler.now(), self._id, len(ids), tracked,
-                              events.intern(_ids_json(ids)))
+            events.append_row(
+                rev.ACK_TIMEOUT_TICK, self._scheduler.now(), self._id, len(ids), tracked, events.intern(_ids_json(ids))
+            )
 
     def _remove_expired_from_queue(self, ids: list[MessageId]) -> int:
         """``removeExpiredMessagesFromQueue``: if the queue's head is among ``ids``, drop queued messages up to and
@@ -1027,8 +1105,13 @@ class Consumer:
         for impl in self._all_impls:
             impl.available_permits = 0
             impl.broker_consumer = self._service.subscribe(
-                impl, consumer_id=self._id, topic=impl.topic, subscription=self._subscription,
-                sub_type=impl.sub_type, name=self._name, priority=self._priority,
+                impl,
+                consumer_id=self._id,
+                topic=impl.topic,
+                subscription=self._subscription,
+                sub_type=impl.sub_type,
+                name=self._name,
+                priority=self._priority,
                 initial_position=self._initial_position,
                 key_shared_policy=self._key_shared_policy if impl.sub_type is ConsumerType.KeyShared else None,
                 partition_index=impl.partition,
@@ -1058,20 +1141,27 @@ class Consumer:
         self._queue.clear()
 
     def __repr__(self) -> str:
-        return (f"<Consumer {self._name!r} {self._type.name} on {self._topic} / {self._subscription}, "
-                f"{len(self._queue)} queued>")
+        return (
+            f"<Consumer {self._name!r} {self._type.name} on {self._topic} / {self._subscription}, "
+            f"{len(self._queue)} queued>"
+        )
 
 
 def _check_chunk_settings(max_pending: Any, auto_ack: Any, expire_ms: Any) -> None:
     """The Python client's type checks of the chunk settings, then the ranges the tracker accepts."""
-    for name, value, kind in (("max_pending_chunked_message", max_pending, int),
-                              ("auto_ack_oldest_chunked_message_on_queue_full", auto_ack, bool),
-                              ("expire_time_of_incomplete_chunked_message_ms", expire_ms, int)):
+    for name, value, kind in (
+        ("max_pending_chunked_message", max_pending, int),
+        ("auto_ack_oldest_chunked_message_on_queue_full", auto_ack, bool),
+        ("expire_time_of_incomplete_chunked_message_ms", expire_ms, int),
+    ):
         if not isinstance(value, kind):
-            raise ValueError(f"Argument {name} is expected to be of type '{kind.__name__}' and not "
-                             f"'{type(value).__name__}'")
-    for name, value in (("max_pending_chunked_message", max_pending),
-                        ("expire_time_of_incomplete_chunked_message_ms", expire_ms)):
+            raise ValueError(
+                f"Argument {name} is expected to be of type '{kind.__name__}' and not '{type(value).__name__}'"
+            )
+    for name, value in (
+        ("max_pending_chunked_message", max_pending),
+        ("expire_time_of_incomplete_chunked_message_ms", expire_ms),
+    ):
         if value < 0:
             raise ValueError(f"{name} must be >= 0 (0 turns it off), got {value}")
 
@@ -1084,8 +1174,9 @@ def _specs(topic: str, partitions: int, receiver_queue_size: int, max_total: int
     return [(topic, -1, receiver_queue_size)]
 
 
-def _check_redelivery_options(ack_timeout: Any, tick: Any, nack_delay: Any, backoff: Any, policy: Any,
-                              retry_enable: Any) -> int:
+def _check_redelivery_options(
+    ack_timeout: Any, tick: Any, nack_delay: Any, backoff: Any, policy: Any, retry_enable: Any
+) -> int:
     """Type and range checks of the redelivery options, with Pulsar's texts; returns the ack timeout in ms."""
     if ack_timeout is None:
         ack_timeout = 0

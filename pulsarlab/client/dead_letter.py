@@ -21,15 +21,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
-from pulsarlab.event_catalogue import redelivery as rev
 from pulsarlab.errors import IllegalArgumentException
+from pulsarlab.event_catalogue import redelivery as rev
 from pulsarlab.ids import MessageId
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pulsarlab.lab import Lab
     from pulsarlab.client.consumer import Message
     from pulsarlab.client.policies import ConsumerDeadLetterPolicy
     from pulsarlab.client.producer import Producer
+    from pulsarlab.lab import Lab
 
 # RetryMessageUtil
 SYSTEM_PROPERTY_RECONSUMETIMES = "RECONSUMETIMES"
@@ -63,8 +63,12 @@ class DeadLetterPolicy:
 
     @classmethod
     def of(cls, policy: "ConsumerDeadLetterPolicy") -> "DeadLetterPolicy":
-        return cls(policy.max_redeliver_count, policy.dead_letter_topic, policy.retry_letter_topic,
-                   policy.initial_subscription_name)
+        return cls(
+            policy.max_redeliver_count,
+            policy.dead_letter_topic,
+            policy.retry_letter_topic,
+            policy.initial_subscription_name,
+        )
 
 
 def default_dead_letter_topic(topic: str, subscription: str) -> str:
@@ -85,8 +89,9 @@ def legacy_letter_topics(topic: str, subscription: str) -> tuple[str, str]:
     return base + RETRY_GROUP_TOPIC_SUFFIX, base + DLQ_GROUP_TOPIC_SUFFIX
 
 
-def resolve_retry_policy(policy: DeadLetterPolicy | None, first_topic: str, subscription: str,
-                         topic_exists: Callable[[str], bool]) -> DeadLetterPolicy:
+def resolve_retry_policy(
+    policy: DeadLetterPolicy | None, first_topic: str, subscription: str, topic_exists: Callable[[str], bool]
+) -> DeadLetterPolicy:
     """`ConsumerBuilderImpl.subscribeAsync` with ``enableRetry``: fill blank names from the first topic, keep
     the pre-2.8 names when such topics exist already (``checkDlqAlreadyExists``), default 16 redeliveries."""
     old_retry, old_dlq = legacy_letter_topics(first_topic, subscription)
@@ -94,8 +99,12 @@ def resolve_retry_policy(policy: DeadLetterPolicy | None, first_topic: str, subs
     dlq = old_dlq if topic_exists(old_dlq) else default_dead_letter_topic(first_topic, subscription)
     if policy is None:
         return DeadLetterPolicy(MAX_RECONSUMETIMES, dlq, retry)
-    return DeadLetterPolicy(policy.max_redeliver_count, policy.dead_letter_topic or dlq,
-                            policy.retry_letter_topic or retry, policy.initial_subscription_name)
+    return DeadLetterPolicy(
+        policy.max_redeliver_count,
+        policy.dead_letter_topic or dlq,
+        policy.retry_letter_topic or retry,
+        policy.initial_subscription_name,
+    )
 
 
 def resolve_consumer_policy(policy: DeadLetterPolicy, topic: str, subscription: str) -> DeadLetterPolicy:
@@ -119,8 +128,9 @@ def origin_topic_name(topic: str, multi_topics: bool) -> str:
     return topic
 
 
-def letter_properties(properties: dict[str, str], origin_message_id: str, origin_topic: str,
-                      subscription: str | None) -> dict[str, str]:
+def letter_properties(
+    properties: dict[str, str], origin_message_id: str, origin_topic: str, subscription: str | None
+) -> dict[str, str]:
     """``getPropertiesMap``: the message's properties, then (only where absent) ``REAL_TOPIC``, the legacy
     ``ORIGIN_MESSAGE_IDY_TIME`` and ``ORIGIN_MESSAGE_ID`` (and 4.x ``REAL_SUBSCRIPTION``), sorted by key."""
     out = dict(properties)
@@ -150,8 +160,15 @@ def copy_kwargs(message: "Message") -> dict[str, Any]:
 class LetterProducer:
     """A dead-letter or retry producer, created at its first use (``init...ProducerIfNeeded``)."""
 
-    def __init__(self, lab: "Lab", create: Callable[[str], "Producer"], consumer_id: int, kind: str, topic: str,
-                 initial_subscription_name: str = "") -> None:
+    def __init__(
+        self,
+        lab: "Lab",
+        create: Callable[[str], "Producer"],
+        consumer_id: int,
+        kind: str,
+        topic: str,
+        initial_subscription_name: str = "",
+    ) -> None:
         self._lab = lab
         self._create = create
         self.consumer_id = consumer_id
@@ -170,8 +187,14 @@ class LetterProducer:
             self.producer = producer
             events = self._lab.events
             if events.enabled:
-                events.append(rev.LETTER_PRODUCER_CREATED, self._lab.now(), consumer=self.consumer_id,
-                              letter=self.kind, topic=topic, producer=producer._id)
+                events.append(
+                    rev.LETTER_PRODUCER_CREATED,
+                    self._lab.now(),
+                    consumer=self.consumer_id,
+                    letter=self.kind,
+                    topic=topic,
+                    producer=producer._id,
+                )
         return self.producer
 
     def close(self) -> None:
@@ -187,9 +210,18 @@ class DeadLetters:
     again (the consumer's ``redeliverUnacknowledgedMessages(ids)``, which itself consults `process`).
     """
 
-    def __init__(self, lab: "Lab", policy: DeadLetterPolicy, *, consumer_id: int, subscription: str,
-                 multi_topics: bool, real_subscription: bool, producer: LetterProducer,
-                 acknowledge: Callable[[MessageId], Any]) -> None:
+    def __init__(
+        self,
+        lab: "Lab",
+        policy: DeadLetterPolicy,
+        *,
+        consumer_id: int,
+        subscription: str,
+        multi_topics: bool,
+        real_subscription: bool,
+        producer: LetterProducer,
+        acknowledge: Callable[[MessageId], Any],
+    ) -> None:
         self._lab = lab
         self.policy = policy
         self.consumer_id = consumer_id
@@ -210,8 +242,16 @@ class DeadLetters:
         over = redelivery_count > limit
         events = self._lab.events
         if events.enabled:
-            events.append_row(rev.DEAD_LETTER_CANDIDATE, self._lab.now(), self.consumer_id, ledger, entry,
-                              redelivery_count, limit, int(over))
+            events.append_row(
+                rev.DEAD_LETTER_CANDIDATE,
+                self._lab.now(),
+                self.consumer_id,
+                ledger,
+                entry,
+                redelivery_count,
+                limit,
+                int(over),
+            )
         return over
 
     def forget(self, ledger: int, entry: int) -> None:
@@ -228,27 +268,52 @@ class DeadLetters:
         producer = self.producer.get()
         copies = []
         for message in messages:
-            props = letter_properties(message.properties(), str(message.message_id()),
-                                      origin_topic_name(message.topic_name(), self.multi_topics),
-                                      self.subscription if self.real_subscription else None)
+            props = letter_properties(
+                message.properties(),
+                str(message.message_id()),
+                origin_topic_name(message.topic_name(), self.multi_topics),
+                self.subscription if self.real_subscription else None,
+            )
             copy = producer.send(message.data(), properties=props, **copy_kwargs(message))
             copies.append([copy.ledger, copy.entry])
         del self.possible[key]
         entry_id = MessageId(mid.ledger, mid.entry, messages[0].message_id().partition)
         events = self._lab.events
         if events.enabled:
-            events.append(rev.DEAD_LETTERED, self._lab.now(), consumer=self.consumer_id, ledger=mid.ledger,
-                          entry=mid.entry, count=messages[0].redelivery_count(),
-                          reason=rev.REASON_REDELIVERY_COUNT, copy={"topic": producer.topic(), "ids": copies})
+            events.append(
+                rev.DEAD_LETTERED,
+                self._lab.now(),
+                consumer=self.consumer_id,
+                ledger=mid.ledger,
+                entry=mid.entry,
+                count=messages[0].redelivery_count(),
+                reason=rev.REASON_REDELIVERY_COUNT,
+                copy={"topic": producer.topic(), "ids": copies},
+            )
         self._acknowledge(entry_id)
         return True
 
 
 __all__ = [
-    "DLQ_GROUP_TOPIC_SUFFIX", "DeadLetterPolicy", "DeadLetters", "LetterProducer", "MAX_RECONSUMETIMES",
-    "MAX_REDELIVER_COUNT_TEXT", "PROPERTY_ORIGIN_MESSAGE_ID", "RETRY_GROUP_TOPIC_SUFFIX",
-    "SYSTEM_PROPERTY_DELAY_TIME", "SYSTEM_PROPERTY_ORIGIN_MESSAGE_ID", "SYSTEM_PROPERTY_REAL_SUBSCRIPTION",
-    "SYSTEM_PROPERTY_REAL_TOPIC", "SYSTEM_PROPERTY_RECONSUMETIMES", "copy_kwargs", "default_dead_letter_topic",
-    "default_retry_letter_topic", "legacy_letter_topics", "letter_properties", "origin_topic_name",
-    "resolve_consumer_policy", "resolve_retry_policy",
+    "DLQ_GROUP_TOPIC_SUFFIX",
+    "DeadLetterPolicy",
+    "DeadLetters",
+    "LetterProducer",
+    "MAX_RECONSUMETIMES",
+    "MAX_REDELIVER_COUNT_TEXT",
+    "PROPERTY_ORIGIN_MESSAGE_ID",
+    "RETRY_GROUP_TOPIC_SUFFIX",
+    "SYSTEM_PROPERTY_DELAY_TIME",
+    "SYSTEM_PROPERTY_ORIGIN_MESSAGE_ID",
+    "SYSTEM_PROPERTY_REAL_SUBSCRIPTION",
+    "SYSTEM_PROPERTY_REAL_TOPIC",
+    "SYSTEM_PROPERTY_RECONSUMETIMES",
+    "copy_kwargs",
+    "default_dead_letter_topic",
+    "default_retry_letter_topic",
+    "legacy_letter_topics",
+    "letter_properties",
+    "origin_topic_name",
+    "resolve_consumer_policy",
+    "resolve_retry_policy",
 ]

@@ -26,14 +26,17 @@ class ConsumerDeadLetterPolicy:
         initial_subscription_name: str | None = None,
         retry_letter_topic: str | None = None,
     ) -> None:
-        if max_redeliver_count is not None and (isinstance(max_redeliver_count, bool)
-                                                or not isinstance(max_redeliver_count, int)):
+        if max_redeliver_count is not None and (
+            isinstance(max_redeliver_count, bool) or not isinstance(max_redeliver_count, int)
+        ):
             raise TypeError(f"max_redeliver_count must be an int, not {type(max_redeliver_count).__name__}")
         if max_redeliver_count is None or max_redeliver_count < 1:
             raise ValueError("max_redeliver_count must be greater than 0")
-        for name, value in (("dead_letter_topic", dead_letter_topic),
-                            ("initial_subscription_name", initial_subscription_name),
-                            ("retry_letter_topic", retry_letter_topic)):
+        for name, value in (
+            ("dead_letter_topic", dead_letter_topic),
+            ("initial_subscription_name", initial_subscription_name),
+            ("retry_letter_topic", retry_letter_topic),
+        ):
             if value is not None and not isinstance(value, str):
                 raise TypeError(f"{name} must be a str, not {type(value).__name__}")
         self._max = max_redeliver_count
@@ -58,5 +61,7 @@ class ConsumerDeadLetterPolicy:
         return self._retry
 
     def __repr__(self) -> str:
-        return (f"ConsumerDeadLetterPolicy(max_redeliver_count={self._max}, dead_letter_topic={self._dlq!r}, "
-                f"initial_subscription_name={self._initial!r}, retry_letter_topic={self._retry!r})")
+        return (
+            f"ConsumerDeadLetterPolicy(max_redeliver_count={self._max}, dead_letter_topic={self._dlq!r}, "
+            f"initial_subscription_name={self._initial!r}, retry_letter_topic={self._retry!r})"
+        )

@@ -36,11 +36,6 @@ from collections import deque
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Callable
 
-from pulsarlab.event_catalogue import broker as ev
-from pulsarlab.errors import NotAllowedException as BrokerNotAllowedException
-from pulsarlab.errors import PulsarClientException
-from pulsarlab.errors import InvalidMessageException, PulsarClientException
-from pulsarlab.ids import MessageId, trusted_message_id
 from pulsarlab.client.batching import (
     DEFAULT_BATCHING_MAX_BYTES,
     DEFAULT_BATCHING_MAX_MESSAGES,
@@ -50,7 +45,6 @@ from pulsarlab.client.batching import (
     make_container,
     non_batched_entry,
 )
-from pulsarlab.event_catalogue.chunking import CHUNK_PUBLISHED, MESSAGE_TOO_BIG_EVENT, PRODUCER_CRASHED
 from pulsarlab.client.chunking import (
     DEFAULT_CHUNK_MAX_MESSAGE_SIZE,
     MessageTooBig,
@@ -63,15 +57,29 @@ from pulsarlab.client.chunking import (
     split_into_chunks,
 )
 from pulsarlab.client.routing import HashingScheme, MessageRouter, PartitionsRoutingMode
+from pulsarlab.errors import InvalidMessageException, PulsarClientException
+from pulsarlab.errors import NotAllowedException as BrokerNotAllowedException
+from pulsarlab.event_catalogue import broker as ev
+from pulsarlab.event_catalogue.chunking import CHUNK_PUBLISHED, MESSAGE_TOO_BIG_EVENT, PRODUCER_CRASHED
+from pulsarlab.ids import MessageId, trusted_message_id
 
 if TYPE_CHECKING:  # pragma: no cover
     from pulsarlab.client.client import Client
 
 
 # send_async builds OutgoingMessage positionally (about twice as fast as by keyword): keep this order in step.
-_OUTGOING_FIELDS = ("payload", "sequence_id", "properties", "partition_key", "ordering_key", "event_time",
-                    "deliver_at", "callback", "publish_time")
-if tuple(f.name for f in dataclasses.fields(OutgoingMessage))[:len(_OUTGOING_FIELDS)] != _OUTGOING_FIELDS:
+_OUTGOING_FIELDS = (
+    "payload",
+    "sequence_id",
+    "properties",
+    "partition_key",
+    "ordering_key",
+    "event_time",
+    "deliver_at",
+    "callback",
+    "publish_time",
+)
+if tuple(f.name for f in dataclasses.fields(OutgoingMessage))[: len(_OUTGOING_FIELDS)] != _OUTGOING_FIELDS:
     raise ImportError("OutgoingMessage's fields changed order; update Producer.send_async")
 
 
@@ -101,6 +109,8 @@ class NotAllowedException(PulsarClientException):
     """The broker refused the send (``ServerError.NotAllowed``): ``pulsar.NotAllowedError``."""
 
     java_class = "org.apache.pulsar.client.api.PulsarClientException$NotAllowedException"
+
+
 class _SendResult:
     """``send``'s callback: keeps the id; a failed send raises in ``send`` instead of reaching it."""
 
@@ -135,10 +145,16 @@ class _PartitionProducer:
         self.next_sequence_id = owner._initial_sequence_id + 1
         self.last_sequence_id_published = owner._initial_sequence_id
         self.container = (
-            make_container(owner._batching_type, owner._name, owner._batching_max_messages,
-                           owner._batching_max_bytes, client=owner._client_library,
-                           max_message_size=owner._max_message_size)
-            if owner._batching_enabled else None
+            make_container(
+                owner._batching_type,
+                owner._name,
+                owner._batching_max_messages,
+                owner._batching_max_bytes,
+                client=owner._client_library,
+                max_message_size=owner._max_message_size,
+            )
+            if owner._batching_enabled
+            else None
         )
         self.timer = None
         # chunking: the SENDs not yet on the wire, (entry, message, ids of its stored chunks, last chunk?)
@@ -151,8 +167,7 @@ class _PartitionProducer:
         owner = self.owner
         if container is None or msg.deliver_at is not None:
             owner._check_size(msg)
-            self._persist([(non_batched_entry(owner._name, msg, owner._now(),
-                                              client=owner._client_library), [msg])])
+            self._persist([(non_batched_entry(owner._name, msg, owner._now(), client=owner._client_library), [msg])])
             return
         if not container.has_space_for(msg):
             self.flush()
@@ -179,9 +194,15 @@ class _PartitionProducer:
         owner = self.owner
         now = owner._now()
         plan = plan_for_message(
-            owner._name, self.topic, msg, now, max_message_size=owner._max_message_size,
+            owner._name,
+            self.topic,
+            msg,
+            now,
+            max_message_size=owner._max_message_size,
             chunk_max_message_size=owner._chunk_max_message_size,
-            sequence_id_set_by_application=sequence_id_by_application, client=owner._client_library)
+            sequence_id_set_by_application=sequence_id_by_application,
+            client=owner._client_library,
+        )
         entries = split_into_chunks(owner._name, msg, now, plan, client=owner._client_library)
         ids: list[MessageId] = []
         last = len(entries) - 1
@@ -207,8 +228,16 @@ class _PartitionProducer:
         meta = entry.metadata
         events = owner._events
         if events.enabled and meta.uuid is not None:  # CHUNK_PUBLISHED's fields, in order
-            events.append_row(CHUNK_PUBLISHED, owner._now(), owner._id, events.intern(meta.uuid), meta.chunk_id,
-                              meta.num_chunks_from_msg, entry.size, self.partition)
+            events.append_row(
+                CHUNK_PUBLISHED,
+                owner._now(),
+                owner._id,
+                events.intern(meta.uuid),
+                meta.chunk_id,
+                meta.num_chunks_from_msg,
+                entry.size,
+                self.partition,
+            )
         pos = owner._service.publish(self.handle, entry)
         ids.append(trusted_message_id(pos.ledger_id, pos.entry_id, self.partition, -1))
         if last:
@@ -275,24 +304,37 @@ class Producer:
         chunk_send_interval_ms: int = 0,
     ) -> None:
         _check_python_bool(chunking_enabled, "chunking_enabled")
-        check_chunking_config(chunking_enabled=chunking_enabled, batching_enabled=bool(batching_enabled),
-                              profile=client._lab.profile, client=client._client_library)
+        check_chunking_config(
+            chunking_enabled=chunking_enabled,
+            batching_enabled=bool(batching_enabled),
+            profile=client._lab.profile,
+            client=client._client_library,
+        )
         if not isinstance(chunk_max_message_size, int) or isinstance(chunk_max_message_size, bool):
             raise TypeError(f"chunk_max_message_size must be an int, not {type(chunk_max_message_size).__name__}")
-        if chunk_max_message_size != DEFAULT_CHUNK_MAX_MESSAGE_SIZE and client._client_library is not ClientLibrary.JAVA:
+        if (
+            chunk_max_message_size != DEFAULT_CHUNK_MAX_MESSAGE_SIZE
+            and client._client_library is not ClientLibrary.JAVA
+        ):
             raise ValueError(
                 "chunk_max_message_size is the Java client's chunkMaxMessageSize (lab.client(client_library="
                 "pl.ClientLibrary.JAVA)); the Python client has no such setting: lower the broker's maxMessageSize "
-                "instead, pl.Lab(broker_config={'maxMessageSize': ...})")
-        if not isinstance(chunk_send_interval_ms, int) or isinstance(chunk_send_interval_ms, bool) \
-                or chunk_send_interval_ms < 0:
+                "instead, pl.Lab(broker_config={'maxMessageSize': ...})"
+            )
+        if (
+            not isinstance(chunk_send_interval_ms, int)
+            or isinstance(chunk_send_interval_ms, bool)
+            or chunk_send_interval_ms < 0
+        ):
             raise ValueError(f"chunk_send_interval_ms must be an int >= 0, got {chunk_send_interval_ms!r}")
         if chunk_send_interval_ms and not chunking_enabled:
             raise ValueError("chunk_send_interval_ms spaces the SENDs of chunks: it needs chunking_enabled=True")
         if not isinstance(batching_type, BatchingType):
             raise TypeError(f"batching_type must be a pulsarlab.BatchingType, not {batching_type!r}")
         if not isinstance(message_routing_mode, PartitionsRoutingMode):
-            raise TypeError(f"message_routing_mode must be a pulsarlab.PartitionsRoutingMode, not {message_routing_mode!r}")
+            raise TypeError(
+                f"message_routing_mode must be a pulsarlab.PartitionsRoutingMode, not {message_routing_mode!r}"
+            )
         for name, value in (("batching_max_publish_delay_ms", batching_max_publish_delay_ms),):
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise ValueError(f"{name} must be an int >= 0, got {value!r}")
@@ -323,17 +365,23 @@ class Producer:
         self._topic = lab.service.normalize(topic)
         partitions = lab.service.ensure_topic(self._topic)
         if self._events.enabled:
-            self._events.append(ev.PRODUCER_CREATED, self._now(), producer=self._id, name=self._name,
-                                topic=self._topic, batching=self._batching_enabled)
+            self._events.append(
+                ev.PRODUCER_CREATED,
+                self._now(),
+                producer=self._id,
+                name=self._name,
+                topic=self._topic,
+                batching=self._batching_enabled,
+            )
         if partitions == 0:
             self._partitions = [_PartitionProducer(self, self._topic, -1)]
             self._router = None
         else:
-            self._partitions = [
-                _PartitionProducer(self, f"{self._topic}-partition-{i}", i) for i in range(partitions)
-            ]
+            self._partitions = [_PartitionProducer(self, f"{self._topic}-partition-{i}", i) for i in range(partitions)]
             self._router = MessageRouter(
-                message_routing_mode, HashingScheme.BoostHash, partitions,
+                message_routing_mode,
+                HashingScheme.BoostHash,
+                partitions,
                 seed=lab.derive_seed("router", self._id),
                 batching_enabled=self._batching_enabled,
                 batching_max_publish_delay_ms=batching_max_publish_delay_ms,
@@ -362,17 +410,27 @@ class Producer:
         if len(msg.payload) + bound > self._max_message_size:
             check_send_size(ClientLibrary.CPP, self._name, self._topic, msg, self._now(), self._max_message_size)
 
-    def _send_failed(self, msg: OutgoingMessage, part: _PartitionProducer, error: PulsarClientException,
-                     sequence_id_given: bool) -> None:
+    def _send_failed(
+        self, msg: OutgoingMessage, part: _PartitionProducer, error: PulsarClientException, sequence_id_given: bool
+    ) -> None:
         """A send the client refused: log it, give the sequence id back (Java assigns it after the check),
         then raise in ``send`` or report the result name to the callback of ``send_async``."""
-        if self._client_library is ClientLibrary.JAVA and not sequence_id_given \
-                and part.next_sequence_id == msg.sequence_id + 1:
+        if (
+            self._client_library is ClientLibrary.JAVA
+            and not sequence_id_given
+            and part.next_sequence_id == msg.sequence_id + 1
+        ):
             part.next_sequence_id = msg.sequence_id
         if self._events.enabled:
-            self._events.append(MESSAGE_TOO_BIG_EVENT, self._now(), producer=self._id, sequence_id=msg.sequence_id,
-                                size=len(msg.payload), max_message_size=self._max_message_size,
-                                error=f"{type(error).__name__}: {error}")
+            self._events.append(
+                MESSAGE_TOO_BIG_EVENT,
+                self._now(),
+                producer=self._id,
+                sequence_id=msg.sequence_id,
+                size=len(msg.payload),
+                max_message_size=self._max_message_size,
+                error=f"{type(error).__name__}: {error}",
+            )
         callback = msg.callback
         if callback is None or getattr(callback, "raise_errors", False):
             raise error
@@ -406,9 +464,17 @@ class Producer:
         """Publish and wait (in virtual time) until the broker persisted it; returns its MessageId."""
         sent = _SendResult()
         result = sent.ids
-        self.send_async(content, sent, properties=properties,
-                        partition_key=partition_key, ordering_key=ordering_key, sequence_id=sequence_id,
-                        event_timestamp=event_timestamp, deliver_at=deliver_at, deliver_after=deliver_after)
+        self.send_async(
+            content,
+            sent,
+            properties=properties,
+            partition_key=partition_key,
+            ordering_key=ordering_key,
+            sequence_id=sequence_id,
+            event_timestamp=event_timestamp,
+            deliver_at=deliver_at,
+            deliver_after=deliver_after,
+        )
         if not result:
             self._lab.wait_for(lambda: bool(result), None, what="the producer's batch to be sent")
         if result[0] is None and self._refused is not None:
@@ -444,16 +510,27 @@ class Producer:
         if isinstance(ordering_key, str):
             ordering_key = ordering_key.encode("utf-8")
         now = self._scheduler.now()
-        when = None if deliver_at is None and deliver_after is None else _deliver_at_time(now, deliver_at, deliver_after)
+        when = (
+            None if deliver_at is None and deliver_after is None else _deliver_at_time(now, deliver_at, deliver_after)
+        )
         # OutgoingMessage(payload, sequence_id, properties, partition_key, ordering_key, event_time, deliver_at,
         # callback, publish_time)
         msg = OutgoingMessage(
-            content if type(content) is bytes else bytes(content), 0, dict(properties) if properties else {},
-            partition_key, ordering_key, int(event_timestamp) if event_timestamp is not None else 0, when,
-            callback, now,
+            content if type(content) is bytes else bytes(content),
+            0,
+            dict(properties) if properties else {},
+            partition_key,
+            ordering_key,
+            int(event_timestamp) if event_timestamp is not None else 0,
+            when,
+            callback,
+            now,
         )
-        part = self._partitions[self._router.choose_partition(msg, now)] if self._router is not None \
+        part = (
+            self._partitions[self._router.choose_partition(msg, now)]
+            if self._router is not None
             else self._partitions[0]
+        )
         if sequence_id is None:
             msg.sequence_id = seq = part.next_sequence_id
             part.next_sequence_id = seq + 1
@@ -483,8 +560,9 @@ class Producer:
         for p in self._partitions:
             p.flush()
         if self._chunk_send_interval_ms and any(p.outbound for p in self._partitions):
-            self._lab.wait_for(lambda: not any(p.outbound for p in self._partitions), None,
-                               what="the producer's chunks to be sent")
+            self._lab.wait_for(
+                lambda: not any(p.outbound for p in self._partitions), None, what="the producer's chunks to be sent"
+            )
 
     def close(self) -> None:
         """Flush pending batches (and chunks), then close."""

@@ -16,7 +16,6 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
-from pulsarlab.event_catalogue import redelivery as rev
 from pulsarlab.client.dead_letter import (
     SYSTEM_PROPERTY_DELAY_TIME,
     SYSTEM_PROPERTY_RECONSUMETIMES,
@@ -26,10 +25,11 @@ from pulsarlab.client.dead_letter import (
     letter_properties,
     origin_topic_name,
 )
+from pulsarlab.event_catalogue import redelivery as rev
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pulsarlab.lab import Lab
     from pulsarlab.client.consumer import Message
+    from pulsarlab.lab import Lab
 
 RECONSUME_LATER_ERROR_MSG = "reconsumeLater method not support!"  # ConsumerBase, retry not enabled
 RECONSUME_LATER_CUMULATIVE_NOT_ALLOWED = "Cannot use cumulative acks on a non-exclusive subscription"
@@ -46,11 +46,16 @@ def delay_millis(delay: timedelta | int) -> int:
     return max(ms, 0)
 
 
-def retry_properties(message: "Message", custom: Mapping[str, str] | None, delay_ms: int, *, multi_topics: bool,
-                     subscription: str | None) -> dict[str, str]:
+def retry_properties(
+    message: "Message", custom: Mapping[str, str] | None, delay_ms: int, *, multi_topics: bool, subscription: str | None
+) -> dict[str, str]:
     """The copy's properties: ``getPropertiesMap`` + custom properties + ``RECONSUMETIMES`` + ``DELAY_TIME``."""
-    props = letter_properties(message.properties(), str(message.message_id()),
-                              origin_topic_name(message.topic_name(), multi_topics), subscription)
+    props = letter_properties(
+        message.properties(),
+        str(message.message_id()),
+        origin_topic_name(message.topic_name(), multi_topics),
+        subscription,
+    )
     if custom:
         for k, v in custom.items():
             if not isinstance(k, str) or not isinstance(v, str):
@@ -68,9 +73,18 @@ def retry_properties(message: "Message", custom: Mapping[str, str] | None, delay
 class RetryLetters:
     """One `ConsumerImpl`'s retry path: the resolved policy and the lazy retry and dead-letter producers."""
 
-    def __init__(self, lab: "Lab", policy: DeadLetterPolicy, *, consumer_id: int, subscription: str,
-                 multi_topics: bool, real_subscription: bool, retry_producer: LetterProducer,
-                 dead_letter_producer: LetterProducer) -> None:
+    def __init__(
+        self,
+        lab: "Lab",
+        policy: DeadLetterPolicy,
+        *,
+        consumer_id: int,
+        subscription: str,
+        multi_topics: bool,
+        real_subscription: bool,
+        retry_producer: LetterProducer,
+        dead_letter_producer: LetterProducer,
+    ) -> None:
         self._lab = lab
         self.policy = policy
         self.consumer_id = consumer_id
@@ -80,11 +94,17 @@ class RetryLetters:
         self.retry_producer = retry_producer
         self.dead_letter_producer = dead_letter_producer
 
-    def reconsume_later(self, message: "Message", delay_ms: int, custom: Mapping[str, str] | None,
-                        acknowledge: Callable[[], Any]) -> None:
+    def reconsume_later(
+        self, message: "Message", delay_ms: int, custom: Mapping[str, str] | None, acknowledge: Callable[[], Any]
+    ) -> None:
         """Write the copy (retry topic, or DLQ past the limit), then ``acknowledge()`` the original."""
-        props = retry_properties(message, custom, delay_ms, multi_topics=self.multi_topics,
-                                 subscription=self.subscription if self.real_subscription else None)
+        props = retry_properties(
+            message,
+            custom,
+            delay_ms,
+            multi_topics=self.multi_topics,
+            subscription=self.subscription if self.real_subscription else None,
+        )
         times = int(props[SYSTEM_PROPERTY_RECONSUMETIMES])
         mid = message.message_id()
         events = self._lab.events
@@ -93,21 +113,43 @@ class RetryLetters:
             producer = self.dead_letter_producer.get()
             copy = producer.send(message.data(), properties=props, **extra)
             if events.enabled:
-                events.append(rev.DEAD_LETTERED, self._lab.now(), consumer=self.consumer_id, ledger=mid.ledger,
-                              entry=mid.entry, count=times, reason=rev.REASON_RECONSUME_TIMES,
-                              copy={"topic": producer.topic(), "ids": [[copy.ledger, copy.entry]]})
+                events.append(
+                    rev.DEAD_LETTERED,
+                    self._lab.now(),
+                    consumer=self.consumer_id,
+                    ledger=mid.ledger,
+                    entry=mid.entry,
+                    count=times,
+                    reason=rev.REASON_RECONSUME_TIMES,
+                    copy={"topic": producer.topic(), "ids": [[copy.ledger, copy.entry]]},
+                )
         else:
             producer = self.retry_producer.get()
             if delay_ms > 0:
                 extra["deliver_after"] = timedelta(milliseconds=delay_ms)
             copy = producer.send(message.data(), properties=props, **extra)
             if events.enabled:
-                events.append(rev.RECONSUMED_LATER, self._lab.now(), consumer=self.consumer_id, ledger=mid.ledger,
-                              entry=mid.entry, reconsume_times=times, delay_ms=delay_ms,
-                              copy={"topic": producer.topic(), "ids": [[copy.ledger, copy.entry]],
-                                    "deliver_at": self._lab.now() + delay_ms if delay_ms > 0 else None})
+                events.append(
+                    rev.RECONSUMED_LATER,
+                    self._lab.now(),
+                    consumer=self.consumer_id,
+                    ledger=mid.ledger,
+                    entry=mid.entry,
+                    reconsume_times=times,
+                    delay_ms=delay_ms,
+                    copy={
+                        "topic": producer.topic(),
+                        "ids": [[copy.ledger, copy.entry]],
+                        "deliver_at": self._lab.now() + delay_ms if delay_ms > 0 else None,
+                    },
+                )
         acknowledge()
 
 
-__all__ = ["RECONSUME_LATER_CUMULATIVE_NOT_ALLOWED", "RECONSUME_LATER_ERROR_MSG", "RetryLetters", "delay_millis",
-           "retry_properties"]
+__all__ = [
+    "RECONSUME_LATER_CUMULATIVE_NOT_ALLOWED",
+    "RECONSUME_LATER_ERROR_MSG",
+    "RetryLetters",
+    "delay_millis",
+    "retry_properties",
+]

@@ -29,9 +29,9 @@ import random
 from functools import lru_cache
 from typing import Callable
 
+from pulsarlab.client.batching import DEFAULT_BATCHING_MAX_BYTES, DEFAULT_BATCHING_MAX_MESSAGES, OutgoingMessage
 from pulsarlab.errors import PulsarClientException
 from pulsarlab.hashing import murmur3_32
-from pulsarlab.client.batching import DEFAULT_BATCHING_MAX_BYTES, DEFAULT_BATCHING_MAX_MESSAGES, OutgoingMessage
 
 _U32 = 0xFFFFFFFF
 _U64 = 0xFFFFFFFFFFFFFFFF
@@ -219,14 +219,10 @@ class MessageRouter:
         _check_int("created_at_ms", created_at_ms, minimum=0)
         if custom_router is not None:
             if not callable(custom_router):
-                raise TypeError(
-                    f"message_router must be callable (msg, num_partitions) -> int, not {custom_router!r}"
-                )
+                raise TypeError(f"message_router must be callable (msg, num_partitions) -> int, not {custom_router!r}")
             mode = PartitionsRoutingMode.CustomPartition  # setMessageRouter selects the mode
         elif mode is PartitionsRoutingMode.CustomPartition:
-            raise PulsarClientException(
-                "When 'messageRoutingMode' is CustomPartition, 'messageRouter' should be set"
-            )
+            raise PulsarClientException("When 'messageRoutingMode' is CustomPartition, 'messageRouter' should be set")
 
         self.mode = mode
         self.hashing_scheme = hashing_scheme

@@ -43,9 +43,7 @@ def check_tick_time(tick_duration_millis: int) -> int:
     """``ConsumerBuilder.ackTimeoutTickTime``: at least 100 ms."""
     _require_int("tickDurationMillis", tick_duration_millis)
     if tick_duration_millis < MIN_TICK_TIME_MILLIS:
-        raise IllegalArgumentException(
-            f"Ack timeout tick time should be greater than {MIN_TICK_TIME_MILLIS} ms"
-        )
+        raise IllegalArgumentException(f"Ack timeout tick time should be greater than {MIN_TICK_TIME_MILLIS} ms")
     return tick_duration_millis
 
 
@@ -123,8 +121,9 @@ class UnAckedMessageTracker:
         self._ordered.remove(mid)
         return True
 
-    def remove_messages_till(self, message_id: MessageId | Iterable[int],
-                             accept: Callable[[MessageId], bool] | None = None) -> int:
+    def remove_messages_till(
+        self, message_id: MessageId | Iterable[int], accept: Callable[[MessageId], bool] | None = None
+    ) -> int:
         """Stop tracking every id ``<= message_id`` (a cumulative ack); returns how many.
 
         ``accept`` limits it to some ids (a multi-topic parent: those of the acked topic's partition).
@@ -251,6 +250,10 @@ def unacked_message_tracker_for(
     if check_ack_timeout(ack_timeout_millis) == 0:
         return UNACKED_MESSAGE_TRACKER_DISABLED
     return UnAckedMessageTracker(
-        scheduler, redeliver, ack_timeout_millis, tick_duration_millis, tick_listener=tick_listener,
+        scheduler,
+        redeliver,
+        ack_timeout_millis,
+        tick_duration_millis,
+        tick_listener=tick_listener,
         idle_stop=idle_stop,
     )

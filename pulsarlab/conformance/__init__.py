@@ -25,7 +25,9 @@ CHECKERS: dict[str, str] = {
     "OpenLongPairRangeSet": "pulsarlab.conformance.rangeset:check",
     "AbstractDispatcherMultipleConsumers.getNextConsumer": "pulsarlab.conformance.dispatch:check_next_consumer",
     "AbstractDispatcherSingleActiveConsumer.pickAndScheduleActiveConsumer": "pulsarlab.conformance.dispatch:check_failover",
-    "PersistentDispatcherMultipleConsumers.trySendMessagesToConsumers:batch-size": "pulsarlab.conformance.dispatch:check_batch_size",
+    "PersistentDispatcherMultipleConsumers.trySendMessagesToConsumers:batch-size": (
+        "pulsarlab.conformance.dispatch:check_batch_size"
+    ),
     "UnAckedMessageTracker": "pulsarlab.conformance.trackers:check_unacked",
     "NegativeAcksTracker": "pulsarlab.conformance.trackers:check_negative_acks",
     "InMemoryDelayedDeliveryTracker": "pulsarlab.conformance.delayed:check_in_memory",
@@ -89,9 +91,7 @@ class UnknownAlgorithm(Exception):
 def checker_for(algorithm: str) -> Callable[[dict], None]:
     target = CHECKERS.get(algorithm)
     if target is None:
-        raise UnknownAlgorithm(
-            f"no model checker for algorithm {algorithm!r}; known: {', '.join(sorted(CHECKERS))}"
-        )
+        raise UnknownAlgorithm(f"no model checker for algorithm {algorithm!r}; known: {', '.join(sorted(CHECKERS))}")
     module, _, func = target.partition(":")
     try:
         mod = importlib.import_module(module)

@@ -12,11 +12,11 @@ from typing import Any, Callable
 
 import numpy as np
 
-from pulsarlab.errors import PulsarError
 from pulsarlab.broker.key_shared.autosplit import HashRangeAutoSplitSelector
 from pulsarlab.broker.key_shared.base import NO_CONSUMER, Consumer, StickyKeyConsumerSelector
-from pulsarlab.profiles import Profile, get_profile
 from pulsarlab.conformance import Mismatch, expect
+from pulsarlab.errors import PulsarError
+from pulsarlab.profiles import Profile, get_profile
 
 VERSION_PREFIXES = {"legacy-": "3.0", "v4-": "4.0"}
 

@@ -10,12 +10,12 @@ from typing import Any
 
 import numpy as np
 
-from pulsarlab.errors import PulsarError
 from pulsarlab.broker.key_shared.base import NO_CONSUMER, Consumer
 from pulsarlab.broker.key_shared.consistent_hashing import ConsistentHashingSelector
-from pulsarlab.profiles import get_profile
 from pulsarlab.conformance import expect
 from pulsarlab.conformance.autosplit import apply_membership_step, consumer_of
+from pulsarlab.errors import PulsarError
+from pulsarlab.profiles import get_profile
 
 # version label prefix -> the profile whose generation recorded it
 VERSION_PROFILES = {

@@ -8,9 +8,9 @@ from __future__ import annotations
 from pulsarlab.broker.dispatch.entries_per_turn import avg_batch_size_per_msg, batch_entries
 from pulsarlab.broker.dispatch.failover import ActiveConsumerPick, FailoverConsumerList, topic_hash
 from pulsarlab.broker.dispatch.round_robin import DispatchConsumer, SharedConsumerList
+from pulsarlab.conformance import expect, version_labels
 from pulsarlab.errors import PulsarError
 from pulsarlab.profiles import Profile, SharedDispatcherForm, get_profile
-from pulsarlab.conformance import expect, version_labels
 
 
 def profile_for_label(label: str) -> Profile:
@@ -21,9 +21,7 @@ def profile_for_label(label: str) -> Profile:
         return get_profile("4.0")
     if label == "branch-4.0-classic":
         return get_profile("4.0").replace(shared_dispatcher=SharedDispatcherForm.V3)
-    raise ValueError(
-        f"unknown version label {label!r}; expected branch-3.0, branch-4.0 or branch-4.0-classic"
-    )
+    raise ValueError(f"unknown version label {label!r}; expected branch-3.0, branch-4.0 or branch-4.0-classic")
 
 
 def check_next_consumer(line: dict) -> None:

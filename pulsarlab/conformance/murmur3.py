@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from pulsarlab.hashing import murmur3_32, murmur3_32_raw, reduce_hash
 from pulsarlab.conformance import expect
+from pulsarlab.hashing import murmur3_32, murmur3_32_raw, reduce_hash
 
 
 def check(line: dict) -> None:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from pulsarlab.managed_ledger.rangeset import OpenLongPairRangeSet
-from pulsarlab.errors import PulsarError
 from pulsarlab.conformance import expect
+from pulsarlab.errors import PulsarError
+from pulsarlab.managed_ledger.rangeset import OpenLongPairRangeSet
 
 
 def _or_error(call: Callable[[], Any]) -> Any:
@@ -21,8 +21,13 @@ def _in_recorded_shape(outcome: Any, recorded: Any) -> Any:
     """An operation's error in the keys the line records it with (``error``/``class``, ``message``, ...)."""
     if not isinstance(outcome, dict) or not isinstance(recorded, dict):
         return outcome
-    values = {"error": outcome["error"], "class": outcome["error"], "message": outcome["message"],
-              "via": "throw", "wrapped_in": None}
+    values = {
+        "error": outcome["error"],
+        "class": outcome["error"],
+        "message": outcome["message"],
+        "via": "throw",
+        "wrapped_in": None,
+    }
     return {key: values.get(key) for key in recorded}
 
 
@@ -54,12 +59,19 @@ def check(line: dict) -> None:
         expect(f"{where}: span", step["span"], _as_list(rs.span()))
         if "to_string" in step:
             expect(f"{where}: to_string", step["to_string"], str(rs))
-        expect(f"{where}: cardinality {queries}", step["cardinality"],
-               [_or_error(lambda q=q: rs.cardinality(*q)) for q in queries])
-        expect(f"{where}: contains {probes}", step["contains"],
-               [_or_error(lambda p=p: rs.contains(*p)) for p in probes])
-        expect(f"{where}: range_containing {probes}", step["range_containing"],
-               [_or_error(lambda p=p: _as_list(rs.range_containing(*p))) for p in probes])
+        expect(
+            f"{where}: cardinality {queries}",
+            step["cardinality"],
+            [_or_error(lambda q=q: rs.cardinality(*q)) for q in queries],
+        )
+        expect(
+            f"{where}: contains {probes}", step["contains"], [_or_error(lambda p=p: rs.contains(*p)) for p in probes]
+        )
+        expect(
+            f"{where}: range_containing {probes}",
+            step["range_containing"],
+            [_or_error(lambda p=p: _as_list(rs.range_containing(*p))) for p in probes],
+        )
         if "to_ranges" in step:
             model = {m: {str(k): words for k, words in rs.to_ranges(int(m)).items()} for m in step["to_ranges"]}
             expect(f"{where}: to_ranges", step["to_ranges"], model)

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from pulsarlab.errors import PulsarError
-from pulsarlab.broker.key_shared.base import Consumer
 from pulsarlab.broker.key_shared.assignments import ConsumerHashAssignmentsSnapshot, merge_overlapping_ranges
-from pulsarlab.profiles import get_profile
+from pulsarlab.broker.key_shared.base import Consumer
 from pulsarlab.conformance import Mismatch, expect
+from pulsarlab.errors import PulsarError
+from pulsarlab.profiles import get_profile
 
 VERSIONS = {"branch-4.0": "4.0"}
 

@@ -11,7 +11,6 @@ import numpy as np
 
 from pulsarlab.broker.key_shared.base import Consumer
 from pulsarlab.broker.key_shared.sticky_ranges import HashRangeExclusiveSelector
-from pulsarlab.profiles import StickyRangesVariant
 from pulsarlab.conformance import expect
 from pulsarlab.conformance.autosplit import (
     apply_membership_step,
@@ -23,6 +22,7 @@ from pulsarlab.conformance.autosplit import (
     profile_for,
     ranges_by_id,
 )
+from pulsarlab.profiles import StickyRangesVariant
 
 VERSION_PREFIXES = {"legacy-": "2.10", "v3-pair-": "3.0"}
 

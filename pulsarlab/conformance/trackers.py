@@ -11,8 +11,8 @@ from typing import Any
 from pulsarlab.client.negative_acks import ClientClock, MultiplierRedeliveryBackoff, NegativeAcksTracker
 from pulsarlab.client.unacked_tracker import UnAckedMessageTracker
 from pulsarlab.clock import Scheduler
-from pulsarlab.ids import MessageId
 from pulsarlab.conformance import compare_fields, expect, version_labels
+from pulsarlab.ids import MessageId
 
 # version label (golden README-dispatch "Common conventions") -> model profile
 BRANCH_PROFILES = {"branch-3.0": "3.0", "branch-4.0": "4.0", "branch-4.1": "4.1"}

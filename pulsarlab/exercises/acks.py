@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 from typing import Any, Sequence
 
-from pulsarlab.protocol.subscription import ConsumerType
-from pulsarlab.lab import Lab
 from pulsarlab.exercises.check import CheckResult, failed, passed
+from pulsarlab.lab import Lab
+from pulsarlab.protocol.subscription import ConsumerType
 
 _RANGE = re.compile(r"\((-?\d+):(-?\d+)\s*(?:\.\.|\u2025)\s*(-?\d+):(-?\d+)\]")
 
@@ -22,8 +22,9 @@ _RANGE = re.compile(r"\((-?\d+):(-?\d+)\s*(?:\.\.|\u2025)\s*(-?\d+):(-?\d+)\]")
 # Exercise: mark-delete position and individuallyDeletedMessages after individual acks
 
 
-def ack_ranges_answer(acks: Sequence[int], messages: int = 9, max_entries_per_ledger: int = 3,
-                      version: str = "4.0") -> tuple[str, str, list[str]]:
+def ack_ranges_answer(
+    acks: Sequence[int], messages: int = 9, max_entries_per_ledger: int = 3, version: str = "4.0"
+) -> tuple[str, str, list[str]]:
     """``(markDeletePosition, individuallyDeletedMessages, message ids)`` after acking ``acks`` in order.
 
     One Exclusive consumer receives ``messages`` unbatched messages and acknowledges the given indexes
@@ -72,18 +73,23 @@ def _range_set_hints(got: Any, want_text: str, md: str, ledger_sizes: dict[int, 
     if ", " in got:
         hints.append("the default OpenLongPairRangeSet joins ranges with ',' and no space (', ' is the Guava fallback)")
     if any(lk != uk for lk, _lv, uk, _uv in parsed):
-        hints.append("a range never crosses a ledger; an acked run that starts at entry 0 of ledger L prints as (L:-1..L:b]")
+        hints.append(
+            "a range never crosses a ledger; an acked run that starts at entry 0 of ledger L prints as (L:-1..L:b]"
+        )
     mdl, mde = (int(x) for x in md.split(":"))
     if any(p <= (mdl, mde) for p in _entries(parsed, ledger_sizes)):
         hints.append(f"entries at or before the mark-delete position {md} are no longer in the set (removeAtMost)")
     if any(r not in want and (r[0], r[1] - 1, r[2], r[3]) in want for r in parsed):
-        hints.append("each range is open-closed: (L:a..L:b] holds entries a+1 .. b, so its lower bound is the entry "
-                     "BEFORE the first acknowledged one")
+        hints.append(
+            "each range is open-closed: (L:a..L:b] holds entries a+1 .. b, so its lower bound is the entry "
+            "BEFORE the first acknowledged one"
+        )
     return "; ".join(hints)
 
 
-def check_ack_ranges(answer: Any, acks: Sequence[int], messages: int = 9, max_entries_per_ledger: int = 3,
-                     version: str = "4.0") -> CheckResult:
+def check_ack_ranges(
+    answer: Any, acks: Sequence[int], messages: int = 9, max_entries_per_ledger: int = 3, version: str = "4.0"
+) -> CheckResult:
     """Check ``answer`` = ``{"markDeletePosition": "L:E", "individuallyDeletedMessages": "[...]"}`` after
     an Exclusive consumer acknowledges message indexes ``acks`` (in order) of ``messages`` messages stored
     ``max_entries_per_ledger`` to a ledger."""
@@ -107,14 +113,20 @@ def check_ack_ranges(answer: Any, acks: Sequence[int], messages: int = 9, max_en
         except ValueError:
             got_l = got_e = None
         if got_e == -1 and got_l is not None and got_l > want_l:
-            line += (f": {got_md} and {md} name the same gap, but the cursor keeps the last acknowledged entry, "
-                     f"{md}, as its mark-delete position")
+            line += (
+                f": {got_md} and {md} name the same gap, but the cursor keeps the last acknowledged entry, "
+                f"{md}, as its mark-delete position"
+            )
         elif got_l is not None and (got_l, got_e) > (want_l, want_e) and first_unacked is not None:
-            line += (f": it never passes an unacknowledged entry, and {first_unacked} is not acknowledged "
-                     "(a hole: everything acked after it waits in individuallyDeletedMessages)")
+            line += (
+                f": it never passes an unacknowledged entry, and {first_unacked} is not acknowledged "
+                "(a hole: everything acked after it waits in individuallyDeletedMessages)"
+            )
         elif got_l is not None and got_l < want_l:
-            line += (f": when the last entry of ledger {got_l} is acked the mark-delete position jumps over the "
-                     f"ledger boundary, onto ledger {want_l} (asyncDelete extends it across ledgers, testSingleDelete)")
+            line += (
+                f": when the last entry of ledger {got_l} is acked the mark-delete position jumps over the "
+                f"ledger boundary, onto ledger {want_l} (asyncDelete extends it across ledgers, testSingleDelete)"
+            )
         elif got_l == want_l and got_e is not None and got_e == want_e - 1:
             line += ": the mark-delete position is the LAST acknowledged entry of the contiguous run, not the next one"
         problems.append(line)
@@ -152,13 +164,15 @@ def batch_redelivery_answer(acked: Sequence[int], batch_size: int = 5, version: 
     return out
 
 
-def check_batch_redelivery(answer: Any, acked: Sequence[int] = (0, 1, 3), batch_size: int = 5,
-                           versions: Sequence[str] = ("4.0", "4.1")) -> CheckResult:
+def check_batch_redelivery(
+    answer: Any, acked: Sequence[int] = (0, 1, 3), batch_size: int = 5, versions: Sequence[str] = ("4.0", "4.1")
+) -> CheckResult:
     """Check ``answer`` = ``{"4.0": [batch indexes], "4.1": [...]}``: which messages of one batch of
     ``batch_size`` come back to a new consumer after the first one acknowledged ``acked`` and closed."""
     if not isinstance(answer, dict) or set(answer) != set(versions):
-        return failed([f"answer should be a dict with one list of batch indexes per version: "
-                       f"{ {v: [] for v in versions} }"])
+        return failed(
+            [f"answer should be a dict with one list of batch indexes per version: { {v: [] for v in versions} }"]
+        )
     problems = []
     unacked = [i for i in range(batch_size) if i not in set(acked)]
     for version in versions:
@@ -171,32 +185,41 @@ def check_batch_redelivery(answer: Any, acked: Sequence[int] = (0, 1, 3), batch_
             continue
         line = f"{version} redelivers {want}; you said {sorted(got)}"
         if len(want) == batch_size and sorted(got) == unacked:
-            line += (": with batch-index acks off (client batchIndexAckEnabled and broker "
-                     "acknowledgmentAtBatchIndexLevelEnabled are false in 3.x and 4.0) the client sends nothing until "
-                     "every message of the batch is acked, so the broker only knows the whole entry - all of it comes back")
+            line += (
+                ": with batch-index acks off (client batchIndexAckEnabled and broker "
+                "acknowledgmentAtBatchIndexLevelEnabled are false in 3.x and 4.0) the client sends nothing until "
+                "every message of the batch is acked, so the broker only knows the whole entry - all of it comes back"
+            )
         elif sorted(want) == unacked and sorted(got) == list(range(batch_size)):
-            line += (": 4.1 turns batch-index acks on by default (PIP-391): the client sends the batch's ack set, the "
-                     "broker keeps it in batchDeletedIndexes and sends it with the entry, and the client drops the acked "
-                     "indexes - only the unacked messages come back")
+            line += (
+                ": 4.1 turns batch-index acks on by default (PIP-391): the client sends the batch's ack set, the "
+                "broker keeps it in batchDeletedIndexes and sends it with the entry, and the client drops the acked "
+                "indexes - only the unacked messages come back"
+            )
         problems.append(line)
     if problems:
         return failed(problems, hint="Compare the batch dots in the two cursor views above.")
-    return passed(f"after acking {list(acked)} of a batch of {batch_size}: "
-                  + "; ".join(f"{v} redelivers {batch_redelivery_answer(acked, batch_size, v)}" for v in versions) + ".")
+    return passed(
+        f"after acking {list(acked)} of a batch of {batch_size}: "
+        + "; ".join(f"{v} redelivers {batch_redelivery_answer(acked, batch_size, v)}" for v in versions)
+        + "."
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 # Exercise: when grouped acks reach the broker
 
 
-def ack_flush_answer(acks_at: Sequence[int], group_time_ms: int = 100, max_group_size: int = 1000,
-                     version: str = "4.0") -> list[int]:
+def ack_flush_answer(
+    acks_at: Sequence[int], group_time_ms: int = 100, max_group_size: int = 1000, version: str = "4.0"
+) -> list[int]:
     """The virtual time at which the broker applies each ack (a consumer created at t=0 acks message i
     at ``acks_at[i]``, times ascending)."""
     lab = Lab(version=version)
     client = lab.client()
-    consumer = client.subscribe("grouping", "sub", consumer_name="c1", ack_group_time_ms=group_time_ms,
-                                max_ack_group_size=max_group_size)
+    consumer = client.subscribe(
+        "grouping", "sub", consumer_name="c1", ack_group_time_ms=group_time_ms, max_ack_group_size=max_group_size
+    )
     producer = client.create_producer("grouping")
     for i in range(len(acks_at)):
         producer.send(f"m{i}".encode())
@@ -219,8 +242,9 @@ def ack_flush_answer(acks_at: Sequence[int], group_time_ms: int = 100, max_group
     return [applied[(m.message_id().ledger, m.message_id().entry)] for m in msgs]
 
 
-def check_ack_flush_times(answer: Any, acks_at: Sequence[int] = (130, 140, 150, 320), group_time_ms: int = 100,
-                          max_group_size: int = 3) -> CheckResult:
+def check_ack_flush_times(
+    answer: Any, acks_at: Sequence[int] = (130, 140, 150, 320), group_time_ms: int = 100, max_group_size: int = 3
+) -> CheckResult:
     """Check ``answer`` = the list of virtual times at which the broker applies each of the acks made at
     ``acks_at`` by a consumer subscribed at t = 0."""
     want = ack_flush_answer(acks_at, group_time_ms, max_group_size)
@@ -232,11 +256,15 @@ def check_ack_flush_times(answer: Any, acks_at: Sequence[int] = (130, 140, 150, 
             continue
         line = f"the ack made at t = {at} reaches the broker at t = {w}; you said {g!r}"
         if w % group_time_ms and w in acks_at:
-            line += (f": at t = {w} the tracker held {max_group_size} acks, and reaching max_ack_group_size "
-                     f"({max_group_size}) flushes them all at once")
+            line += (
+                f": at t = {w} the tracker held {max_group_size} acks, and reaching max_ack_group_size "
+                f"({max_group_size}) flushes them all at once"
+            )
         elif g == at + group_time_ms:
-            line += (f": the flush is a fixed-delay task that runs every {group_time_ms} ms from the consumer's "
-                     f"creation (t = 0, {group_time_ms}, {2 * group_time_ms}, ...), not {group_time_ms} ms after each ack")
+            line += (
+                f": the flush is a fixed-delay task that runs every {group_time_ms} ms from the consumer's "
+                f"creation (t = 0, {group_time_ms}, {2 * group_time_ms}, ...), not {group_time_ms} ms after each ack"
+            )
         elif g == at:
             line += f": acks wait in the grouping tracker until the next {group_time_ms} ms tick"
         problems.append(line)
@@ -246,6 +274,10 @@ def check_ack_flush_times(answer: Any, acks_at: Sequence[int] = (130, 140, 150, 
 
 
 __all__ = [
-    "ack_flush_answer", "ack_ranges_answer", "batch_redelivery_answer", "check_ack_flush_times", "check_ack_ranges",
+    "ack_flush_answer",
+    "ack_ranges_answer",
+    "batch_redelivery_answer",
+    "check_ack_flush_times",
+    "check_ack_ranges",
     "check_batch_redelivery",
 ]

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from pulsarlab.managed_ledger.position import Position
 from pulsarlab.client.batching import OutgoingMessage
 from pulsarlab.client.chunking import MessageTooBig, cpp_metadata_size
-from pulsarlab.protocol.subscription import ConsumerType
-from pulsarlab.lab import Lab
 from pulsarlab.exercises.check import CheckResult, failed, passed
+from pulsarlab.lab import Lab
+from pulsarlab.managed_ledger.position import Position
+from pulsarlab.protocol.subscription import ConsumerType
 
 TOPIC = "big-files"
 
@@ -60,29 +60,35 @@ def check_too_big(answer: Any, max_message_size: int = 1024, producer_name: str 
     if got_exc != want["exception"]:
         line = f"send() raises {want['exception']}; you said {got_exc!r}"
         if got_exc == "InvalidMessageException":
-            line += (": that is the Java client's exception; the Python client (C++ underneath) fails the send with "
-                     "ResultMessageTooBig, raised as pulsar.MessageTooBig")
+            line += (
+                ": that is the Java client's exception; the Python client (C++ underneath) fails the send with "
+                "ResultMessageTooBig, raised as pulsar.MessageTooBig"
+            )
         problems.append(line)
     got = answer["largest_payload"]
     largest = want["largest_payload"]
     if got != largest:
         line = f"the largest payload that goes out is {largest} bytes; you said {got!r}"
         if got == max_message_size:
-            line += (f": the C++ client compares metadata + payload with maxMessageSize, and this message's metadata "
-                     f"(producer name, sequence id, publish time) takes {max_message_size - largest} bytes")
+            line += (
+                f": the C++ client compares metadata + payload with maxMessageSize, and this message's metadata "
+                f"(producer name, sequence id, publish time) takes {max_message_size - largest} bytes"
+            )
         problems.append(line)
     if problems:
         return failed(problems, hint="Try it: producer.send(bytes(n)) in a fresh lab for a few n.")
-    return passed(f"{want['exception']}, and at most {largest} payload bytes fit in one message of "
-                  f"{max_message_size} bytes.")
+    return passed(
+        f"{want['exception']}, and at most {largest} payload bytes fit in one message of {max_message_size} bytes."
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 # Exercise 2: how many chunks
 
 
-def chunk_counts_answer(payload_sizes: Sequence[int], max_message_size: int = 1024,
-                        producer_name: str = "uploader") -> list[int]:
+def chunk_counts_answer(
+    payload_sizes: Sequence[int], max_message_size: int = 1024, producer_name: str = "uploader"
+) -> list[int]:
     """The number of entries each send of a chunking producer stores, sends in order on a fresh topic."""
     lab = _lab(max_message_size)
     producer = lab.client().create_producer(TOPIC, producer_name=producer_name, chunking_enabled=True)
@@ -95,8 +101,12 @@ def chunk_counts_answer(payload_sizes: Sequence[int], max_message_size: int = 10
     return out
 
 
-def check_chunk_counts(answer: Any, payload_sizes: Sequence[int] = (1010, 1011, 3030, 3031, 10_000),
-                       max_message_size: int = 1024, producer_name: str = "uploader") -> CheckResult:
+def check_chunk_counts(
+    answer: Any,
+    payload_sizes: Sequence[int] = (1010, 1011, 3030, 3031, 10_000),
+    max_message_size: int = 1024,
+    producer_name: str = "uploader",
+) -> CheckResult:
     """Check ``answer`` = the list of chunk counts, one per payload size (see `chunk_counts_answer`)."""
     want = chunk_counts_answer(payload_sizes, max_message_size, producer_name)
     if not isinstance(answer, (list, tuple)) or len(answer) != len(want):
@@ -109,11 +119,15 @@ def check_chunk_counts(answer: Any, payload_sizes: Sequence[int] = (1010, 1011, 
         chunk = max_message_size - meta
         hints = []
         if g == -(-size // max_message_size):
-            hints.append(f"every chunk carries its own metadata, so a chunk holds maxMessageSize - metadata = "
-                         f"{max_message_size} - {meta} = {chunk} payload bytes")
+            hints.append(
+                f"every chunk carries its own metadata, so a chunk holds maxMessageSize - metadata = "
+                f"{max_message_size} - {meta} = {chunk} payload bytes"
+            )
         if g == size // chunk and size % chunk:
             hints.append(f"the last, shorter chunk counts too (round up: ceil({size} / {chunk}))")
-        problems.append(f"{size} bytes go out as {w} chunk(s); you said {g!r}" + (": " + "; ".join(hints) if hints else ""))
+        problems.append(
+            f"{size} bytes go out as {w} chunk(s); you said {g!r}" + (": " + "; ".join(hints) if hints else "")
+        )
     if problems:
         return failed(problems, hint="Count the chunk_published events: lab.events.of_kind('chunk_published').")
     return passed(f"chunk counts {want}.")
@@ -130,8 +144,9 @@ def message_ids_answer(payload_sizes: Sequence[int], max_message_size: int = 102
     return [str(producer.send(bytes(size))) for size in payload_sizes]
 
 
-def check_message_ids(answer: Any, payload_sizes: Sequence[int] = (3000, 100, 2000),
-                      max_message_size: int = 1024) -> CheckResult:
+def check_message_ids(
+    answer: Any, payload_sizes: Sequence[int] = (3000, 100, 2000), max_message_size: int = 1024
+) -> CheckResult:
     """Check ``answer`` = the printed message id of each send (see `message_ids_answer`)."""
     want = message_ids_answer(payload_sizes, max_message_size)
     if not isinstance(answer, (list, tuple)) or len(answer) != len(want):
@@ -142,8 +157,10 @@ def check_message_ids(answer: Any, payload_sizes: Sequence[int] = (3000, 100, 20
             continue
         line = f"the {size}-byte message gets id {w}; you said {g!r}"
         if ";" in w and isinstance(g, str) and g == w.split(";")[1]:
-            line += (": a chunked message's id is a ChunkMessageId - it equals its last chunk's id but prints the "
-                     "first chunk's id too, 'first;last'")
+            line += (
+                ": a chunked message's id is a ChunkMessageId - it equals its last chunk's id but prints the "
+                "first chunk's id too, 'first;last'"
+            )
         elif ";" in w and isinstance(g, str) and g == w.split(";")[0]:
             line += ": the id prints first;last - and it compares equal to the LAST chunk's id"
         elif ";" not in w and isinstance(g, str) and ";" in g:
@@ -160,17 +177,28 @@ def check_message_ids(answer: Any, payload_sizes: Sequence[int] = (3000, 100, 20
 # Exercise 4: the consumer's pending map and its limits
 
 
-def pending_map_answer(producers: int = 3, max_pending: int = 2, auto_ack: bool = True,
-                       payload_size: int = 2500, max_message_size: int = 1024) -> dict[str, list[str]]:
+def pending_map_answer(
+    producers: int = 3,
+    max_pending: int = 2,
+    auto_ack: bool = True,
+    payload_size: int = 2500,
+    max_message_size: int = 1024,
+) -> dict[str, list[str]]:
     """``{"received": [...], "evicted": [...]}``: the uuids an Exclusive consumer assembles and the ones it evicts
     when ``producers`` producers (p0, p1, ...) each send one message at t = 0, their chunks interleaved."""
     lab = _lab(max_message_size)
     client = lab.client()
-    consumer = client.subscribe(TOPIC, "sub", consumer_name="c1", max_pending_chunked_message=max_pending,
-                                auto_ack_oldest_chunked_message_on_queue_full=auto_ack)
+    consumer = client.subscribe(
+        TOPIC,
+        "sub",
+        consumer_name="c1",
+        max_pending_chunked_message=max_pending,
+        auto_ack_oldest_chunked_message_on_queue_full=auto_ack,
+    )
     for i in range(producers):
-        client.create_producer(TOPIC, producer_name=f"p{i}", chunking_enabled=True,
-                               chunk_send_interval_ms=1).send_async(bytes(payload_size), None)
+        client.create_producer(
+            TOPIC, producer_name=f"p{i}", chunking_enabled=True, chunk_send_interval_ms=1
+        ).send_async(bytes(payload_size), None)
     lab.run_until(100)
     received = []
     while consumer.receiver_queue:
@@ -200,13 +228,17 @@ def check_pending_map(answer: Any, producers: int = 3, max_pending: int = 2, aut
             continue
         line = f"{key}: {want[key]}; you said {list(got)}"
         if key == "evicted" and want["evicted"] and list(got) == [f"p{producers - 1}-0"]:
-            line += (": the consumer does not refuse the newest message - chunk 0 of a new message is stored and the "
-                     "OLDEST pending message is removed (removeOldestPendingChunkedMessage)")
+            line += (
+                ": the consumer does not refuse the newest message - chunk 0 of a new message is stored and the "
+                "OLDEST pending message is removed (removeOldestPendingChunkedMessage)"
+            )
         elif key == "evicted" and not want["evicted"] and got:
             line += f": {producers} messages fit in max_pending_chunked_message={max_pending}"
         elif key == "received" and set(got) == set(want["received"]) | set(want["evicted"]):
-            line += (": an evicted message is never delivered in part; its later chunks arrive with no pending "
-                     "context (unknown uuid) and are discarded")
+            line += (
+                ": an evicted message is never delivered in part; its later chunks arrive with no pending "
+                "context (unknown uuid) and are discarded"
+            )
         problems.append(line)
     if problems:
         return failed(problems, hint="Step through the chunk reassembly view and watch the pending map fill.")
@@ -217,13 +249,16 @@ def check_pending_map(answer: Any, producers: int = 3, max_pending: int = 2, aut
 # Exercise 5: what a Shared subscription does with chunks
 
 
-def shared_answer(messages_per_producer: int = 2, producers: int = 2, consumers: int = 2,
-                  max_message_size: int = 1024) -> dict[str, str]:
+def shared_answer(
+    messages_per_producer: int = 2, producers: int = 2, consumers: int = 2, max_message_size: int = 1024
+) -> dict[str, str]:
     """uuid -> the name of the Shared consumer that got every chunk of it (c1, c2, ...), chunks interleaved."""
     lab = _lab(max_message_size)
     client = lab.client()
-    subs = [client.subscribe(TOPIC, "workers", consumer_type=ConsumerType.Shared, consumer_name=f"c{i + 1}")
-            for i in range(consumers)]
+    subs = [
+        client.subscribe(TOPIC, "workers", consumer_type=ConsumerType.Shared, consumer_name=f"c{i + 1}")
+        for i in range(consumers)
+    ]
     for i in range(producers):
         p = client.create_producer(TOPIC, producer_name=f"p{i}", chunking_enabled=True, chunk_send_interval_ms=1)
         for _ in range(messages_per_producer):
@@ -252,9 +287,11 @@ def check_shared(answer: Any, messages_per_producer: int = 2, producers: int = 2
     for u in wrong:
         problems.append(f"{u} goes to {want[u]}; you said {answer[u]!r}")
     if wrong:
-        problems.append("the broker's round robin picks a consumer for each chunk 0 (the entries of a read go to "
-                        "the next consumer in turn) and SharedConsumerAssignor pins the message there: every later "
-                        "chunk of that uuid follows chunk 0, whatever the round robin says")
+        problems.append(
+            "the broker's round robin picks a consumer for each chunk 0 (the entries of a read go to "
+            "the next consumer in turn) and SharedConsumerAssignor pins the message there: every later "
+            "chunk of that uuid follows chunk 0, whatever the round robin says"
+        )
     if problems:
         return failed(problems, hint="lab.events.of_kind('chunk_pinned') lists the pins in order.")
     return passed(f"{want}.")
@@ -284,8 +321,10 @@ def check_batching_and_chunking(answer: Any) -> CheckResult:
     if answer["exception"] != want["exception"]:
         line = f"create_producer raises {want['exception']}; you said {answer['exception']!r}"
         if answer["exception"] == "IllegalArgumentException":
-            line += (": the Java client's ProducerBuilder throws that (4.x as a failed future); the Python client "
-                     "checks first and raises a plain ValueError")
+            line += (
+                ": the Java client's ProducerBuilder throws that (4.x as a failed future); the Python client "
+                "checks first and raises a plain ValueError"
+            )
         problems.append(line)
     got = answer["message"]
     if got != want["message"]:
@@ -299,7 +338,16 @@ def check_batching_and_chunking(answer: Any) -> CheckResult:
 
 
 __all__ = [
-    "batching_and_chunking_answer", "check_batching_and_chunking", "check_chunk_counts", "check_message_ids",
-    "check_pending_map", "check_shared", "check_too_big", "chunk_counts_answer", "message_ids_answer",
-    "pending_map_answer", "shared_answer", "too_big_answer",
+    "batching_and_chunking_answer",
+    "check_batching_and_chunking",
+    "check_chunk_counts",
+    "check_message_ids",
+    "check_pending_map",
+    "check_shared",
+    "check_too_big",
+    "chunk_counts_answer",
+    "message_ids_answer",
+    "pending_map_answer",
+    "shared_answer",
+    "too_big_answer",
 ]

@@ -13,10 +13,10 @@ from datetime import timedelta
 from typing import Any, Sequence
 
 from pulsarlab.broker.delayed.bucket.tracker import BUCKET_TRACKER_FACTORY
-from pulsarlab.protocol.subscription import ConsumerType
 from pulsarlab.errors import Timeout
-from pulsarlab.lab import Lab
 from pulsarlab.exercises.check import CheckResult, failed, passed
+from pulsarlab.lab import Lab
+from pulsarlab.protocol.subscription import ConsumerType
 
 TYPES = {
     "Exclusive": ConsumerType.Exclusive,
@@ -42,11 +42,14 @@ def _received_at(lab: Lab, consumer: Any, count: int, until: int) -> dict[bytes,
 # Exercise: when does each delayed message arrive?
 
 
-def delivery_times_answer(delays_ms: Sequence[int], tick_ms: int = 1000, strict: bool = False,
-                          version: str = "4.0") -> list[int]:
+def delivery_times_answer(
+    delays_ms: Sequence[int], tick_ms: int = 1000, strict: bool = False, version: str = "4.0"
+) -> list[int]:
     """The virtual time at which a Shared consumer receives each message, sent at t = 0 with ``deliver_after``."""
-    lab = Lab(version=version, broker_config={"delayedDeliveryTickTimeMillis": tick_ms,
-                                              "isDelayedDeliveryDeliverAtTimeStrict": strict})
+    lab = Lab(
+        version=version,
+        broker_config={"delayedDeliveryTickTimeMillis": tick_ms, "isDelayedDeliveryDeliverAtTimeStrict": strict},
+    )
     client = lab.client()
     consumer = client.subscribe("delays", "sub", consumer_type=ConsumerType.Shared, ack_group_time_ms=0)
     producer = client.create_producer("delays")
@@ -56,12 +59,20 @@ def delivery_times_answer(delays_ms: Sequence[int], tick_ms: int = 1000, strict:
     return [got[f"{i}".encode()] for i in range(len(delays_ms))]
 
 
-def check_delivery_times(answer: Any, delays_ms: Sequence[int] = (500, 1500, 2200, 3000, 5000),
-                         tick_ms: int = 1000, strict: bool = False, version: str = "4.0") -> CheckResult:
+def check_delivery_times(
+    answer: Any,
+    delays_ms: Sequence[int] = (500, 1500, 2200, 3000, 5000),
+    tick_ms: int = 1000,
+    strict: bool = False,
+    version: str = "4.0",
+) -> CheckResult:
     """Check ``answer`` = the receive time (ms) of each message, in send order, for messages sent at t = 0 with
     ``deliver_after`` = ``delays_ms`` on a Shared subscription (tick ``tick_ms``, strict mode ``strict``)."""
-    if not isinstance(answer, (list, tuple)) or len(answer) != len(delays_ms) or \
-            not all(isinstance(x, int) and not isinstance(x, bool) for x in answer):
+    if (
+        not isinstance(answer, (list, tuple))
+        or len(answer) != len(delays_ms)
+        or not all(isinstance(x, int) and not isinstance(x, bool) for x in answer)
+    ):
         return failed([f"answer should be a list of {len(delays_ms)} ints: the receive time of each message (ms)"])
     want = delivery_times_answer(delays_ms, tick_ms, strict, version)
     problems = []
@@ -71,14 +82,20 @@ def check_delivery_times(answer: Any, delays_ms: Sequence[int] = (500, 1500, 220
         line = f"message {i} (deliver_after {delay} ms) arrives at t = {right} ms; you said {got}"
         cutoff = "now" if strict else f"now + tick = now + {tick_ms} ms"
         if right == 0:
-            line += (f": deliverAt {delay} is within the cutoff ({cutoff}) when the dispatcher reads it, so addMessage "
-                     "refuses it and it goes out at once")
+            line += (
+                f": deliverAt {delay} is within the cutoff ({cutoff}) when the dispatcher reads it, so addMessage "
+                "refuses it and it goes out at once"
+            )
         elif right < delay and got >= delay:
-            line += (f": the broker holds a message only while its deliverAt is after the cutoff ({cutoff}), "
-                     "so it can come out up to a tick early")
+            line += (
+                f": the broker holds a message only while its deliverAt is after the cutoff ({cutoff}), "
+                "so it can come out up to a tick early"
+            )
         elif right > got:
-            line += (": nothing reads the tracker before its timer fires, and the timer fires at the next deliverAt "
-                     "but never sooner than a tick after its last run (lastTickRun + tick)")
+            line += (
+                ": nothing reads the tracker before its timer fires, and the timer fires at the next deliverAt "
+                "but never sooner than a tick after its last run (lastTickRun + tick)"
+            )
         else:
             line += ": a timer read takes every message due by the cutoff, not only the one it was armed for"
         problems.append(line)
@@ -116,9 +133,16 @@ def check_subscription_delays(answer: Any, delay_ms: int = 30_000, version: str 
     for name, right in want.items():
         got = answer[name]
         if got != right:
-            why = ("only PersistentDispatcherMultipleConsumers (Shared and Key_Shared) tracks delayed delivery; "
-                   "Exclusive and Failover send every entry as they read it") if right == 0 else \
-                  ("a Shared or Key_Shared dispatcher hands the entry to its delayed-delivery tracker until it is due")
+            why = (
+                (
+                    "only PersistentDispatcherMultipleConsumers (Shared and Key_Shared) tracks delayed delivery; "
+                    "Exclusive and Failover send every entry as they read it"
+                )
+                if right == 0
+                else (
+                    "a Shared or Key_Shared dispatcher hands the entry to its delayed-delivery tracker until it is due"
+                )
+            )
             problems.append(f"{name}: received {right} ms after sending; you said {got!r}: {why}")
     if problems:
         return failed(problems, "Reference §10: trackDelayedDelivery exists only in the multi-consumer dispatcher.")
@@ -129,15 +153,23 @@ def check_subscription_delays(answer: Any, delay_ms: int = 30_000, version: str 
 # Exercise: what does a bucket tracker keep across a broker restart?
 
 
-def restart_answer(messages: int = 10, entries_per_ledger: int = 3, min_index_count: int = 3,
-                   delay_ms: int = 60_000, version: str = "4.0") -> dict[str, int]:
+def restart_answer(
+    messages: int = 10,
+    entries_per_ledger: int = 3,
+    min_index_count: int = 3,
+    delay_ms: int = 60_000,
+    version: str = "4.0",
+) -> dict[str, int]:
     """{"recovered": indexes the new tracker rebuilds from stored bucket snapshots, "read_again": indexes lost with
     the mutable bucket and shared queue, which the cursor reads again} for a restart right after publishing."""
-    lab = Lab(version=version, broker_config={
-        "delayedDeliveryTrackerFactoryClassName": BUCKET_TRACKER_FACTORY,
-        "delayedDeliveryMinIndexCountPerBucket": min_index_count,
-        "managedLedgerMaxEntriesPerLedger": entries_per_ledger,
-    })
+    lab = Lab(
+        version=version,
+        broker_config={
+            "delayedDeliveryTrackerFactoryClassName": BUCKET_TRACKER_FACTORY,
+            "delayedDeliveryMinIndexCountPerBucket": min_index_count,
+            "managedLedgerMaxEntriesPerLedger": entries_per_ledger,
+        },
+    )
     client = lab.client()
     client.subscribe("delays", "sub", consumer_type=ConsumerType.Shared)
     producer = client.create_producer("delays")
@@ -147,8 +179,14 @@ def restart_answer(messages: int = 10, entries_per_ledger: int = 3, min_index_co
     return {"recovered": loss.delayed_kept, "read_again": loss.delayed_lost}
 
 
-def check_restart_recovery(answer: Any, messages: int = 10, entries_per_ledger: int = 3, min_index_count: int = 3,
-                           delay_ms: int = 60_000, version: str = "4.0") -> CheckResult:
+def check_restart_recovery(
+    answer: Any,
+    messages: int = 10,
+    entries_per_ledger: int = 3,
+    min_index_count: int = 3,
+    delay_ms: int = 60_000,
+    version: str = "4.0",
+) -> CheckResult:
     """Check ``answer`` = {"recovered": n, "read_again": m} for ``messages`` delayed messages published
     ``entries_per_ledger`` to a ledger with ``delayedDeliveryMinIndexCountPerBucket = min_index_count``, then a
     broker restart."""
@@ -157,19 +195,33 @@ def check_restart_recovery(answer: Any, messages: int = 10, entries_per_ledger: 
     want = restart_answer(messages, entries_per_ledger, min_index_count, delay_ms, version)
     problems = []
     if answer["recovered"] != want["recovered"]:
-        hint = ("only sealed buckets have a snapshot ledger; the mutable bucket (the newest ledgers) lives only in "
-                "memory") if answer["recovered"] == messages else \
-               ("a bucket is sealed (and stored) when a message of a later ledger arrives and the mutable bucket holds "
-                f"at least delayedDeliveryMinIndexCountPerBucket = {min_index_count} indexes")
-        problems.append(f"the new tracker recovers {want['recovered']} indexes from snapshots; you said "
-                        f"{answer['recovered']!r}: {hint}")
+        hint = (
+            ("only sealed buckets have a snapshot ledger; the mutable bucket (the newest ledgers) lives only in memory")
+            if answer["recovered"] == messages
+            else (
+                "a bucket is sealed (and stored) when a message of a later ledger arrives and the mutable bucket holds "
+                f"at least delayedDeliveryMinIndexCountPerBucket = {min_index_count} indexes"
+            )
+        )
+        problems.append(
+            f"the new tracker recovers {want['recovered']} indexes from snapshots; you said "
+            f"{answer['recovered']!r}: {hint}"
+        )
     if answer["read_again"] != want["read_again"]:
-        problems.append(f"{want['read_again']} indexes were only in memory; you said {answer['read_again']!r}: the "
-                        "cursor reads them again from the ledger and the new tracker holds them anew")
+        problems.append(
+            f"{want['read_again']} indexes were only in memory; you said {answer['read_again']!r}: the "
+            "cursor reads them again from the ledger and the new tracker holds them anew"
+        )
     if problems:
         return failed(problems, "Reference §10.2: sealing, recovery, what is lost and why that is safe.")
     return passed(f"{want}: sealed buckets come back from their snapshots, the rest is read again from the ledger")
 
 
-__all__ = ["check_delivery_times", "check_restart_recovery", "check_subscription_delays", "delivery_times_answer",
-           "restart_answer", "subscription_delay_answer"]
+__all__ = [
+    "check_delivery_times",
+    "check_restart_recovery",
+    "check_subscription_delays",
+    "delivery_times_answer",
+    "restart_answer",
+    "subscription_delay_answer",
+]

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from pulsarlab.protocol.subscription import ConsumerType
-from pulsarlab.lab import Lab
-from pulsarlab.snapshot.lab import snapshot
 from pulsarlab.exercises.check import CheckResult, failed, passed
-
+from pulsarlab.lab import Lab
+from pulsarlab.protocol.subscription import ConsumerType
+from pulsarlab.snapshot.lab import snapshot
 
 # ---------------------------------------------------------------------------------------------
 # Exercise: the active consumer of every partition
@@ -26,8 +25,9 @@ def assignment_answer(consumers: Sequence[tuple[str, int]], partitions: int, ver
     lab.admin.topics.create_partitioned_topic("orders", partitions)
     client = lab.client()
     for name, priority in consumers:
-        client.subscribe("orders", "sub", consumer_type=ConsumerType.Failover, consumer_name=name,
-                         priority_level=priority)
+        client.subscribe(
+            "orders", "sub", consumer_type=ConsumerType.Failover, consumer_name=name, priority_level=priority
+        )
     snap = snapshot(lab)
     out = {}
     for part in snap.partitions("orders"):
@@ -37,8 +37,9 @@ def assignment_answer(consumers: Sequence[tuple[str, int]], partitions: int, ver
     return out
 
 
-def check_failover_assignment(answer: Any, consumers: Sequence[tuple[str, int]], partitions: int,
-                              version: str = "4.0") -> CheckResult:
+def check_failover_assignment(
+    answer: Any, consumers: Sequence[tuple[str, int]], partitions: int, version: str = "4.0"
+) -> CheckResult:
     """Check ``answer`` = ``{partition index: consumer name}`` for Failover consumers ``(name, priority)``
     on a topic with ``partitions`` partitions."""
     if not isinstance(answer, dict):
@@ -58,11 +59,15 @@ def check_failover_assignment(answer: Any, consumers: Sequence[tuple[str, int]],
             continue
         line = f"partition {i}: the active consumer is {name}; you said {got!r}"
         if got in priority and priority[got] != top:
-            line += (f": only the highest priority level counts (priority {top}, the lowest number): "
-                     f"{', '.join(level)}; {got} (priority {priority[got]}) is a standby")
+            line += (
+                f": only the highest priority level counts (priority {top}, the lowest number): "
+                f"{', '.join(level)}; {got} (priority {priority[got]}) is a standby"
+            )
         elif got == in_order[i % len(in_order)] and in_order != level:
-            line += (f": the consumers are sorted by (priority, name) before picking, so the list is {level}, "
-                     f"not the order they subscribed in")
+            line += (
+                f": the consumers are sorted by (priority, name) before picking, so the list is {level}, "
+                f"not the order they subscribed in"
+            )
         else:
             line += f": partition {i} % {len(level)} consumers = {i % len(level)} -> {level[i % len(level)]} in {level}"
         problems.append(line)
@@ -71,8 +76,7 @@ def check_failover_assignment(answer: Any, consumers: Sequence[tuple[str, int]],
             problems.append(f"there is no partition {i!r}; the partitions are 0..{partitions - 1}")
     if problems:
         return failed(problems, hint="Draw it with failover_graph_view to check.")
-    return passed(", ".join(f"partition {i} -> {n}" for i, n in want.items())
-                  + f" (i % {len(level)} over {level}).")
+    return passed(", ".join(f"partition {i} -> {n}" for i, n in want.items()) + f" (i % {len(level)} over {level}).")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -125,7 +129,11 @@ def takeover_answer(
         received.append(c2.receive(0).data().decode())
     first = next((e.time for e in lab.events.since(seen_before) if e.kind == "dispatched"), None)
     active = snapshot(lab).subscription("payments", "sub")
-    name = active.consumer(active.dispatcher.active_consumer).name if active.dispatcher.active_consumer is not None else None
+    name = (
+        active.consumer(active.dispatcher.active_consumer).name
+        if active.dispatcher.active_consumer is not None
+        else None
+    )
     return {"new_active": name, "first_delivery_ms": first, "redelivered": received, "mark_delete_at_crash": md}
 
 
@@ -134,20 +142,28 @@ def check_failover_takeover(answer: Any, **scenario: Any) -> CheckResult:
     `takeover_answer` scenario (its keyword arguments may be passed here)."""
     keys = {"new_active", "first_delivery_ms", "redelivered"}
     if not isinstance(answer, dict) or set(answer) != keys:
-        return failed(['answer should be a dict {"new_active": "c?", "first_delivery_ms": t, "redelivered": ["m?", ...]}'])
+        return failed(
+            ['answer should be a dict {"new_active": "c?", "first_delivery_ms": t, "redelivered": ["m?", ...]}']
+        )
     want = takeover_answer(**scenario)
     crash_at = scenario.get("crash_at", 1380)
     late_ack, late_ack_at = scenario.get("late_ack", 3), scenario.get("late_ack_at", 1350)
     problems = []
     if answer["new_active"] != want["new_active"]:
-        problems.append(f"the new active consumer is {want['new_active']}; you said {answer['new_active']!r}: "
-                        "it is the only one left, whatever its priority")
+        problems.append(
+            f"the new active consumer is {want['new_active']}; you said {answer['new_active']!r}: "
+            "it is the only one left, whatever its priority"
+        )
     if answer["first_delivery_ms"] != want["first_delivery_ms"]:
-        line = f"the new active consumer gets its first message at t = {want['first_delivery_ms']}; you said " \
-               f"{answer['first_delivery_ms']!r}"
+        line = (
+            f"the new active consumer gets its first message at t = {want['first_delivery_ms']}; you said "
+            f"{answer['first_delivery_ms']!r}"
+        )
         if answer["first_delivery_ms"] == crash_at:
-            line += (f": with activeConsumerFailoverDelayTimeMillis (1000 ms by default) the broker waits after the "
-                     f"change, then rewinds the cursor, sends ACTIVE_CONSUMER_CHANGE and reads: {crash_at} + 1000")
+            line += (
+                f": with activeConsumerFailoverDelayTimeMillis (1000 ms by default) the broker waits after the "
+                f"change, then rewinds the cursor, sends ACTIVE_CONSUMER_CHANGE and reads: {crash_at} + 1000"
+            )
         problems.append(line)
     got = answer["redelivered"]
     want_msgs = want["redelivered"]
@@ -155,17 +171,26 @@ def check_failover_takeover(answer: Any, **scenario: Any) -> CheckResult:
         line = f"the new active consumer receives {want_msgs}; you said {got!r}"
         late = f"m{late_ack}" if late_ack is not None else None
         if isinstance(got, (list, tuple)) and late in want_msgs and late not in got:
-            line += (f": c1 acked {late} at t = {late_ack_at}, but acks wait in the grouping tracker until the next "
-                     f"100 ms flush; c1 crashed at t = {crash_at} first, so that ack was lost and {late} comes again")
+            line += (
+                f": c1 acked {late} at t = {late_ack_at}, but acks wait in the grouping tracker until the next "
+                f"100 ms flush; c1 crashed at t = {crash_at} first, so that ack was lost and {late} comes again"
+            )
         elif isinstance(got, (list, tuple)) and len(got) > len(want_msgs):
-            line += (f": the rewind restarts reading right after the mark-delete position "
-                     f"({want['mark_delete_at_crash']}); everything up to it was acknowledged and flushed before the crash")
+            line += (
+                f": the rewind restarts reading right after the mark-delete position "
+                f"({want['mark_delete_at_crash']}); everything up to it was acknowledged and flushed before the crash"
+            )
         problems.append(line)
     if problems:
-        return failed(problems, hint="Step through the player: watch acks_flushed, consumer_closed, "
-                                     "active_consumer_picked and cursor_rewound.")
-    return passed(f"{want['new_active']} takes over and gets {want_msgs} from t = {want['first_delivery_ms']} "
-                  f"(the rewind restarts after the mark-delete position {want['mark_delete_at_crash']}).")
+        return failed(
+            problems,
+            hint="Step through the player: watch acks_flushed, consumer_closed, "
+            "active_consumer_picked and cursor_rewound.",
+        )
+    return passed(
+        f"{want['new_active']} takes over and gets {want_msgs} from t = {want['first_delivery_ms']} "
+        f"(the rewind restarts after the mark-delete position {want['mark_delete_at_crash']})."
+    )
 
 
 __all__ = ["assignment_answer", "check_failover_assignment", "check_failover_takeover", "takeover_answer"]

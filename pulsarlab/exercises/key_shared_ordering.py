@@ -14,14 +14,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from pulsarlab.client.consumer import Consumer
-from pulsarlab.protocol.subscription import ConsumerKeySharedPolicy, ConsumerType
-from pulsarlab.errors import Timeout
-from pulsarlab.ids import MessageId
 from pulsarlab.broker.key_shared import selector_for_subscription
-from pulsarlab.lab import Lab
-from pulsarlab.snapshot.recorder import VIEW_KINDS, Recorder
+from pulsarlab.client.consumer import Consumer
+from pulsarlab.errors import Timeout
 from pulsarlab.exercises.check import CheckResult, failed, passed
+from pulsarlab.ids import MessageId
+from pulsarlab.lab import Lab
+from pulsarlab.protocol.subscription import ConsumerKeySharedPolicy, ConsumerType
+from pulsarlab.snapshot.recorder import VIEW_KINDS, Recorder
 
 TOPIC = "orders"
 SUBSCRIPTION = "order-workers"
@@ -96,10 +96,17 @@ class JoinRun:
             mid = self.ids[label]
             waiting = "broker: replay set" if (mid.ledger, mid.entry) < read_position else "broker: not read yet"
             state = "acked" if label in acked else where.get(label, waiting)
-            out.append({"message": label, "key": key, "hash": self.key_hash(key),
-                        "position": f"{mid.ledger}:{mid.entry}",
-                        "published": "before c2 joined" if label in self.before else "after c2 joined",
-                        "owner now": self.owner(key), "where": state})
+            out.append(
+                {
+                    "message": label,
+                    "key": key,
+                    "hash": self.key_hash(key),
+                    "position": f"{mid.ledger}:{mid.entry}",
+                    "published": "before c2 joined" if label in self.before else "after c2 joined",
+                    "owner now": self.owner(key),
+                    "where": state,
+                }
+            )
         return out
 
     def first_unacked(self) -> str | None:
@@ -145,9 +152,15 @@ class JoinRun:
         return done
 
 
-def run_join(version: str, *, keys_before: Sequence[str] = KEYS_BEFORE, keys_after: Sequence[str] = KEYS_AFTER,
-             allow_out_of_order_delivery: bool = False, broker_config: dict[str, Any] | None = None,
-             record: bool = False) -> JoinRun:
+def run_join(
+    version: str,
+    *,
+    keys_before: Sequence[str] = KEYS_BEFORE,
+    keys_after: Sequence[str] = KEYS_AFTER,
+    allow_out_of_order_delivery: bool = False,
+    broker_config: dict[str, Any] | None = None,
+    record: bool = False,
+) -> JoinRun:
     """c1 subscribes (Key_Shared, acks sent at once) and gets ``keys_before`` messages without acknowledging
     them; c2 joins; ``keys_after`` messages follow. Messages carry their label (``m0``...) as payload.
     ``record=True`` keeps a `pulsarlab.snapshot.recorder.Recorder` of the run (``run.recorder``) for a player."""
@@ -157,8 +170,14 @@ def run_join(version: str, *, keys_before: Sequence[str] = KEYS_BEFORE, keys_aft
     policy = ConsumerKeySharedPolicy(allow_out_of_order_delivery=allow_out_of_order_delivery)
 
     def join(name: str) -> Consumer:
-        return client.subscribe(TOPIC, SUBSCRIPTION, consumer_type=ConsumerType.KeyShared, consumer_name=name,
-                                key_shared_policy=policy, ack_group_time_ms=0)
+        return client.subscribe(
+            TOPIC,
+            SUBSCRIPTION,
+            consumer_type=ConsumerType.KeyShared,
+            consumer_name=name,
+            key_shared_policy=policy,
+            ack_group_time_ms=0,
+        )
 
     c1 = join("c1")
     producer = client.create_producer(TOPIC, producer_name="producer-1")
@@ -174,8 +193,17 @@ def run_join(version: str, *, keys_before: Sequence[str] = KEYS_BEFORE, keys_aft
     if c2 is None:
         c2 = join("c2")
     lab.run_until_idle()
-    return JoinRun(version, lab, c1, c2, keys, ids, tuple(labels[:len(keys_before)]),
-                   tuple(labels[len(keys_before):]), recorder=recorder)
+    return JoinRun(
+        version,
+        lab,
+        c1,
+        c2,
+        keys,
+        ids,
+        tuple(labels[: len(keys_before)]),
+        tuple(labels[len(keys_before) :]),
+        recorder=recorder,
+    )
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -225,11 +253,15 @@ def _check(answer: Any, runs: dict[str, JoinRun], when: str) -> CheckResult:
         for label in sorted(set(want) - got_set, key=_label_order):
             problems.append(f"{version}: c2 does receive {label} - " + _why_free(run, label))
     if problems:
-        return failed(problems, hint="The table of messages above shows each key's owner now; c1's stats show "
-                                     "what it still holds.")
+        return failed(
+            problems,
+            hint="The table of messages above shows each key's owner now; c1's stats show what it still holds.",
+        )
     shown = "; ".join(f"{v}: {', '.join(_c2(r)) or 'nothing'}" for v, r in runs.items())
-    return passed(f"c2 {when} - {shown}. 3.0 gates every key until the mark-delete passes c2's join position; "
-                  "4.0 holds back only the hashes c1 is still draining.")
+    return passed(
+        f"c2 {when} - {shown}. 3.0 gates every key until the mark-delete passes c2's join position; "
+        "4.0 holds back only the hashes c1 is still draining."
+    )
 
 
 def _label_order(label: str) -> tuple[int, str]:
@@ -247,13 +279,15 @@ def _why_held(run: JoinRun, label: str) -> str:
     if label in run.before and label in run.taken:
         return f"c1 already received it ({key} was c1's when it was sent) and has not acknowledged it"
     if label in run.before:
-        return f"it was dispatched to c1 before c2 joined and c1 has not acknowledged it"
+        return "it was dispatched to c1 before c2 joined and c1 has not acknowledged it"
     if run.version.startswith("3"):
         join = run.consumer_stats("c2").get("readPositionWhenJoining")
         md = run.cursor()["markDeletePosition"]
-        line = (f"3.0 gates a recently joined consumer for ALL its keys: c2 joined at read position {join} "
-                f"(readPositionWhenJoining) and gets only messages before it until the mark-delete passes it; "
-                f"{label} is at {mid.ledger}:{mid.entry}")
+        line = (
+            f"3.0 gates a recently joined consumer for ALL its keys: c2 joined at read position {join} "
+            f"(readPositionWhenJoining) and gets only messages before it until the mark-delete passes it; "
+            f"{label} is at {mid.ledger}:{mid.entry}"
+        )
         hole = run.first_unacked()
         if hole is not None:
             line += f", and the mark-delete stays at {md} because {hole} ({run.keys[hole]}) is not acknowledged"
@@ -263,8 +297,10 @@ def _why_held(run: JoinRun, label: str) -> str:
     h = run.key_hash(key)
     draining = run.draining()
     if h in draining:
-        return (f"{key} moved from c1 to c2, but c1 still has {draining[h]} unacknowledged message(s) of hash {h} "
-                "(c1's drainingHashes): the hash stays blocked until c1 acknowledges them")
+        return (
+            f"{key} moved from c1 to c2, but c1 still has {draining[h]} unacknowledged message(s) of hash {h} "
+            "(c1's drainingHashes): the hash stays blocked until c1 acknowledges them"
+        )
     return "the dispatcher has not sent it to c2 (look at lab.events.of_kind('hash_blocked') for the reason)"
 
 
@@ -273,16 +309,24 @@ def _why_free(run: JoinRun, label: str) -> str:
     h = run.key_hash(key)
     if run.version.startswith("3"):
         md = run.cursor()["markDeletePosition"]
-        return (f"the mark-delete moved to {md}, past c2's join position, so c2 is no longer a recently joined "
-                f"consumer and gets the messages of its keys ({key}) again")
+        return (
+            f"the mark-delete moved to {md}, past c2's join position, so c2 is no longer a recently joined "
+            f"consumer and gets the messages of its keys ({key}) again"
+        )
     if label in run.before:
-        return (f"{key} moved to c2 and c1 acknowledged its messages of that hash, so the hash stopped draining "
-                f"and its message left the replay set for its new owner")
+        return (
+            f"{key} moved to c2 and c1 acknowledged its messages of that hash, so the hash stopped draining "
+            f"and its message left the replay set for its new owner"
+        )
     if not any(run.keys[other] == key for other in run.before):
-        return (f"{key} is owned by c2 (hash {h}) and c1 never had a message of it: nothing to drain, so 4.0 "
-                "sends it at once")
-    return (f"{key} is owned by c2 (hash {h}) and c1 no longer holds an unacknowledged message of that hash: "
-            "its draining entry is gone")
+        return (
+            f"{key} is owned by c2 (hash {h}) and c1 never had a message of it: nothing to drain, so 4.0 "
+            "sends it at once"
+        )
+    return (
+        f"{key} is owned by c2 (hash {h}) and c1 no longer holds an unacknowledged message of that hash: "
+        "its draining entry is gone"
+    )
 
 
 def _ranges(consumer_stats: dict[str, Any]) -> list[tuple[int, int]]:

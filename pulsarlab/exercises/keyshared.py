@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from pulsarlab.scenarios.key_shared import KeySharedScenario, fmt_range
 from pulsarlab.exercises.check import CheckResult, failed, passed
+from pulsarlab.scenarios.key_shared import KeySharedScenario, fmt_range
 
 
 def _as_range(value: Any) -> tuple[int, int] | None:
@@ -23,9 +23,9 @@ def _as_range(value: Any) -> tuple[int, int] | None:
     return start, end
 
 
-def autosplit_answer(joins: Sequence[str], leaves: Sequence[str] = (), version: str = "4.0") -> tuple[
-    dict[str, tuple[int, int]], KeySharedScenario
-]:
+def autosplit_answer(
+    joins: Sequence[str], leaves: Sequence[str] = (), version: str = "4.0"
+) -> tuple[dict[str, tuple[int, int]], KeySharedScenario]:
     """The range each consumer owns after ``joins`` then ``leaves`` (and the scenario that computed it)."""
     sc = KeySharedScenario("auto_split", version)
     for name in joins:

@@ -13,10 +13,10 @@ import math
 from typing import Any, Sequence
 
 from pulsarlab.client.policies import ConsumerDeadLetterPolicy
-from pulsarlab.protocol.subscription import ConsumerType
 from pulsarlab.errors import Timeout
-from pulsarlab.lab import Lab
 from pulsarlab.exercises.check import CheckResult, failed, passed
+from pulsarlab.lab import Lab
+from pulsarlab.protocol.subscription import ConsumerType
 
 
 def _int_or_none(value: Any) -> int | None:
@@ -36,8 +36,13 @@ def ack_timeout_answer(ack_timeout_ms: int, tick_ms: int, received_at: int, vers
     received at ``received_at`` and never acknowledged."""
     lab = Lab(version=version, seed=1)
     client = lab.client()
-    consumer = client.subscribe("jobs", "workers", consumer_type=ConsumerType.Shared,
-                                unacked_messages_timeout_ms=ack_timeout_ms, tick_duration_ms=tick_ms)
+    consumer = client.subscribe(
+        "jobs",
+        "workers",
+        consumer_type=ConsumerType.Shared,
+        unacked_messages_timeout_ms=ack_timeout_ms,
+        tick_duration_ms=tick_ms,
+    )
     producer = client.create_producer("jobs")
     mid = producer.send(b"job")
     lab.run_until(received_at)
@@ -46,8 +51,9 @@ def ack_timeout_answer(ack_timeout_ms: int, tick_ms: int, received_at: int, vers
     return _dispatches(lab, mid.ledger, mid.entry)[1]
 
 
-def check_ack_timeout_redelivery(answer: Any, ack_timeout_ms: int = 3000, tick_ms: int = 2000,
-                                 received_at: int = 500) -> CheckResult:
+def check_ack_timeout_redelivery(
+    answer: Any, ack_timeout_ms: int = 3000, tick_ms: int = 2000, received_at: int = 500
+) -> CheckResult:
     """Check ``answer`` = the time (ms) at which a message received at ``received_at`` and never acknowledged is
     redelivered, for ``unacked_messages_timeout_ms=ack_timeout_ms`` and ``tick_duration_ms=tick_ms``."""
     want = ack_timeout_answer(ack_timeout_ms, tick_ms, received_at)
@@ -59,17 +65,23 @@ def check_ack_timeout_redelivery(answer: Any, ack_timeout_ms: int = 3000, tick_m
     sets = math.ceil(ack_timeout_ms / min(tick_ms, ack_timeout_ms))
     line = f"it is redelivered at t = {want} ms; you said {got}"
     if got == received_at + ack_timeout_ms:
-        line += (": the timeout is not timed per message. The UnAckedMessageTracker is a ring of "
-                 f"ceil({ack_timeout_ms}/{tick_ms}) + 1 = {sets + 1} sets; a received message joins the newest set "
-                 f"and every {tick_ms} ms tick redelivers the oldest")
+        line += (
+            ": the timeout is not timed per message. The UnAckedMessageTracker is a ring of "
+            f"ceil({ack_timeout_ms}/{tick_ms}) + 1 = {sets + 1} sets; a received message joins the newest set "
+            f"and every {tick_ms} ms tick redelivers the oldest"
+        )
     elif got % tick_ms == received_at % tick_ms:
-        line += (f": the ticks do not start at the receive - they run every {tick_ms} ms from the consumer's "
-                 "creation (t = 0)")
+        line += (
+            f": the ticks do not start at the receive - they run every {tick_ms} ms from the consumer's "
+            "creation (t = 0)"
+        )
     elif got < received_at + ack_timeout_ms:
         line += ": a message is never redelivered before its ack timeout"
     else:
-        line += (f": count the ticks - the message's set is redelivered at the {sets + 1}th tick after it joined "
-                 f"(so it waits more than {sets} x {tick_ms} ms and at most one tick more)")
+        line += (
+            f": count the ticks - the message's set is redelivered at the {sets + 1}th tick after it joined "
+            f"(so it waits more than {sets} x {tick_ms} ms and at most one tick more)"
+        )
     return failed([line], hint="Step through the trackers view: watch the id move towards the head of the ring.")
 
 
@@ -84,8 +96,9 @@ def nack_answer(nack_at: Sequence[int], delay_ms: int = 1000, version: str = "4.
         raise ValueError(f"nack times must ascend, got {list(nack_at)}")
     lab = Lab(version=version, seed=1)
     client = lab.client()
-    consumer = client.subscribe("jobs", "workers", consumer_type=ConsumerType.Shared,
-                                negative_ack_redelivery_delay_ms=delay_ms)
+    consumer = client.subscribe(
+        "jobs", "workers", consumer_type=ConsumerType.Shared, negative_ack_redelivery_delay_ms=delay_ms
+    )
     producer = client.create_producer("jobs")
     ids = [producer.send(f"job-{i}".encode()) for i in range(len(times))]
     msgs = [consumer.receive(0) for _ in ids]
@@ -96,8 +109,9 @@ def nack_answer(nack_at: Sequence[int], delay_ms: int = 1000, version: str = "4.
     return [_dispatches(lab, m.ledger, m.entry)[1] for m in ids]
 
 
-def check_nack_redelivery_times(answer: Any, nack_at: Sequence[int] = (0, 200), delay_ms: int = 1000,
-                                versions: Sequence[str] = ("3.0", "4.0")) -> CheckResult:
+def check_nack_redelivery_times(
+    answer: Any, nack_at: Sequence[int] = (0, 200), delay_ms: int = 1000, versions: Sequence[str] = ("3.0", "4.0")
+) -> CheckResult:
     """Check ``answer`` = ``{"3.0": [times], "4.0": [times]}``: when each negatively acknowledged message is
     redelivered (message i nacked at ``nack_at[i]``, ``negative_ack_redelivery_delay_ms=delay_ms``)."""
     if not isinstance(answer, dict) or set(answer) != set(versions):
@@ -114,14 +128,18 @@ def check_nack_redelivery_times(answer: Any, nack_at: Sequence[int] = (0, 200), 
         line = f"{version} redelivers at {want}; you said {list(got)}"
         naive = [at + delay_ms for at in nack_at]
         if version == "3.0" and list(got) == naive:
-            line += (f": the 3.x tracker keeps each deadline, but checks them only when its timer runs - every "
-                     f"delay/3 from the first nack ({delay_ms / 3:.1f} ms; the client's wheel timer runs on whole ms, "
-                     f"so {-(-delay_ms // 3)} ms here) - and redelivers what is strictly past its deadline, so up to "
-                     "delay/3 late")
+            line += (
+                f": the 3.x tracker keeps each deadline, but checks them only when its timer runs - every "
+                f"delay/3 from the first nack ({delay_ms / 3:.1f} ms; the client's wheel timer runs on whole ms, "
+                f"so {-(-delay_ms // 3)} ms here) - and redelivers what is strictly past its deadline, so up to "
+                "delay/3 late"
+            )
         elif version != "3.0" and list(got) == naive:
-            line += ("; the 4.0.2+ tracker (PIP-393) puts each id in a 256 ms bucket, rounded down, and its timer "
-                     "goes to the first bucket: a nack that arrives while the timer is armed can come back up to "
-                     "255 ms early")
+            line += (
+                "; the 4.0.2+ tracker (PIP-393) puts each id in a 256 ms bucket, rounded down, and its timer "
+                "goes to the first bucket: a nack that arrives while the timer is armed can come back up to "
+                "255 ms early"
+            )
         elif any(g < a + delay_ms - (0 if version == "3.0" else 255) for g, a in zip(got, nack_at)):
             line += ": 3.0 is never early; 4.0 at most 255 ms early (its bucket)"
         problems.append(line)
@@ -139,9 +157,13 @@ def dead_letter_answer(max_redeliver_count: int, version: str = "4.0") -> tuple[
     message on a Shared subscription with ``ConsumerDeadLetterPolicy(max_redeliver_count)``."""
     lab = Lab(version=version, seed=1)
     client = lab.client()
-    consumer = client.subscribe("payments", "billing", consumer_type=ConsumerType.Shared,
-                                negative_ack_redelivery_delay_ms=1000,
-                                dead_letter_policy=ConsumerDeadLetterPolicy(max_redeliver_count))
+    consumer = client.subscribe(
+        "payments",
+        "billing",
+        consumer_type=ConsumerType.Shared,
+        negative_ack_redelivery_delay_ms=1000,
+        dead_letter_policy=ConsumerDeadLetterPolicy(max_redeliver_count),
+    )
     client.create_producer("payments").send(b"payment")
     counts = []
     while True:
@@ -163,13 +185,17 @@ def check_dead_letter_deliveries(answer: Any, max_redeliver_count: int = 3) -> C
     if not isinstance(answer, (list, tuple)) or any(_int_or_none(x) is None for x in answer):
         return failed([f"answer should be a list of redelivery counts (ints), not {answer!r}"])
     if list(answer) == want:
-        return passed(f"the application sees it {len(want)} times (counts {want}); then it is written to "
-                      f"payments-billing-DLQ ({in_dlq} message there) and acknowledged.")
+        return passed(
+            f"the application sees it {len(want)} times (counts {want}); then it is written to "
+            f"payments-billing-DLQ ({in_dlq} message there) and acknowledged."
+        )
     line = f"the application sees counts {want}; you said {list(answer)}"
     if list(answer) == want[:-1]:
-        line += (f": a message that arrives with redeliveryCount >= maxRedeliverCount ({max_redeliver_count}) is still "
-                 "shown; only its NEXT redelivery goes to the DLQ - so it is seen maxRedeliverCount + 1 times "
-                 "(DeadLetterTopicTest)")
+        line += (
+            f": a message that arrives with redeliveryCount >= maxRedeliverCount ({max_redeliver_count}) is still "
+            "shown; only its NEXT redelivery goes to the DLQ - so it is seen maxRedeliverCount + 1 times "
+            "(DeadLetterTopicTest)"
+        )
     elif list(answer) == want + [max_redeliver_count + 1]:
         line += ": the client sends it to the DLQ instead of asking for another redelivery"
     elif answer and answer[0] != 0:
@@ -178,6 +204,10 @@ def check_dead_letter_deliveries(answer: Any, max_redeliver_count: int = 3) -> C
 
 
 __all__ = [
-    "ack_timeout_answer", "check_ack_timeout_redelivery", "check_dead_letter_deliveries", "check_nack_redelivery_times",
-    "dead_letter_answer", "nack_answer",
+    "ack_timeout_answer",
+    "check_ack_timeout_redelivery",
+    "check_dead_letter_deliveries",
+    "check_nack_redelivery_times",
+    "dead_letter_answer",
+    "nack_answer",
 ]

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from pulsarlab.errors import Timeout
+from pulsarlab.exercises.check import CheckResult, failed, passed
 from pulsarlab.lab import Lab
 from pulsarlab.protocol.subscription import ConsumerType
-from pulsarlab.exercises.check import CheckResult, failed, passed
 
 MAX_PROBLEMS = 3  # a wrong early answer shifts everything after it: show the first few, then a count
 
@@ -41,8 +41,14 @@ def shared_dispatch_answer(consumers: Sequence[SharedSpec], messages: int, versi
     lab = Lab(version=version)
     client = lab.client()
     for name, priority, queue in consumers:
-        client.subscribe("orders", "shared-sub", consumer_type=ConsumerType.Shared, consumer_name=name,
-                         priority_level=priority, receiver_queue_size=queue)
+        client.subscribe(
+            "orders",
+            "shared-sub",
+            consumer_type=ConsumerType.Shared,
+            consumer_name=name,
+            priority_level=priority,
+            receiver_queue_size=queue,
+        )
     producer = client.create_producer("orders")
     ids = [producer.send(b"m%d" % i) for i in range(messages)]
     names = _names_by_id(lab)
@@ -55,18 +61,27 @@ def _round_robin_order(consumers: Sequence[SharedSpec]) -> list[str]:
     return [name for name, _, _ in sorted(consumers, key=lambda c: c[1])]
 
 
-def check_shared_dispatch(answer: Any, consumers: Sequence[SharedSpec], messages: int,
-                          version: str = "4.0") -> CheckResult:
+def check_shared_dispatch(
+    answer: Any, consumers: Sequence[SharedSpec], messages: int, version: str = "4.0"
+) -> CheckResult:
     """Check ``answer`` = one consumer name (or None) per message, in publish order."""
     expected = shared_dispatch_answer(consumers, messages, version)
     spec = {name: (priority, queue) for name, priority, queue in consumers}
     if isinstance(answer, (str, bytes)) or not isinstance(answer, Sequence):
-        return failed([f"answer should be a list of {messages} consumer names (None for a message nobody gets), "
-                       f"not {type(answer).__name__}"])
+        return failed(
+            [
+                f"answer should be a list of {messages} consumer names (None for a message nobody gets), "
+                f"not {type(answer).__name__}"
+            ]
+        )
     answer = list(answer)
     if len(answer) != messages:
-        return failed([f"give one entry per message: {messages} entries, you gave {len(answer)} "
-                       "(use None for a message that stays in the backlog)"])
+        return failed(
+            [
+                f"give one entry per message: {messages} entries, you gave {len(answer)} "
+                "(use None for a message that stays in the backlog)"
+            ]
+        )
     unknown = [a for a in answer if a is not None and a not in spec]
     if unknown:
         return failed([f"{unknown[0]!r} is not one of the consumers {', '.join(spec)} (or None)"])
@@ -84,40 +99,64 @@ def check_shared_dispatch(answer: Any, consumers: Sequence[SharedSpec], messages
     if problems:
         hint = ""
         if wrong > len(problems):
-            hint = (f"... and {wrong - len(problems)} more message(s) differ (fix the first one first: one wrong "
-                    "pick shifts the round robin after it).\n")
-        return failed(problems, hint=hint + "The dispatcher's list is " + " → ".join(order)
-                      + " (stable by priority); each message costs its consumer one permit.")
+            hint = (
+                f"... and {wrong - len(problems)} more message(s) differ (fix the first one first: one wrong "
+                "pick shifts the round robin after it).\n"
+            )
+        return failed(
+            problems,
+            hint=hint
+            + "The dispatcher's list is "
+            + " → ".join(order)
+            + " (stable by priority); each message costs its consumer one permit.",
+        )
     shown = ", ".join(f"m{i}→{c or 'backlog'}" for i, c in enumerate(expected))
     return passed(f"{shown}. Highest priority first, round robin within a priority, and only against permits.")
 
 
-def _why_not(i: int, want: str | None, got: str | None, sent: dict[str, int],
-             spec: dict[str, tuple[int, int]], order: list[str], previous: str | None) -> str:
+def _why_not(
+    i: int,
+    want: str | None,
+    got: str | None,
+    sent: dict[str, int],
+    spec: dict[str, tuple[int, int]],
+    order: list[str],
+    previous: str | None,
+) -> str:
     head = f"m{i} goes to {want or 'nobody (it stays in the backlog)'}; you said {got or 'nobody'}"
     total = sum(q for _, q in spec.values())
     if want is None:
-        return (f"{head}: by then every consumer has used all its permits (the receiver queues hold {total} "
-                "messages in all, and nobody has called receive()); it waits until an application takes "
-                "messages and its client sends FLOW")
+        return (
+            f"{head}: by then every consumer has used all its permits (the receiver queues hold {total} "
+            "messages in all, and nobody has called receive()); it waits until an application takes "
+            "messages and its client sends FLOW"
+        )
     if got is not None:
         p_got, q_got = spec[got]
         if sent[got] >= q_got:
-            return (f"{head}: {got} has no permits left - its receiver_queue_size is {q_got} and it already "
-                    f"got {sent[got]} message(s); the broker sends only against FLOW permits")
+            return (
+                f"{head}: {got} has no permits left - its receiver_queue_size is {q_got} and it already "
+                f"got {sent[got]} message(s); the broker sends only against FLOW permits"
+            )
         p_want = spec[want][0]
         if p_got > p_want:
-            return (f"{head}: {want} has priority_level {p_want} and still has permits; a LOWER number is a "
-                    f"HIGHER priority, so {got} (priority_level {p_got}) gets messages only when every consumer "
-                    f"of a higher priority is out of permits")
+            return (
+                f"{head}: {want} has priority_level {p_want} and still has permits; a LOWER number is a "
+                f"HIGHER priority, so {got} (priority_level {p_got}) gets messages only when every consumer "
+                f"of a higher priority is out of permits"
+            )
         if p_got < p_want:  # cannot be right: got would have been chosen; only a permits mistake reaches here
             return f"{head}: {got} has no permits left"
         if previous is None:
             return f"{head}: the round robin starts at the top of the list ({' → '.join(order)})"
-        return (f"{head}: the round robin continues down the list from {previous}, one message each, skipping "
-                f"consumers without permits and wrapping within a priority level: the next is {want}")
-    return (f"{head}: {want} still has permits (receiver_queue_size {spec[want][1]}, {sent[want]} used), "
-            "so the message is dispatched at once")
+        return (
+            f"{head}: the round robin continues down the list from {previous}, one message each, skipping "
+            f"consumers without permits and wrapping within a priority level: the next is {want}"
+        )
+    return (
+        f"{head}: {want} still has permits (receiver_queue_size {spec[want][1]}, {sent[want]} used), "
+        "so the message is dispatched at once"
+    )
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -131,8 +170,9 @@ def flow_answer(receiver_queue_size: int, published: int, received: int, version
         raise ValueError(f"the application cannot receive {received} of {published} messages")
     lab = Lab(version=version)
     client = lab.client()
-    consumer = client.subscribe("orders", "sub", consumer_type=ConsumerType.Shared, consumer_name="c1",
-                                receiver_queue_size=receiver_queue_size)
+    consumer = client.subscribe(
+        "orders", "sub", consumer_type=ConsumerType.Shared, consumer_name="c1", receiver_queue_size=receiver_queue_size
+    )
     producer = client.create_producer("orders")
     for i in range(published):
         producer.send(b"m%d" % i)
@@ -144,12 +184,16 @@ def flow_answer(receiver_queue_size: int, published: int, received: int, version
     return [e.permits for e in lab.events.of_kind("flow")]
 
 
-def check_flow_commands(answer: Any, receiver_queue_size: int, published: int, received: int,
-                        version: str = "4.0") -> CheckResult:
+def check_flow_commands(
+    answer: Any, receiver_queue_size: int, published: int, received: int, version: str = "4.0"
+) -> CheckResult:
     """Check ``answer`` = the permits of each FLOW command, in order (e.g. ``[10, 5]``)."""
     expected = flow_answer(receiver_queue_size, published, received, version)
-    if isinstance(answer, (str, bytes)) or not isinstance(answer, Sequence) or not all(
-            isinstance(a, int) and not isinstance(a, bool) for a in answer):
+    if (
+        isinstance(answer, (str, bytes))
+        or not isinstance(answer, Sequence)
+        or not all(isinstance(a, int) and not isinstance(a, bool) for a in answer)
+    ):
         return failed(["answer should be a list of ints: the permits of each FLOW, in order, e.g. [10, 5]"])
     answer = list(answer)
     if answer == expected:
@@ -165,26 +209,35 @@ def check_flow_commands(answer: Any, receiver_queue_size: int, published: int, r
             problems.append(f"the application called receive() {received} times, so {received} FLOW(1) commands")
     else:
         if not answer or answer[0] != q:
-            problems.append(f"the first FLOW is sent when the consumer subscribes, with the whole receiver queue: "
-                            f"FLOW({q})")
+            problems.append(
+                f"the first FLOW is sent when the consumer subscribes, with the whole receiver queue: FLOW({q})"
+            )
         refills = answer[1:] if answer and answer[0] == q else answer
         if half > 1 and any(a == 1 for a in refills):
-            problems.append(f"the client does not hand permits back one by one: it counts the messages the "
-                            f"application took and sends FLOW once that count reaches half the queue ({q} // 2 = "
-                            f"{half})")
+            problems.append(
+                f"the client does not hand permits back one by one: it counts the messages the "
+                f"application took and sends FLOW once that count reaches half the queue ({q} // 2 = "
+                f"{half})"
+            )
         elif any(a == q for a in refills) and q != half:
-            problems.append(f"the client does not wait for the queue to empty: it refills at half the queue, "
-                            f"FLOW({half}), not FLOW({q})")
+            problems.append(
+                f"the client does not wait for the queue to empty: it refills at half the queue, "
+                f"FLOW({half}), not FLOW({q})"
+            )
         elif any(a != half for a in refills):
-            problems.append(f"every refill is FLOW({half}): the permits returned so far, sent as soon as they reach "
-                            f"half the queue ({q} // 2)")
+            problems.append(
+                f"every refill is FLOW({half}): the permits returned so far, sent as soon as they reach "
+                f"half the queue ({q} // 2)"
+            )
         n_refills = len(expected) - 1
         if len(refills) != n_refills:
             rest = received - n_refills * half if half else 0
-            problems.append(f"{received} receive() calls return {received} permits: that is {n_refills} refill(s) "
-                            f"of {half}" + (f"; the last {rest} permit(s) wait in the client until there are "
-                                             f"{half}" if rest else "")
-                            + f", so {len(expected)} FLOW command(s) in all")
+            problems.append(
+                f"{received} receive() calls return {received} permits: that is {n_refills} refill(s) "
+                f"of {half}"
+                + (f"; the last {rest} permit(s) wait in the client until there are {half}" if rest else "")
+                + f", so {len(expected)} FLOW command(s) in all"
+            )
     if not problems:
         problems.append(f"the FLOWs are {expected}")
     return failed(problems, hint="Look at lab.events.of_kind('flow') of the demo above.")
@@ -194,8 +247,7 @@ def _flow_story(q: int, received: int) -> str:
     if q == 0:
         return f"A zero-queue consumer asks for exactly one message per receive(): {received} × FLOW(1)."
     half = q // 2
-    return (f"FLOW({q}) at subscribe; then every {half} message(s) taken by the application hand {half} "
-            f"permit(s) back.")
+    return f"FLOW({q}) at subscribe; then every {half} message(s) taken by the application hand {half} permit(s) back."
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -219,10 +271,12 @@ def disconnect_answer(messages: int = 6, acked: int = 1, received: int = 2, vers
     Returns what c2 gets afterwards and each message's redelivery count."""
     lab = Lab(version=version)
     client = lab.client()
-    c1 = client.subscribe("orders", "shared-sub", consumer_type=ConsumerType.Shared, consumer_name="c1",
-                          receiver_queue_size=10)
-    c2 = client.subscribe("orders", "shared-sub", consumer_type=ConsumerType.Shared, consumer_name="c2",
-                          receiver_queue_size=10)
+    c1 = client.subscribe(
+        "orders", "shared-sub", consumer_type=ConsumerType.Shared, consumer_name="c1", receiver_queue_size=10
+    )
+    c2 = client.subscribe(
+        "orders", "shared-sub", consumer_type=ConsumerType.Shared, consumer_name="c2", receiver_queue_size=10
+    )
     producer = client.create_producer("orders")
     for i in range(messages):
         producer.send(b"m%d" % i)
@@ -242,8 +296,9 @@ def disconnect_answer(messages: int = 6, acked: int = 1, received: int = 2, vers
     )
 
 
-def check_disconnect(answer: Any, messages: int = 6, acked: int = 1, received: int = 2,
-                     version: str = "4.0") -> CheckResult:
+def check_disconnect(
+    answer: Any, messages: int = 6, acked: int = 1, received: int = 2, version: str = "4.0"
+) -> CheckResult:
     """Check ``answer`` = ``{"messages": [...], "redelivery_count": n}``: what c2 gets after c1 closes, and the
     redelivery count those messages carry."""
     out = disconnect_answer(messages, acked, received, version)
@@ -265,8 +320,10 @@ def check_disconnect(answer: Any, messages: int = 6, acked: int = 1, received: i
             if m in out.received_unacked:
                 problems.append(f"{m} comes back: c1's application received it but did not acknowledge it")
             else:
-                problems.append(f"{m} comes back too: it was still in c1's receiver queue - dispatched, so pending "
-                                "on the broker, even though the application never took it")
+                problems.append(
+                    f"{m} comes back too: it was still in c1's receiver queue - dispatched, so pending "
+                    "on the broker, even though the application never took it"
+                )
     if not problems and got != want:
         problems.append(f"they come back oldest first, from the replay set: {want}")
     counts = set(out.redelivery_counts.values())
@@ -275,14 +332,20 @@ def check_disconnect(answer: Any, messages: int = 6, acked: int = 1, received: i
     if isinstance(rc, bool) or not isinstance(rc, int):
         problems.append('"redelivery_count" should be an int')
     elif count is not None and rc != count:
-        problems.append(f"their redelivery count is {count}: a consumer disconnect puts its pending messages back "
-                        "in the replay set WITHOUT counting a redelivery; only redeliver requests (ack timeout, "
-                        "negative ack, redeliver_unacknowledged_messages) increase it")
+        problems.append(
+            f"their redelivery count is {count}: a consumer disconnect puts its pending messages back "
+            "in the replay set WITHOUT counting a redelivery; only redeliver requests (ack timeout, "
+            "negative ack, redeliver_unacknowledged_messages) increase it"
+        )
     if problems:
-        return failed(problems, hint="A message is pending on the broker from the moment it is dispatched until "
-                                     "it is acknowledged.")
-    return passed(f"{', '.join(want)} come back to c2 with redelivery count {count}: every message dispatched to "
-                  "c1 and not acknowledged, the ones still in its receiver queue included.")
+        return failed(
+            problems,
+            hint="A message is pending on the broker from the moment it is dispatched until it is acknowledged.",
+        )
+    return passed(
+        f"{', '.join(want)} come back to c2 with redelivery count {count}: every message dispatched to "
+        "c1 and not acknowledged, the ones still in its receiver queue included."
+    )
 
 
 __all__ = [

@@ -19,8 +19,23 @@ from pulsarlab.importers import lenient_json
 from pulsarlab.importers.diagnose import Finding, Limits, Severity, diagnose, format_findings, infer_line
 from pulsarlab.importers.fields import describe
 from pulsarlab.importers.lenient_json import JsonSource, StatsFormatError
-from pulsarlab.importers.ranges import AckRange, RangeFormatError, format_ranges, parse_ranges, ranges_from_set, ranges_to_set
-from pulsarlab.importers.stats import ConsumerStats, DrainingHash, HashRange, SubscriptionStats, TopicStats, load_stats, read_stats
+from pulsarlab.importers.ranges import (
+    AckRange,
+    RangeFormatError,
+    format_ranges,
+    parse_ranges,
+    ranges_from_set,
+    ranges_to_set,
+)
+from pulsarlab.importers.stats import (
+    ConsumerStats,
+    DrainingHash,
+    HashRange,
+    SubscriptionStats,
+    TopicStats,
+    load_stats,
+    read_stats,
+)
 from pulsarlab.importers.stats import from_json as _stats_from_json
 from pulsarlab.importers.stats_internal import (
     CursorStats,
@@ -54,8 +69,11 @@ def _dispatch(data: Any, src: JsonSource) -> Imported:
         )
     partitions = data.get("partitions")
     first = next(iter(partitions.values()), None) if isinstance(partitions, dict) else None
-    internal = "cursors" in data or "ledgers" in data or "entriesAddedCounter" in data or (
-        "subscriptions" not in data and isinstance(first, dict) and ("cursors" in first or "ledgers" in first)
+    internal = (
+        "cursors" in data
+        or "ledgers" in data
+        or "entriesAddedCounter" in data
+        or ("subscriptions" not in data and isinstance(first, dict) and ("cursors" in first or "ledgers" in first))
     )
     return _internal_from_json(data, src) if internal else _stats_from_json(data, src)
 

@@ -25,10 +25,10 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
-from pulsarlab.managed_ledger.position import Position
-from pulsarlab.protocol.subscription import ConsumerType, HashRange, KeySharedMode
 from pulsarlab.importers.stats import ConsumerStats, SubscriptionStats, TopicStats
 from pulsarlab.importers.stats_internal import CursorStats, PartitionedTopicInternalStats, PersistentTopicInternalStats
+from pulsarlab.managed_ledger.position import Position
+from pulsarlab.protocol.subscription import ConsumerType, HashRange, KeySharedMode
 
 InternalStats = PersistentTopicInternalStats | PartitionedTopicInternalStats
 
@@ -172,7 +172,13 @@ class _Diagnosis:
         self.out: list[Finding] = []
 
     def add(
-        self, severity: Severity, subject: str, rule: str, message: str, next_step: str, reference: str,
+        self,
+        severity: Severity,
+        subject: str,
+        rule: str,
+        message: str,
+        next_step: str,
+        reference: str,
         **numbers: Any,
     ) -> None:
         self.out.append(Finding(severity, subject, rule, message, next_step, reference, numbers, self.u.topic))
@@ -217,13 +223,17 @@ class _Diagnosis:
         gap = self.ledgers.count_between(md, first.lower)
         if first.lower <= md or (first.lower.ledger_id != md.ledger_id and gap == 0):
             self.add(
-                Severity.CRITICAL, _sub(name), "mark-delete-behind-acked-range",
+                Severity.CRITICAL,
+                _sub(name),
+                "mark-delete-behind-acked-range",
                 f"range {first} starts at or right after the mark-delete {md}, so asyncDelete would have moved the "
-                f"mark-delete to {first.upper}; a cursor left like this fails later acks with \"Mark deleting an "
-                "already mark-deleted position\" (apache/pulsar#13788).",
-                "Take a second snapshot: if it persists, check the broker log for \"Failed to delete message at\" "
+                f'mark-delete to {first.upper}; a cursor left like this fails later acks with "Mark deleting an '
+                'already mark-deleted position" (apache/pulsar#13788).',
+                'Take a second snapshot: if it persists, check the broker log for "Failed to delete message at" '
                 "and unload the topic (pulsar-admin topics unload) so the cursor is recovered from its ledger.",
-                "§7.2", mark_delete=str(md), first_range=str(first),
+                "§7.2",
+                mark_delete=str(md),
+                first_range=str(first),
             )
 
     def ack_holes(self, name: str, cursor: CursorStats, sub: SubscriptionStats | None) -> None:
@@ -248,7 +258,8 @@ class _Diagnosis:
             acked_total >= self.limits.many_acked_after_hole
         )
         acked_text = (
-            f"{_n(acked_after_hole, 'entry', 'entries')} acked right after it" if acked_after_hole is not None
+            f"{_n(acked_after_hole, 'entry', 'entries')} acked right after it"
+            if acked_after_hole is not None
             else f"acks resume after {first.lower}"
         )
         hole_text = f" ({first_hole} unacked {'entry' if first_hole == 1 else 'entries'})" if first_hole else ""
@@ -260,15 +271,26 @@ class _Diagnosis:
             f"{c.consumer_name} ({c.unacked_messages})" for c in (sub.consumers if sub else ()) if c.unacked_messages
         )
         self.add(
-            Severity.WARNING if stuck else Severity.INFO, _sub(name), "ack-holes",
+            Severity.WARNING if stuck else Severity.INFO,
+            _sub(name),
+            "ack-holes",
             f"mark-delete {md} stuck behind a hole at {hole}{hole_text}: {acked_text}{more}{since}. The mark-delete "
             "only moves past contiguous acks; later acks wait in individuallyDeletedMessages.",
-            "Find who holds " + str(hole) + (f": consumers with unacked messages: {users}" if users else "")
+            "Find who holds "
+            + str(hole)
+            + (f": consumers with unacked messages: {users}" if users else "")
             + ". A message that failed processing and was neither acked nor negatively acked stays unacked until its "
             "consumer disconnects (or ackTimeout redelivers it).",
-            "§7.2", mark_delete=str(md), first_hole=str(hole), unacked_in_first_hole=first_hole,
-            acked_after_first_hole=acked_after_hole, ranges=len(ranges), holes=holes,
-            acked_after_mark_delete=acked_total, unacked_in_holes=unacked, mark_delete_stale_ms=stale,
+            "§7.2",
+            mark_delete=str(md),
+            first_hole=str(hole),
+            unacked_in_first_hole=first_hole,
+            acked_after_first_hole=acked_after_hole,
+            ranges=len(ranges),
+            holes=holes,
+            acked_after_mark_delete=acked_total,
+            unacked_in_holes=unacked,
+            mark_delete_stale_ms=stale,
         )
 
     def read_position(self, name: str, cursor: CursorStats) -> None:
@@ -276,13 +298,17 @@ class _Diagnosis:
         if rp is None or not self.ledgers.ids or rp.ledger_id >= self.ledgers.ids[0]:
             return
         self.add(
-            Severity.WARNING, _sub(name), "read-position-in-deleted-ledger",
+            Severity.WARNING,
+            _sub(name),
+            "read-position-in-deleted-ledger",
             f"read position {rp} lies in ledger {rp.ledger_id}, older than every ledger the topic still has "
             f"(first: {self.ledgers.ids[0]}); the cursor cannot read or ack its way forward and the backlog "
             "stays (apache/pulsar#19274).",
             "Reset the subscription past the gap (pulsar-admin topics reset-cursor); brokers before 2.10.4 / 2.11.1 "
             "lack the fix for the race between ledger trimming and cursor creation.",
-            "§11", read_position=str(rp), first_ledger=self.ledgers.ids[0],
+            "§11",
+            read_position=str(rp),
+            first_ledger=self.ledgers.ids[0],
         )
 
     def _stale_ms(self, sub: SubscriptionStats | None) -> int | None:
@@ -320,8 +346,11 @@ class _Diagnosis:
             return
         backlog = sub.msg_backlog if sub is not None else None
         self.add(
-            Severity.WARNING, _sub(name), "mark-delete-stuck",
-            "mark-delete is not moving: " + "; ".join(evidence)
+            Severity.WARNING,
+            _sub(name),
+            "mark-delete-stuck",
+            "mark-delete is not moving: "
+            + "; ".join(evidence)
             + (f" (msgBacklog {backlog})" if backlog is not None else "")
             + ". The backlog and retained ledgers grow until the oldest unacked message is acked.",
             (
@@ -330,7 +359,9 @@ class _Diagnosis:
                 else "Take `pulsar-admin topics stats-internal` of this topic: the first hole after this cursor's "
                 "markDeletePosition is the message to chase."
             ),
-            "§7.2", msg_backlog=backlog, **numbers,
+            "§7.2",
+            msg_backlog=backlog,
+            **numbers,
         )
 
     def persist_limit(self, name: str, sub: SubscriptionStats | None, cursor: CursorStats | None) -> None:
@@ -345,23 +376,33 @@ class _Diagnosis:
             printed, told = len(cursor.ack_ranges), cursor.total_non_contiguous_deleted_messages_range
             if "totalNonContiguousDeletedMessagesRange" in cursor.present and printed != told:
                 self.add(
-                    Severity.INFO, _sub(name), "range-count-mismatch",
+                    Severity.INFO,
+                    _sub(name),
+                    "range-count-mismatch",
                     f"individuallyDeletedMessages holds {printed} ranges but totalNonContiguousDeletedMessagesRange "
                     f"says {told}: the string was cut while copying, or acks changed the set between the two reads.",
                     "Copy the whole stats-internal output again (a file: pulsar-admin ... > internal.json).",
-                    "§7.2", printed_ranges=printed, total_ranges=told,
+                    "§7.2",
+                    printed_ranges=printed,
+                    total_ranges=told,
                 )
         kept = limit + 1  # the persisting loop stops after adding range limit+1
         if count <= kept:
             return
         self.add(
-            Severity.CRITICAL, _sub(name), "unacked-ranges-over-persist-limit",
+            Severity.CRITICAL,
+            _sub(name),
+            "unacked-ranges-over-persist-limit",
             f"{count} individual-ack ranges but managedLedgerMaxUnackedRangesToPersist={limit}: only the first "
             f"{kept} survive a broker restart or topic unload; the acks in the other {count - kept} are lost "
             "and those messages are delivered again.",
             "Find why acks scatter (a slow or stuck consumer, nacks/redeliveries, one hole holding the mark-delete); "
             "raise managedLedgerMaxUnackedRangesToPersist only with care (cursor ledger size).",
-            "§7.2", ranges=count, persisted=kept, lost=count - kept, limit=limit,
+            "§7.2",
+            ranges=count,
+            persisted=kept,
+            lost=count - kept,
+            limit=limit,
         )
 
     # ----------------------------------------------------------------------- unacked limits, permits
@@ -371,12 +412,16 @@ class _Diagnosis:
             return
         limit = self.limits.max_unacked_messages_per_subscription
         self.add(
-            Severity.CRITICAL, _sub(name), "subscription-blocked-on-unacked",
+            Severity.CRITICAL,
+            _sub(name),
+            "subscription-blocked-on-unacked",
             f"the subscription is blocked: {sub.unacked_messages} unacked messages reached "
             f"maxUnackedMessagesPerSubscription ({limit}); no consumer gets anything until acks bring it "
             "down to half the limit.",
             "Look at the consumers with the most unackedMessages: they receive but do not ack (or ack too slowly).",
-            "§5.2", unacked=sub.unacked_messages, limit=limit,
+            "§5.2",
+            unacked=sub.unacked_messages,
+            limit=limit,
         )
 
     def blocked_consumer(self, name: str, sub: SubscriptionStats, c: ConsumerStats) -> None:
@@ -385,12 +430,17 @@ class _Diagnosis:
         limit = self.limits.max_unacked_messages_per_consumer
         note = "" if c.unacked_messages >= limit else f" (below {limit}: this broker's limit is set lower)"
         self.add(
-            Severity.WARNING, _consumer(c, name), "consumer-blocked-on-unacked",
+            Severity.WARNING,
+            _consumer(c, name),
+            "consumer-blocked-on-unacked",
             f"blocked on unacked messages: {c.unacked_messages} unacked reached maxUnackedMessagesPerConsumer"
             f"{note}; the broker parks its FLOW permits and sends nothing until acks bring it to half the limit.",
             f"Check {c.consumer_name}'s ack path (lastAckedTimestamp {c.last_acked_timestamp}): failed processing "
             "without ack or nack, or acks lost with a crashed ack-grouping flush.",
-            "§5.2, §6", unacked=c.unacked_messages, permits=c.available_permits, limit=limit,
+            "§5.2, §6",
+            unacked=c.unacked_messages,
+            permits=c.available_permits,
+            limit=limit,
         )
 
     def permits(self, name: str, sub: SubscriptionStats) -> None:
@@ -408,31 +458,40 @@ class _Diagnosis:
         stalled = len(starved) == len(candidates) and not flowing
         names = ", ".join(f"{c.consumer_name} (unacked {c.unacked_messages})" for c in starved)
         state = (
-            "nothing is being dispatched" if stalled
+            "nothing is being dispatched"
+            if stalled
             else "their receiver queues are full: the application has not taken those messages yet"
         )
         self.add(
-            Severity.WARNING if stalled else Severity.INFO, _sub(name), "no-permits-with-backlog",
+            Severity.WARNING if stalled else Severity.INFO,
+            _sub(name),
+            "no-permits-with-backlog",
             f"{len(starved)} of {len(candidates)} consumers that could receive have 0 permits while {waiting} "
             f"messages wait ({names}); {state}. The broker sends only against FLOW permits, and the client sends "
             "FLOW again only after the application has taken half its receiver queue.",
             "Check whether the application calls receive() (or whether its listener is stuck) on "
             + ", ".join(str(c.consumer_name) for c in starved)
             + "; with receiverQueueSize 0, permits exist only while receive() waits.",
-            "§6", consumers_without_permits=len(starved), consumers=len(candidates), waiting=waiting,
+            "§6",
+            consumers_without_permits=len(starved),
+            consumers=len(candidates),
+            waiting=waiting,
         )
 
     def no_consumers(self, name: str, sub: SubscriptionStats) -> None:
         if sub.consumers or sub.msg_backlog <= 0:
             return
         self.add(
-            Severity.INFO, _sub(name), "no-consumers",
+            Severity.INFO,
+            _sub(name),
+            "no-consumers",
             f"{_n(sub.msg_backlog, 'message waits', 'messages wait')} and no consumer is connected; the backlog "
             "stays (and keeps ledgers) until one subscribes, the subscription is removed, or a TTL / backlog quota "
             "acts.",
             "If the subscription is abandoned, delete it (pulsar-admin topics unsubscribe); otherwise start its "
             "consumers.",
-            "§11", msg_backlog=sub.msg_backlog,
+            "§11",
+            msg_backlog=sub.msg_backlog,
         )
 
     # ----------------------------------------------------------------------- Key_Shared
@@ -452,13 +511,17 @@ class _Diagnosis:
             hole = f"; the mark-delete is held by the hole at {self.ledgers.next_valid(md)}" if held and md else ""
             self.add(
                 Severity.WARNING if held else Severity.INFO,
-                f'consumer "{consumer_name}" of subscription "{name}"', "recently-joined-consumer",
+                f'consumer "{consumer_name}" of subscription "{name}"',
+                "recently-joined-consumer",
                 f"joined when {what} was {joined} and gets only entries before {joined} until "
                 f"{md_text}{between}{hole}. Classic Key_Shared (3.x) holds back every key of a recently joined "
                 "consumer this way to keep per-key order.",
                 "Chase the oldest unacked message of the subscription (ack-holes): once it is acked the mark-delete "
                 "moves and the consumer is released. allowOutOfOrderDelivery=true removes the gate.",
-                "§3.1", join_position=str(joined), mark_delete=str(md) if md else None, entries_between=gap,
+                "§3.1",
+                join_position=str(joined),
+                mark_delete=str(md) if md else None,
+                entries_between=gap,
             )
 
     def draining(self, name: str, sub: SubscriptionStats) -> None:
@@ -472,18 +535,25 @@ class _Diagnosis:
             top = sorted(c.draining_hashes, key=lambda d: (-d.blocked_attempts, d.hash))[:3]
             top_text = ", ".join(
                 f"{d.hash} ({d.unack_msgs} unacked, {d.blocked_attempts} blocked"
-                + (f", now {owners(d.hash)}'s" if owners(d.hash) else "") + ")"
+                + (f", now {owners(d.hash)}'s" if owners(d.hash) else "")
+                + ")"
                 for d in top
             )
             self.add(
-                Severity.WARNING if blocked else Severity.INFO, _consumer(c, name), "draining-hashes",
+                Severity.WARNING if blocked else Severity.INFO,
+                _consumer(c, name),
+                "draining-hashes",
                 f"drains {_n(count, 'hash', 'hashes')} with {_n(unacked, 'unacked message')}; their new owners "
                 f"wait until {c.consumer_name} acks them ({blocked} dispatch attempts blocked so far)"
-                + (f": {top_text}" if top_text else "") + ". PIP-379 moves a hash only after its pending "
+                + (f": {top_text}" if top_text else "")
+                + ". PIP-379 moves a hash only after its pending "
                 "messages are acked.",
                 f"Look at {c.consumer_name}'s oldest unacked messages (its unackedMessages is {c.unacked_messages}); "
                 "a key's hash is murmur3_32(key) % 65535 + 1 in 4.x consistent hashing.",
-                "§3.2", draining=count, unacked=unacked, blocked_attempts=blocked,
+                "§3.2",
+                draining=count,
+                unacked=unacked,
+                blocked_attempts=blocked,
                 top_hash=top[0].hash if top else None,
             )
 
@@ -510,27 +580,37 @@ class _Diagnosis:
         if gaps:
             total = sum(g.end - g.start + 1 for g in gaps)
             self.add(
-                Severity.WARNING, _sub(name), "key-hash-range-gap",
+                Severity.WARNING,
+                _sub(name),
+                "key-hash-range-gap",
                 f"{total} key hashes have no consumer: {', '.join(map(str, gaps[:5]))}"
                 + (" ..." if len(gaps) > 5 else "")
                 + ". Messages whose key hashes there cannot be dispatched; they wait in the replay set.",
                 "Give a consumer the missing ranges (KeySharedPolicy.stickyHashRange) or connect the consumer that "
                 "owned them.",
-                "§2.3, §3.1", gaps=len(gaps), uncovered_hashes=total, first_gap=str(gaps[0]),
+                "§2.3, §3.1",
+                gaps=len(gaps),
+                uncovered_hashes=total,
+                first_gap=str(gaps[0]),
             )
         if overlaps:
             r, a, b = overlaps[0]
             same = a.consumer_name == b.consumer_name
             self.add(
-                Severity.WARNING, _sub(name), "key-hash-range-overlap",
+                Severity.WARNING,
+                _sub(name),
+                "key-hash-range-overlap",
                 f"{len(overlaps)} hash ranges are claimed twice, first {r} by {a.consumer_name} and {b.consumer_name}"
                 + (
                     " (the same name: stats of consumers sharing a name show the same ranges, apache/pulsar#16654)"
-                    if same else ""
+                    if same
+                    else ""
                 )
                 + ". The broker rejects overlapping sticky ranges, so this output mixes two moments or two consumers.",
                 "Give every consumer a unique consumerName and take the stats again.",
-                "§2.3", overlaps=len(overlaps), first_overlap=str(r),
+                "§2.3",
+                overlaps=len(overlaps),
+                first_overlap=str(r),
             )
 
     def replay(self, name: str, sub: SubscriptionStats) -> None:
@@ -546,14 +626,18 @@ class _Diagnosis:
             "of that hash",
         }.get(sub.type, "redeliveries (nacks, ack timeouts) and the pending messages of consumers that disconnected")
         self.add(
-            Severity.WARNING if over else Severity.INFO, _sub(name), "messages-in-replay",
+            Severity.WARNING if over else Severity.INFO,
+            _sub(name),
+            "messages-in-replay",
             f"{_n(sub.msg_in_replay, 'message waits', 'messages wait')} in the replay set: {why}. Replays are "
             "dispatched before new reads"
-            + (f"; at the look-ahead limit {limit} normal reads stop" if over else "") + ".",
+            + (f"; at the look-ahead limit {limit} normal reads stop" if over else "")
+            + ".",
             "If it stays high, look for a consumer without permits or a blocked hash (draining-hashes, "
             "no-permits-with-backlog).",
             "§5.2, §3.2" if sub.type is ConsumerType.KeyShared else "§5.2",
-            msg_in_replay=sub.msg_in_replay, look_ahead_limit=limit,
+            msg_in_replay=sub.msg_in_replay,
+            look_ahead_limit=limit,
         )
 
 
@@ -571,7 +655,7 @@ def _hash_owners(sub: SubscriptionStats):
 
 
 def infer_line(stats: TopicStats | None = None, internal: InternalStats | None = None) -> str | None:
-    """"4.x" when consumers carry PIP-379 fields, "3.x" when they carry the classic Key_Shared ones, else None."""
+    """ "4.x" when consumers carry PIP-379 fields, "3.x" when they carry the classic Key_Shared ones, else None."""
     if stats is None:
         return None
     units = [stats, *stats.partitions.values()]
@@ -589,8 +673,10 @@ def infer_line(stats: TopicStats | None = None, internal: InternalStats | None =
 
 
 def _units(
-    stats: TopicStats | None, internal: InternalStats | None,
-    previous_stats: TopicStats | None, previous_internal: InternalStats | None,
+    stats: TopicStats | None,
+    internal: InternalStats | None,
+    previous_stats: TopicStats | None,
+    previous_internal: InternalStats | None,
 ) -> list[_Unit]:
     def parts_of_stats(s: TopicStats | None) -> dict[str | None, TopicStats]:
         if s is None:

@@ -18,8 +18,8 @@ import json
 import math
 from typing import Any, Callable, Iterator, TypeVar
 
-from pulsarlab.managed_ledger.position import Position
 from pulsarlab.importers.lenient_json import JsonSource, PathStep, StatsFormatError
+from pulsarlab.managed_ledger.position import Position
 
 T = TypeVar("T")
 _LONG_MIN, _LONG_MAX = -(2**63), 2**63 - 1

@@ -184,7 +184,7 @@ def _hint(text: str, pos: int, msg: str) -> str:
     if rest.startswith(("//", "/*", "#")):
         return " (comments are not JSON and pulsar-admin never prints them: delete the annotation)"
     if rest[0] in "\u201c\u201d\u2018\u2019":
-        return " (a typographic quote: the text went through a word processor or chat tool; use plain \" quotes)"
+        return ' (a typographic quote: the text went through a word processor or chat tool; use plain " quotes)'
     if rest[0] == "'":
         return " (JSON strings and field names use double quotes)"
     if rest.startswith(("...", "\u2026")):

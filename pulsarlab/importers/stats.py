@@ -26,11 +26,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pulsarlab.managed_ledger.position import Position
-from pulsarlab.protocol.subscription import ConsumerType, HashRange, KeySharedMode
 from pulsarlab.importers import lenient_json
 from pulsarlab.importers.fields import Fields, describe, parse_position
 from pulsarlab.importers.lenient_json import JsonSource
+from pulsarlab.managed_ledger.position import Position
+from pulsarlab.protocol.subscription import ConsumerType, HashRange, KeySharedMode
 
 _RANGE_TEXT = re.compile(r"\s*\[\s*(-?\d+)\s*,\s*(-?\d+)\s*\]\s*")
 
@@ -101,9 +101,7 @@ class ConsumerStats:
             draining_hashes_count=f.int("drainingHashesCount"),
             draining_hashes_cleared_total=f.int("drainingHashesClearedTotal"),
             draining_hashes_unacked_messages=f.int("drainingHashesUnackedMessages"),
-            draining_hashes=tuple(
-                _draining_hash(Fields(v, f.source, steps)) for v, steps in f.items("drainingHashes")
-            ),
+            draining_hashes=tuple(_draining_hash(Fields(v, f.source, steps)) for v, steps in f.items("drainingHashes")),
             address=f.str("address"),
             connected_since=f.str("connectedSince"),
             client_version=f.str("clientVersion"),

@@ -18,12 +18,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pulsarlab.managed_ledger.position import Position
-from pulsarlab.managed_ledger.rangeset import OpenLongPairRangeSet
 from pulsarlab.importers import lenient_json
 from pulsarlab.importers.fields import Fields
 from pulsarlab.importers.lenient_json import JsonSource
 from pulsarlab.importers.ranges import AckRange, RangeFormatError, parse_ranges, ranges_to_set
+from pulsarlab.managed_ledger.position import Position
+from pulsarlab.managed_ledger.rangeset import OpenLongPairRangeSet
 
 
 @dataclass(frozen=True)
@@ -213,6 +213,5 @@ def from_json(data: Any, src: JsonSource) -> PersistentTopicInternalStats | Part
             if "subscriptions" in data or "msgRateIn" in data
             else ""
         )
-        raise src.error("expected stats-internal output with \"ledgers\" and \"cursors\"" + hint)
+        raise src.error('expected stats-internal output with "ledgers" and "cursors"' + hint)
     return PersistentTopicInternalStats.read(f)
-

@@ -33,16 +33,16 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from sortedcontainers import SortedDict
 
+from pulsarlab.date_format import format_timestamp
 from pulsarlab.errors import IllegalArgumentException, PulsarError
 from pulsarlab.event_catalogue.cursor import BATCH_INDEX_DELETED, CURSOR_RESET, INDIVIDUALLY_DELETED, MARK_DELETE_MOVED
-from pulsarlab.date_format import format_timestamp
 from pulsarlab.managed_ledger.exceptions import CursorAlreadyClosedException, ManagedLedgerException
 from pulsarlab.managed_ledger.position import EARLIEST, LATEST, Position, make_position
 from pulsarlab.managed_ledger.rangeset import OpenLongPairRangeSet
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pulsarlab.messages import EntryData
     from pulsarlab.managed_ledger.ledger import ManagedLedger
+    from pulsarlab.messages import EntryData
 
 _MASK64 = (1 << 64) - 1
 CURSOR_INTERNAL_PROPERTY_PREFIX = "#pulsar.internal."
@@ -128,7 +128,8 @@ class ManagedCursor:
         else:
             position = ledger.first_position()
             counter = ledger.entries_added_counter - ledger._count(
-                position.ledger_id, position.entry_id, False, lce.ledger_id, lce.entry_id, True)
+                position.ledger_id, position.entry_id, False, lce.ledger_id, lce.entry_id, True
+            )
         self.mark_delete_position: Position = position
         self.read_position: Position = ledger.next_valid_position(position)
         self.messages_consumed_counter = counter
@@ -155,8 +156,7 @@ class ManagedCursor:
         read = self.read_position
         lce = self._ledger.last_confirmed_entry
         if lce.entry_id != -1:  # _has_more(read), inlined: asked before every dispatcher read
-            return read.ledger_id < lce.ledger_id or (read.ledger_id == lce.ledger_id
-                                                      and read.entry_id <= lce.entry_id)
+            return read.ledger_id < lce.ledger_id or (read.ledger_id == lce.ledger_id and read.entry_id <= lce.entry_id)
         return self._entries_to_read(read.ledger_id, read.entry_id) > 0
 
     def _has_more(self, l: int, e: int) -> bool:
@@ -236,8 +236,12 @@ class ManagedCursor:
         filtering = idm.has_any_from(l, e)  # acked entries before the read position filter nothing
         entries = ml._entries.get(l)
         count = len(entries) if entries is not None else 0
-        if (not filtering and 0 <= e < count and (l > md_l or (l == md_l and e > md_e))
-                and (e + max_entries < count or not self._has_more(l, count))):
+        if (
+            not filtering
+            and 0 <= e < count
+            and (l > md_l or (l == md_l and e > md_e))
+            and (e + max_entries < count or not self._has_more(l, count))
+        ):
             # one step of the loop below, the common case: a run of this ledger fills the read or ends the topic
             hi = min(e + max_entries, count)
             self.read_position = make_position(l, hi)
@@ -330,11 +334,13 @@ class ManagedCursor:
         new_md = ml.previous_position(new_read)
         md = self.mark_delete_position
         if (md.ledger_id, md.entry_id) >= (new_md.ledger_id, new_md.entry_id):
-            self.messages_consumed_counter -= self._count(new_md.ledger_id, new_md.entry_id, True,
-                                                          md.ledger_id, md.entry_id, False)
+            self.messages_consumed_counter -= self._count(
+                new_md.ledger_id, new_md.entry_id, True, md.ledger_id, md.entry_id, False
+            )
         else:
-            self.messages_consumed_counter += self._count(md.ledger_id, md.entry_id, True,
-                                                          new_md.ledger_id, new_md.entry_id, False)
+            self.messages_consumed_counter += self._count(
+                md.ledger_id, md.entry_id, True, new_md.ledger_id, new_md.entry_id, False
+            )
         self.mark_delete_position = new_md
         self.individually_deleted_messages.clear()
         if self._batch is not None:
@@ -344,8 +350,15 @@ class ManagedCursor:
         self.read_position = new_read
         log = ml.events
         if log is not None and log.enabled:
-            log.append_row(CURSOR_RESET, ml.scheduler.now(), self._event_sid(log), new_md.ledger_id,
-                           new_md.entry_id, new_read.ledger_id, new_read.entry_id)
+            log.append_row(
+                CURSOR_RESET,
+                ml.scheduler.now(),
+                self._event_sid(log),
+                new_md.ledger_id,
+                new_md.entry_id,
+                new_read.ledger_id,
+                new_read.entry_id,
+            )
         return new_read
 
     # ------------------------------------------------------------------ acknowledging
@@ -393,8 +406,9 @@ class ManagedCursor:
                     if bits:
                         batch[(l, e)] = bits
                         if log is not None:
-                            log.append_row(BATCH_INDEX_DELETED, ml.scheduler.now(), self._event_sid(log), l, e,
-                                           bits.bit_count())
+                            log.append_row(
+                                BATCH_INDEX_DELETED, ml.scheduler.now(), self._event_sid(log), l, e, bits.bit_count()
+                            )
                         continue
                     batch.pop((l, e), None)
                 else:
@@ -440,8 +454,16 @@ class ManagedCursor:
                     if l > new_l or (l == new_l and e > new_e):
                         append_row(INDIVIDUALLY_DELETED, now, sid, l, e)
             if new is not md:
-                log.append_row(MARK_DELETE_MOVED, now, self._event_sid(log), md.ledger_id, md.entry_id, new.ledger_id,
-                               new.entry_id, log.intern(WHY_INDIVIDUAL))
+                log.append_row(
+                    MARK_DELETE_MOVED,
+                    now,
+                    self._event_sid(log),
+                    md.ledger_id,
+                    md.entry_id,
+                    new.ledger_id,
+                    new.entry_id,
+                    log.intern(WHY_INDIVIDUAL),
+                )
 
     def _event_sid(self, log: Any) -> int:
         """The log's id of this cursor's event name, interned at first use (as `EventLog.append` would)."""
@@ -467,8 +489,9 @@ class ManagedCursor:
         if (read.ledger_id, read.entry_id) <= (l, e):
             self.read_position = ml.position_of(*ml._next_valid(l, e))
 
-    def mark_delete(self, position: Position, ack_set: list[int] | None = None,
-                    properties: dict[str, int] | None = None) -> None:
+    def mark_delete(
+        self, position: Position, ack_set: list[int] | None = None, properties: dict[str, int] | None = None
+    ) -> None:
         """`markDelete(position[, properties])`: a cumulative ack up to ``position``.
 
         With an ack set the previous position is marked and (with batch-index deletion on) the batch's
@@ -500,8 +523,9 @@ class ManagedCursor:
             md = self.mark_delete_position
             info = ml._info.get(md.ledger_id)
             next_ledger = ml._ceiling_ledger(lce.ledger_id + 1)
-            move_forward = (info is not None and next_ledger is not None
-                            and md.entry_id + 1 >= info.entries and l == next_ledger)
+            move_forward = (
+                info is not None and next_ledger is not None and md.entry_id + 1 >= info.entries and l == next_ledger
+            )
             if not move_forward:
                 raise ManagedLedgerException("Invalid mark deleted position")
         log = ml.events
@@ -518,7 +542,8 @@ class ManagedCursor:
         if (l, e) < (old_l, old_e):
             raise MarkDeletingMarkedPosition(
                 f"Mark deleting an already mark-deleted position. Current mark-delete: {old} "
-                f"-- attempted mark delete: {l}:{e}")
+                f"-- attempted mark delete: {l}:{e}"
+            )
         ml = self._ledger
         idm = self.individually_deleted_messages
         if (l, e) != (old_l, old_e):
@@ -543,8 +568,9 @@ class ManagedCursor:
             idm.remove_at_most(l, e)
         self._forget_up_to(l, e)
         if log is not None and new is not old:
-            log.append_row(MARK_DELETE_MOVED, ml.scheduler.now(), self._event_sid(log), old_l, old_e, l, e,
-                           log.intern(why))
+            log.append_row(
+                MARK_DELETE_MOVED, ml.scheduler.now(), self._event_sid(log), old_l, old_e, l, e, log.intern(why)
+            )
 
     # ------------------------------------------------------------------ properties
 
@@ -554,7 +580,8 @@ class ManagedCursor:
         for key in new:
             if key.startswith(CURSOR_INTERNAL_PROPERTY_PREFIX):
                 raise IllegalArgumentException(
-                    f"The property key can't start with {CURSOR_INTERNAL_PROPERTY_PREFIX}", via="future")
+                    f"The property key can't start with {CURSOR_INTERNAL_PROPERTY_PREFIX}", via="future"
+                )
         for key, value in self.cursor_properties.items():
             if key.startswith(CURSOR_INTERNAL_PROPERTY_PREFIX):
                 new[key] = value
@@ -591,14 +618,16 @@ class ManagedCursor:
                 break
         batch: dict = {}
         if self._batch:
-            max_batch = config.get("managedLedgerMaxBatchDeletedIndexToPersist",
-                                   DEFAULT_MAX_BATCH_DELETED_INDEX_TO_PERSIST)
+            max_batch = config.get(
+                "managedLedgerMaxBatchDeletedIndexToPersist", DEFAULT_MAX_BATCH_DELETED_INDEX_TO_PERSIST
+            )
             for key in self._batch.islice(0, max_batch):
                 batch[key] = self._batch[key]
         return self.mark_delete_position, dict(self.properties), ranges, batch
 
-    def _recover(self, position: Position, properties: dict[str, int],
-                 ranges: list[tuple[int, int, int, int]], batch: dict) -> None:
+    def _recover(
+        self, position: Position, properties: dict[str, int], ranges: list[tuple[int, int, int, int]], batch: dict
+    ) -> None:
         """`recover` + `recoveredCursor`: rebuild the cursor from its persisted state after a reload."""
         ml = self._ledger
         idm = self.individually_deleted_messages
@@ -616,7 +645,8 @@ class ManagedCursor:
         if (position.ledger_id, position.entry_id) > (lce.ledger_id, lce.entry_id):
             position = lce
         self.messages_consumed_counter = -self._count(
-            position.ledger_id, position.entry_id, False, lce.ledger_id, lce.entry_id, True)
+            position.ledger_id, position.entry_id, False, lce.ledger_id, lce.entry_id, True
+        )
         self.mark_delete_position = position
         self.read_position = ml.next_valid_position(position)
         self.properties = properties
@@ -631,8 +661,9 @@ class ManagedCursor:
         """`getIndividuallyDeletedMessages()`: the range set as stats-internal prints it."""
         return self.individually_deleted_messages.to_string(self._separator)
 
-    def stats_internal(self, subscription_have_pending_read: bool = False,
-                       subscription_have_pending_replay_read: bool = False) -> dict[str, Any]:
+    def stats_internal(
+        self, subscription_have_pending_read: bool = False, subscription_have_pending_replay_read: bool = False
+    ) -> dict[str, Any]:
         """The cursor's entry of stats-internal ``cursors`` (`ManagedLedgerInternalStats.CursorStats`, reference §11).
 
         The two ``subscriptionHavePending*`` flags belong to the dispatcher; its owner passes them in.
@@ -657,5 +688,7 @@ class ManagedCursor:
         }
 
     def __repr__(self) -> str:
-        return (f"ManagedCursor({self._ledger.name!r}/{self.name!r}, markDelete={self.mark_delete_position}, "
-                f"read={self.read_position}, individuallyDeleted={self.individually_deleted_messages_string()})")
+        return (
+            f"ManagedCursor({self._ledger.name!r}/{self.name!r}, markDelete={self.mark_delete_position}, "
+            f"read={self.read_position}, individuallyDeleted={self.individually_deleted_messages_string()})"
+        )

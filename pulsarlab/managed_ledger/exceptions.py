@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from pulsarlab.errors import PulsarError
 
-
 _MLE = "org.apache.bookkeeper.mledger.ManagedLedgerException"
 
 

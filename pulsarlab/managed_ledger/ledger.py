@@ -26,15 +26,14 @@ returns new, equal `EntryData` objects, so the many stored entries stay out of t
 from __future__ import annotations
 
 from bisect import bisect_left
-from dataclasses import dataclass
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
 from pulsarlab.clock import Scheduler
-from pulsarlab.events import EventLog
-from pulsarlab.event_catalogue.managed_ledger import ENTRY_WRITTEN, LEDGER_ROLLED
-from pulsarlab.messages import EntryData
 from pulsarlab.date_format import format_timestamp
+from pulsarlab.event_catalogue.managed_ledger import ENTRY_WRITTEN, LEDGER_ROLLED
+from pulsarlab.events import EventLog
 from pulsarlab.managed_ledger.cursor import ManagedCursor
 from pulsarlab.managed_ledger.exceptions import (
     CursorNotFoundException,
@@ -43,6 +42,7 @@ from pulsarlab.managed_ledger.exceptions import (
     NonRecoverableLedgerException,
 )
 from pulsarlab.managed_ledger.position import Position, make_position
+from pulsarlab.messages import EntryData
 
 FIRST_LEDGER_ID = 3  # the first ledger id the lab hands out (a fresh standalone's first topic ledger is similar)
 
@@ -224,12 +224,15 @@ class ManagedLedger:
             if name_sid is None:  # interned at first use, as `append` would
                 name_sid = self._name_sid = log.intern(self.name)
             n = data.metadata.num_messages_in_batch
-            log.append_row(ENTRY_WRITTEN, self.scheduler.now(), name_sid, lid, pos.entry_id, 1 if n is None else n,
-                           size)
+            log.append_row(
+                ENTRY_WRITTEN, self.scheduler.now(), name_sid, lid, pos.entry_id, 1 if n is None else n, size
+            )
         # currentLedgerIsFull(), asked only when a limit may be reached (the common write reaches none)
-        if (self.current_ledger_entries >= self.max_entries_per_ledger
-                or self.current_ledger_size >= self._max_ledger_bytes
-                or self.scheduler.now() - self.last_ledger_created_timestamp >= self._max_rollover_ms):
+        if (
+            self.current_ledger_entries >= self.max_entries_per_ledger
+            or self.current_ledger_size >= self._max_ledger_bytes
+            or self.scheduler.now() - self.last_ledger_created_timestamp >= self._max_rollover_ms
+        ):
             why = self._current_ledger_full()
             if why is not None:
                 self._roll(why)
@@ -284,8 +287,13 @@ class ManagedLedger:
         log = self.events
         if log is not None and log.enabled:
             log.append(
-                LEDGER_ROLLED, self.scheduler.now(), topic=self.name, closed=closed, entries=entries,
-                opened=self._current_id, why=why,
+                LEDGER_ROLLED,
+                self.scheduler.now(),
+                topic=self.name,
+                closed=closed,
+                entries=entries,
+                opened=self._current_id,
+                why=why,
             )
 
     def _drop_ledger(self, lid: int) -> None:
@@ -384,15 +392,20 @@ class ManagedLedger:
             count += self._info[ids[j]].entries
         return count
 
-    def number_of_entries(self, start_exclusive: Position | None = None,
-                          end_inclusive: Position | None = None) -> int:
+    def number_of_entries(self, start_exclusive: Position | None = None, end_inclusive: Position | None = None) -> int:
         """`getNumberOfEntries(Range.openClosed(start, end))`; with no arguments `getNumberOfEntries()`, all entries."""
         if start_exclusive is None and end_inclusive is None:
             return self._stored_entries
         if start_exclusive is None or end_inclusive is None:
             raise TypeError("number_of_entries takes both start_exclusive and end_inclusive, or neither")
-        return self._count(start_exclusive.ledger_id, start_exclusive.entry_id, False,
-                           end_inclusive.ledger_id, end_inclusive.entry_id, True)
+        return self._count(
+            start_exclusive.ledger_id,
+            start_exclusive.entry_id,
+            False,
+            end_inclusive.ledger_id,
+            end_inclusive.entry_id,
+            True,
+        )
 
     def position_of(self, ledger_id: int, entry_id: int) -> Position:
         """The Position (ledger, entry). Positions are made when asked for, not stored per entry: a stored one
@@ -486,5 +499,7 @@ class ManagedLedger:
         }
 
     def __repr__(self) -> str:
-        return (f"ManagedLedger({self.name!r}, ledgers={[i.ledger_id for i in self.ledgers]}, "
-                f"lastConfirmedEntry={self.last_confirmed_entry})")
+        return (
+            f"ManagedLedger({self.name!r}, ledgers={[i.ledger_id for i in self.ledgers]}, "
+            f"lastConfirmedEntry={self.last_confirmed_entry})"
+        )

@@ -563,8 +563,12 @@ class OpenLongPairRangeSet:
 
     def cardinality(self, lower_key: int, lower_value: int, upper_key: int, upper_value: int) -> int:
         """How many entries ``(lower_key:lower_value) <= e <= (upper_key:upper_value)``; the lower value is clamped at 0."""
-        for name, v in (("lower_key", lower_key), ("lower_value", lower_value),
-                        ("upper_key", upper_key), ("upper_value", upper_value)):
+        for name, v in (
+            ("lower_key", lower_key),
+            ("lower_value", lower_value),
+            ("upper_key", upper_key),
+            ("upper_value", upper_value),
+        ):
             _check_long(name, v)
         if lower_key > upper_key:
             raise IllegalArgumentException("inconsistent range")  # ConcurrentSkipListMap.subMap

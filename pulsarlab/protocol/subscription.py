@@ -191,6 +191,12 @@ class ConsumerKeySharedPolicy:
 
 
 __all__ = [
-    "CLIENT_HASH_RANGE_SIZE", "ConsumerKeySharedPolicy", "ConsumerType", "HashRange", "InitialPosition",
-    "KeySharedMode", "hash_range_pair", "validate_sticky_policy_ranges",
+    "CLIENT_HASH_RANGE_SIZE",
+    "ConsumerKeySharedPolicy",
+    "ConsumerType",
+    "HashRange",
+    "InitialPosition",
+    "KeySharedMode",
+    "hash_range_pair",
+    "validate_sticky_policy_ranges",
 ]

@@ -24,7 +24,11 @@ from typing import Any, Mapping
 import numpy as np
 
 from pulsarlab.broker.delayed.bucket.snapshot import InMemoryBucketSnapshotStorage
-from pulsarlab.broker.delayed.bucket.tracker import BUCKET_TRACKER_FACTORY, IN_MEMORY_TRACKER_FACTORY, new_delayed_delivery_tracker
+from pulsarlab.broker.delayed.bucket.tracker import (
+    BUCKET_TRACKER_FACTORY,
+    IN_MEMORY_TRACKER_FACTORY,
+    new_delayed_delivery_tracker,
+)
 from pulsarlab.clock import Scheduler
 from pulsarlab.events import EventLog
 from pulsarlab.profiles import get_profile
@@ -58,13 +62,15 @@ class WorkloadResult:
 RESULT_FIELDS = tuple(WorkloadResult.__dataclass_fields__)
 
 
-def workload(messages: int, spread_ms: int, seed: int, min_delay_ms: int, entries_per_ledger: int
-             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def workload(
+    messages: int, spread_ms: int, seed: int, min_delay_ms: int, entries_per_ledger: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(ledger ids, entry ids, deliverAt times) of the messages, in the order the cursor reads them."""
     i = np.arange(messages, dtype=np.int64)
     rng = np.random.default_rng(seed)
-    delays = min_delay_ms + (rng.integers(0, spread_ms, messages, dtype=np.int64) if spread_ms > 0
-                             else np.zeros(messages, dtype=np.int64))
+    delays = min_delay_ms + (
+        rng.integers(0, spread_ms, messages, dtype=np.int64) if spread_ms > 0 else np.zeros(messages, dtype=np.int64)
+    )
     return FIRST_LEDGER + i // entries_per_ledger, i % entries_per_ledger, delays
 
 
@@ -84,12 +90,19 @@ def run_tracker_workload(
     by ``broker_config`` (broker.conf names)."""
     if tracker not in _FACTORIES:
         raise ValueError(f"tracker must be one of {TRACKERS}, got {tracker!r}")
-    for name, value, low in (("messages", messages, 1), ("spread_ms", spread_ms, 0), ("min_delay_ms", min_delay_ms, 0),
-                             ("entries_per_ledger", entries_per_ledger, 1), ("release_batch", release_batch, 1)):
+    for name, value, low in (
+        ("messages", messages, 1),
+        ("spread_ms", spread_ms, 0),
+        ("min_delay_ms", min_delay_ms, 0),
+        ("entries_per_ledger", entries_per_ledger, 1),
+        ("release_batch", release_batch, 1),
+    ):
         if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < low:
             raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
     profile = get_profile(version)
-    conf = profile.broker_config({**(broker_config or {}), "delayedDeliveryTrackerFactoryClassName": _FACTORIES[tracker]})
+    conf = profile.broker_config(
+        {**(broker_config or {}), "delayedDeliveryTrackerFactoryClassName": _FACTORIES[tracker]}
+    )
     scheduler = Scheduler()
     storage = InMemoryBucketSnapshotStorage()
     events = EventLog()
@@ -104,11 +117,21 @@ def run_tracker_workload(
                 break
             released[0] += len(got)
 
-    box.append(new_delayed_delivery_tracker(scheduler, read_more_entries, config=conf, profile=profile,
-                                            snapshot_storage=storage, cursor_properties={}, events=events))
+    box.append(
+        new_delayed_delivery_tracker(
+            scheduler,
+            read_more_entries,
+            config=conf,
+            profile=profile,
+            snapshot_storage=storage,
+            cursor_properties={},
+            events=events,
+        )
+    )
     t = box[0]
-    ledgers, entries, times = workload(int(messages), int(spread_ms), int(seed), int(min_delay_ms),
-                                       int(entries_per_ledger))
+    ledgers, entries, times = workload(
+        int(messages), int(spread_ms), int(seed), int(min_delay_ms), int(entries_per_ledger)
+    )
     if hasattr(t, "add_messages"):
         t.add_messages(ledgers, entries, times)
     else:
@@ -125,18 +148,36 @@ def run_tracker_workload(
         raise RuntimeError(f"{tracker} tracker released {released[0]} of {messages} messages")
     ops = storage.operations
     return WorkloadResult(
-        tracker=tracker, messages=int(messages), spread_ms=int(spread_ms), seed=int(seed), memory_bytes=int(memory),
-        index_size_bytes=int(index_size), stored_bytes=int(stored), buckets=buckets,
-        timer_fires=t.read_more_entries_calls, segment_loads=len(events.of_kind("segment_loaded")),
+        tracker=tracker,
+        messages=int(messages),
+        spread_ms=int(spread_ms),
+        seed=int(seed),
+        memory_bytes=int(memory),
+        index_size_bytes=int(index_size),
+        stored_bytes=int(stored),
+        buckets=buckets,
+        timer_fires=t.read_more_entries_calls,
+        segment_loads=len(events.of_kind("segment_loaded")),
         snapshot_ops=ops.create + ops.get_metadata + ops.get_segment + ops.get_length + ops.delete,
-        released=released[0])
+        released=released[0],
+    )
 
 
-def sweep(messages: Any = (1_000, 5_000, 20_000), spreads_ms: Any = (3_600_000, 86_400_000),
-          trackers: Any = TRACKERS, seeds: Any = (0,), **kwargs: Any) -> list[WorkloadResult]:
+def sweep(
+    messages: Any = (1_000, 5_000, 20_000),
+    spreads_ms: Any = (3_600_000, 86_400_000),
+    trackers: Any = TRACKERS,
+    seeds: Any = (0,),
+    **kwargs: Any,
+) -> list[WorkloadResult]:
     """`run_tracker_workload` over the grid messages x spreads x trackers x seeds, in that order, locally."""
-    return [run_tracker_workload(t, n, s, seed, **kwargs)
-            for n in messages for s in spreads_ms for t in trackers for seed in seeds]
+    return [
+        run_tracker_workload(t, n, s, seed, **kwargs)
+        for n in messages
+        for s in spreads_ms
+        for t in trackers
+        for seed in seeds
+    ]
 
 
 __all__ = ["RESULT_FIELDS", "TRACKERS", "WorkloadResult", "run_tracker_workload", "sweep", "workload"]

@@ -25,10 +25,10 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from pulsarlab.hashing import murmur3_32_bulk
-from pulsarlab.profiles import StickyHashMode, get_profile
 from pulsarlab.broker.key_shared import SELECTOR_KINDS, make_selector
 from pulsarlab.broker.key_shared.base import NO_CONSUMER, Consumer, StickyKeyConsumerSelector
+from pulsarlab.hashing import murmur3_32_bulk
+from pulsarlab.profiles import StickyHashMode, get_profile
 
 STICKY_HASH_SPACE = 65536  # STICKY consumers' ranges cover [0, 65535] (KeySharedPolicySticky's bounds)
 MAX_CONSUMERS = STICKY_HASH_SPACE - 1  # so that c{N+1} still fits (auto-split can split 65536 times)
@@ -82,9 +82,7 @@ def equal_ranges(n_consumers: int, space: int = STICKY_HASH_SPACE) -> list[tuple
 
 def _consumers(kind: str, n_consumers: int) -> list[Consumer]:
     if kind == "sticky":
-        return [
-            Consumer(i, f"c{i}", ranges=(r,)) for i, r in enumerate(equal_ranges(n_consumers), start=1)
-        ]
+        return [Consumer(i, f"c{i}", ranges=(r,)) for i, r in enumerate(equal_ranges(n_consumers), start=1)]
     return [Consumer(i, f"c{i}") for i in range(1, n_consumers + 1)]
 
 
@@ -94,9 +92,7 @@ def _new_selector(kind: str, version: str, points: int) -> StickyKeyConsumerSele
     return make_selector(kind, version)
 
 
-def build_selector(
-    kind: str, n_consumers: int, version: str = "4.0", points: int = 100
-) -> StickyKeyConsumerSelector:
+def build_selector(kind: str, n_consumers: int, version: str = "4.0", points: int = 100) -> StickyKeyConsumerSelector:
     """A selector of ``kind`` with consumers c1..cN (ids 1..N) attached in order.
 
     ``points`` is the consistent-hashing replica-point count (ignored by the other kinds); STICKY
@@ -209,9 +205,7 @@ class MembershipPlan:
     def uses_histogram(self) -> bool:
         """True when selection depends only on a hash in a small range (4.x), so a histogram suffices."""
         start, end = self.key_hash_range
-        return (
-            self.base.profile.sticky_hash_mode is StickyHashMode.RANGED and end - start + 1 <= _TABLE_LIMIT
-        )
+        return self.base.profile.sticky_hash_mode is StickyHashMode.RANGED and end - start + 1 <= _TABLE_LIMIT
 
     def sticky_hashes(self, masked: np.ndarray) -> np.ndarray:
         """The values ``select`` receives for masked Murmur3 hashes under this plan's profile."""
@@ -239,9 +233,7 @@ class MembershipPlan:
         start, end = self.key_hash_range
         hist = np.asarray(histogram, dtype=np.int64)
         if hist.shape != (end - start + 1,):
-            raise ValueError(
-                f"histogram must have {end - start + 1} bins for [{start}, {end}], not shape {hist.shape}"
-            )
+            raise ValueError(f"histogram must have {end - start + 1} bins for [{start}, {end}], not shape {hist.shape}")
         base, joined, left = self._id_tables()
         n = self.consumers
         # float weights are exact here: counts stay far below 2^53

@@ -19,13 +19,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from pulsarlab.broker.key_shared import make_selector
+from pulsarlab.broker.key_shared.assignments import diff_ranges
+from pulsarlab.broker.key_shared.base import Consumer, StickyKeyConsumerSelector
 from pulsarlab.clock import Scheduler, Timer
 from pulsarlab.errors import PulsarError
-from pulsarlab.events import EventLog
-from pulsarlab.hashing import sticky_key
-from pulsarlab.profiles import ConsistentHashingVariant, Profile, StickyHashMode, get_profile
-from pulsarlab.broker.key_shared import make_selector
-from pulsarlab.broker.key_shared.base import Consumer, StickyKeyConsumerSelector
 from pulsarlab.event_catalogue.key_shared_scenario import (
     ASSIGN_REJECTED,
     CONSUMER_ADDED,
@@ -46,8 +44,10 @@ from pulsarlab.event_catalogue.key_shared_scenario import (
     STICKY_RANGES_ADDED,
     STICKY_RANGES_REMOVED,
 )
+from pulsarlab.events import EventLog
+from pulsarlab.hashing import sticky_key
+from pulsarlab.profiles import ConsistentHashingVariant, Profile, StickyHashMode, get_profile
 from pulsarlab.scenarios.key_shared_timeline import Frame, Timeline
-from pulsarlab.broker.key_shared.assignments import diff_ranges
 
 Snapshot = dict[str, Any]
 Assignment = tuple[int, int, "int | None"]  # (start, end, consumer id or None for "nobody")

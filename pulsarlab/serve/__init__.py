@@ -12,6 +12,14 @@ and SEND_RECEIPT written without dataclasses), `frames` (framing, checksums), `e
 wall time), `server` (the listener, background thread, foreground loop). Live views: `pulsarlab_widgets.live`.
 """
 
-from pulsarlab.serve.server import DEFAULT_PORT, ClientInfo, ClosedConnection, LabServer, ServerThread, serve_forever, start
+from pulsarlab.serve.server import (
+    DEFAULT_PORT,
+    ClientInfo,
+    ClosedConnection,
+    LabServer,
+    ServerThread,
+    serve_forever,
+    start,
+)
 
 __all__ = ["DEFAULT_PORT", "ClientInfo", "ClosedConnection", "LabServer", "ServerThread", "serve_forever", "start"]

@@ -45,11 +45,11 @@ class RemoteConsumer:
     broker's commands.
     """
 
-    __slots__ = ("connection", "consumer_id", "topic", "subscription", "name", "partition", "prefix",
-                 "broker_consumer")
+    __slots__ = ("connection", "consumer_id", "topic", "subscription", "name", "partition", "prefix", "broker_consumer")
 
-    def __init__(self, connection: "ServerConnection", consumer_id: int, topic: str, subscription: str, name: str,
-                 partition: int) -> None:
+    def __init__(
+        self, connection: "ServerConnection", consumer_id: int, topic: str, subscription: str, name: str, partition: int
+    ) -> None:
         self.connection = connection
         self.consumer_id = consumer_id
         self.topic = topic
@@ -60,8 +60,7 @@ class RemoteConsumer:
         self.broker_consumer: "Consumer | None" = None
 
     # --- what the broker model calls -----------------------------------------------------------
-    def message_received(self, ledger: int, entry: int, data: Any, redelivery_count: int,
-                         ack_set: int | None) -> None:
+    def message_received(self, ledger: int, entry: int, data: Any, redelivery_count: int, ack_set: int | None) -> None:
         conn = self.connection
         wire, checksum = conn.encoded_entry(data)
         conn.write(message_frame(self.prefix, ledger, entry, redelivery_count, ack_set, wire, checksum))

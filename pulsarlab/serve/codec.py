@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import enum
 import struct
-from dataclasses import MISSING, dataclass, fields as dc_fields
+from dataclasses import MISSING, dataclass
+from dataclasses import fields as dc_fields
 from typing import Any, Callable, ClassVar, TypeVar
 
 MASK64 = (1 << 64) - 1
@@ -324,7 +325,7 @@ def _packed(f: Field, buf: Any, start: int, end: int) -> list[Any]:
         if f.kind is DOUBLE:
             if pos + 8 > end:
                 raise CodecError(f"truncated packed field {f.name}")
-            v = _convert(f, WIRE_FIXED64, bytes(buf[pos:pos + 8]), buf)
+            v = _convert(f, WIRE_FIXED64, bytes(buf[pos : pos + 8]), buf)
             pos += 8
         else:
             raw, pos = decode_varint(buf, pos, end)
@@ -354,12 +355,12 @@ def iter_fields(buf: Any, start: int, end: int):
         elif wire == WIRE_FIXED64:
             if pos + 8 > end:
                 raise CodecError(f"field {number}: truncated 64-bit value")
-            raw = bytes(buf[pos:pos + 8])
+            raw = bytes(buf[pos : pos + 8])
             pos += 8
         elif wire == WIRE_FIXED32:
             if pos + 4 > end:
                 raise CodecError(f"field {number}: truncated 32-bit value")
-            raw = bytes(buf[pos:pos + 4])
+            raw = bytes(buf[pos : pos + 4])
             pos += 4
         else:
             raise CodecError(f"field {number}: unsupported wire type {wire}")
@@ -395,7 +396,33 @@ def decode_message(cls: type[M], buf: Any, start: int, end: int) -> M:
 
 
 __all__ = [
-    "BOOL", "BYTES", "CodecError", "DOUBLE", "ENUM", "F", "Field", "INT32", "INT64", "Kind", "Label", "MESSAGE",
-    "OPTIONAL", "ProtoMessage", "REPEATED", "REQUIRED", "STRING", "UINT32", "UINT64", "as_signed32", "as_signed64",
-    "decode_message", "decode_varint", "encode_message", "encode_varint", "iter_fields", "proto", "skip_field", "tag",
+    "BOOL",
+    "BYTES",
+    "CodecError",
+    "DOUBLE",
+    "ENUM",
+    "F",
+    "Field",
+    "INT32",
+    "INT64",
+    "Kind",
+    "Label",
+    "MESSAGE",
+    "OPTIONAL",
+    "ProtoMessage",
+    "REPEATED",
+    "REQUIRED",
+    "STRING",
+    "UINT32",
+    "UINT64",
+    "as_signed32",
+    "as_signed64",
+    "decode_message",
+    "decode_varint",
+    "encode_message",
+    "encode_varint",
+    "iter_fields",
+    "proto",
+    "skip_field",
+    "tag",
 ]

@@ -19,8 +19,24 @@ from pulsarlab.protocol.acks import AckType
 from pulsarlab.protocol.server_errors import ServerError
 from pulsarlab.protocol.subscription import ConsumerType, InitialPosition, KeySharedMode
 from pulsarlab.serve.codec import (
-    BOOL, BYTES, DOUBLE, ENUM, INT32, INT64, MESSAGE, REPEATED, REQUIRED, STRING, UINT32, UINT64,
-    CodecError, F, ProtoMessage, encode_varint, iter_fields, proto,
+    BOOL,
+    BYTES,
+    DOUBLE,
+    ENUM,
+    INT32,
+    INT64,
+    MESSAGE,
+    REPEATED,
+    REQUIRED,
+    STRING,
+    UINT32,
+    UINT64,
+    CodecError,
+    F,
+    ProtoMessage,
+    encode_varint,
+    iter_fields,
+    proto,
 )
 
 
@@ -475,8 +491,12 @@ class SendError(ProtoMessage):
     message: str = ""
 
 
-@proto(F(1, "producer_id", UINT64, REQUIRED), F(2, "request_id", UINT64, REQUIRED),
-       F(3, "assigned_broker_service_url", STRING), F(4, "assigned_broker_service_url_tls", STRING))
+@proto(
+    F(1, "producer_id", UINT64, REQUIRED),
+    F(2, "request_id", UINT64, REQUIRED),
+    F(3, "assigned_broker_service_url", STRING),
+    F(4, "assigned_broker_service_url_tls", STRING),
+)
 @dataclass(slots=True)
 class CloseProducer(ProtoMessage):
     producer_id: int = 0
@@ -645,8 +665,12 @@ class ReachedEndOfTopic(ProtoMessage):
     consumer_id: int = 0
 
 
-@proto(F(1, "consumer_id", UINT64, REQUIRED), F(2, "request_id", UINT64, REQUIRED),
-       F(3, "assigned_broker_service_url", STRING), F(4, "assigned_broker_service_url_tls", STRING))
+@proto(
+    F(1, "consumer_id", UINT64, REQUIRED),
+    F(2, "request_id", UINT64, REQUIRED),
+    F(3, "assigned_broker_service_url", STRING),
+    F(4, "assigned_broker_service_url_tls", STRING),
+)
 @dataclass(slots=True)
 class CloseConsumer(ProtoMessage):
     consumer_id: int = 0
@@ -810,8 +834,11 @@ class GetSchemaResponse(ProtoMessage):
     schema_version: bytes | None = None
 
 
-@proto(F(1, "request_id", UINT64, REQUIRED), F(2, "topic", STRING, REQUIRED),
-       F(3, "schema", MESSAGE, REQUIRED, type=SchemaInfo))
+@proto(
+    F(1, "request_id", UINT64, REQUIRED),
+    F(2, "topic", STRING, REQUIRED),
+    F(3, "schema", MESSAGE, REQUIRED, type=SchemaInfo),
+)
 @dataclass(slots=True)
 class GetOrCreateSchema(ProtoMessage):
     request_id: int = 0
@@ -1033,5 +1060,3 @@ def request_id_of(buf, start: int, end: int) -> int | None:
     except CodecError:
         return None
     return None
-
-

@@ -34,26 +34,61 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import google_crc32c
 
-from pulsarlab.event_catalogue import broker as ev
 from pulsarlab.broker.service import client_error_code
 from pulsarlab.errors import PulsarError
+from pulsarlab.event_catalogue import broker as ev
 from pulsarlab.protocol.acks import AckCommand, AckType
 from pulsarlab.protocol.server_errors import ServerError
 from pulsarlab.protocol.subscription import ConsumerKeySharedPolicy, ConsumerType, KeySharedMode
 from pulsarlab.serve.bridge import RemoteConsumer, RemoteProducer
 from pulsarlab.serve.codec import CodecError, decode_varint
 from pulsarlab.serve.commands import (
-    Ack, AckResponse, CloseConsumer, CloseProducer, CommandType, Connect, Connected, ConsumerStats,
-    ConsumerStatsResponse, Error, Flow, GetLastMessageId, GetLastMessageIdResponse, GetOrCreateSchema,
-    GetOrCreateSchemaResponse, GetSchema, GetSchemaResponse, GetTopicsOfNamespace, GetTopicsOfNamespaceResponse,
-    LookupKind, LookupRequest, LookupResponse, MetadataLookupKind, MsgId, PartitionMetadataRequest,
-    PartitionMetadataResponse, Ping, Pong, ProducerRequest, ProducerSuccess, RawCommand, RedeliverUnacked, Seek,
-    SendError, Subscribe, Success, TopicsMode, UnknownCommand, Unsubscribe, encode_command, read_envelope,
+    Ack,
+    AckResponse,
+    CloseConsumer,
+    CloseProducer,
+    CommandType,
+    Connect,
+    Connected,
+    ConsumerStats,
+    ConsumerStatsResponse,
+    Error,
+    Flow,
+    GetLastMessageId,
+    GetLastMessageIdResponse,
+    GetOrCreateSchema,
+    GetOrCreateSchemaResponse,
+    GetSchema,
+    GetSchemaResponse,
+    GetTopicsOfNamespace,
+    GetTopicsOfNamespaceResponse,
+    LookupKind,
+    LookupRequest,
+    LookupResponse,
+    MetadataLookupKind,
+    MsgId,
+    PartitionMetadataRequest,
+    PartitionMetadataResponse,
+    Ping,
+    Pong,
+    ProducerRequest,
+    ProducerSuccess,
+    RawCommand,
+    RedeliverUnacked,
+    Seek,
+    SendError,
+    Subscribe,
+    Success,
+    TopicsMode,
+    UnknownCommand,
+    Unsubscribe,
+    encode_command,
+    read_envelope,
     request_id_of,
 )
 from pulsarlab.serve.entries import WireEntry, read_metadata
-from pulsarlab.serve.hot_commands import producer_prefix, read_ack, read_send, send_receipt_frame
 from pulsarlab.serve.frames import ChecksumMismatch, Frame, FrameDecoder, FrameError, read_payload_section, simple_frame
+from pulsarlab.serve.hot_commands import producer_prefix, read_ack, read_send, send_receipt_frame
 
 if TYPE_CHECKING:  # pragma: no cover
     from pulsarlab.serve.server import LabServer
@@ -63,11 +98,19 @@ log = logging.getLogger("pulsarlab.serve")
 CLOSE_GRACE_S = 5.0
 SERVER_PROTOCOL_VERSION = 21  # what a 3.x/4.x broker announces; CONNECTED carries min(client's, this)
 # commands a client may send that the lab answers with ERROR(NotAllowedError) instead of closing
-_NOT_MODELLED = frozenset({
-    CommandType.NEW_TXN, CommandType.ADD_PARTITION_TO_TXN, CommandType.ADD_SUBSCRIPTION_TO_TXN, CommandType.END_TXN,
-    CommandType.END_TXN_ON_PARTITION, CommandType.END_TXN_ON_SUBSCRIPTION, CommandType.TC_CLIENT_CONNECT_REQUEST,
-    CommandType.WATCH_TOPIC_LIST, CommandType.WATCH_TOPIC_LIST_CLOSE,
-})
+_NOT_MODELLED = frozenset(
+    {
+        CommandType.NEW_TXN,
+        CommandType.ADD_PARTITION_TO_TXN,
+        CommandType.ADD_SUBSCRIPTION_TO_TXN,
+        CommandType.END_TXN,
+        CommandType.END_TXN_ON_PARTITION,
+        CommandType.END_TXN_ON_SUBSCRIPTION,
+        CommandType.TC_CLIENT_CONNECT_REQUEST,
+        CommandType.WATCH_TOPIC_LIST,
+        CommandType.WATCH_TOPIC_LIST_CLOSE,
+    }
+)
 
 
 class ProtocolViolation(Exception):
@@ -206,8 +249,10 @@ class ServerConnection(asyncio.Protocol):
             return
         transport.write(out[0] if len(out) == 1 else b"".join(out))
         if transport.get_write_buffer_size() > self.server.max_write_buffer:
-            self.close(f"the client does not read: more than {self.server.max_write_buffer} bytes waiting to be sent",
-                       abort=True)
+            self.close(
+                f"the client does not read: more than {self.server.max_write_buffer} bytes waiting to be sent",
+                abort=True,
+            )
 
     def send(self, body: Any) -> None:
         self.write(simple_frame(encode_command(body)))
@@ -263,8 +308,11 @@ class ServerConnection(asyncio.Protocol):
         buf = frame.buf
         cs, ce = frame.command_start, frame.command_end
         # the hot paths: SEND (type 6, body in field 6) and ACK (type 10, body in field 10), written type first
-        if ce - cs > 3 and buf[cs] == 0x08 and (buf[cs + 1] == 0x06 and buf[cs + 2] == 0x32
-                                                or buf[cs + 1] == 0x0A and buf[cs + 2] == 0x52):
+        if (
+            ce - cs > 3
+            and buf[cs] == 0x08
+            and (buf[cs + 1] == 0x06 and buf[cs + 2] == 0x32 or buf[cs + 1] == 0x0A and buf[cs + 2] == 0x52)
+        ):
             send = buf[cs + 1] == 0x06
             try:
                 n, p = decode_varint(buf, cs + 3, ce)
@@ -310,8 +358,9 @@ class ServerConnection(asyncio.Protocol):
         if raw.type in _NOT_MODELLED:
             request_id = request_id_of(buf, raw.body_start, raw.body_end)
             if request_id is not None:
-                self.error(request_id, ServerError.NotAllowedError,
-                           f"{raw.type.name} is not supported by the pulsarlab broker")
+                self.error(
+                    request_id, ServerError.NotAllowedError, f"{raw.type.name} is not supported by the pulsarlab broker"
+                )
                 return
         raise ProtocolViolation(f"unexpected command {raw.type.name} from a client")
 
@@ -322,11 +371,13 @@ class ServerConnection(asyncio.Protocol):
         self.client_version = cmd.client_version
         self.protocol_version = cmd.value("protocol_version")
         self.state = State.CONNECTED
-        self.send(Connected(
-            server_version=self.server.server_version,
-            protocol_version=min(self.protocol_version, SERVER_PROTOCOL_VERSION),
-            max_message_size=self.server.max_message_size,
-        ))
+        self.send(
+            Connected(
+                server_version=self.server.server_version,
+                protocol_version=min(self.protocol_version, SERVER_PROTOCOL_VERSION),
+                max_message_size=self.server.max_message_size,
+            )
+        )
 
     def _on_ping(self, cmd: Ping, frame: Frame) -> None:
         self.send(Pong())
@@ -342,21 +393,44 @@ class ServerConnection(asyncio.Protocol):
         try:
             topic = self._topic_name(cmd.topic)
         except PulsarError as e:
-            self.send(PartitionMetadataResponse(request_id=cmd.request_id, response=MetadataLookupKind.Failed,
-                                                error=ServerError.InvalidTopicName, message=str(e)))
+            self.send(
+                PartitionMetadataResponse(
+                    request_id=cmd.request_id,
+                    response=MetadataLookupKind.Failed,
+                    error=ServerError.InvalidTopicName,
+                    message=str(e),
+                )
+            )
             return
-        self.send(PartitionMetadataResponse(partitions=self.service.partition_count(topic),
-                                            request_id=cmd.request_id, response=MetadataLookupKind.Success))
+        self.send(
+            PartitionMetadataResponse(
+                partitions=self.service.partition_count(topic),
+                request_id=cmd.request_id,
+                response=MetadataLookupKind.Success,
+            )
+        )
 
     def _on_lookup(self, cmd: LookupRequest, frame: Frame) -> None:
         try:
             self._topic_name(cmd.topic)
         except PulsarError as e:
-            self.send(LookupResponse(request_id=cmd.request_id, response=LookupKind.Failed,
-                                     error=ServerError.InvalidTopicName, message=str(e)))
+            self.send(
+                LookupResponse(
+                    request_id=cmd.request_id,
+                    response=LookupKind.Failed,
+                    error=ServerError.InvalidTopicName,
+                    message=str(e),
+                )
+            )
             return
-        self.send(LookupResponse(broker_service_url=self.server.url, response=LookupKind.Connect,
-                                 request_id=cmd.request_id, authoritative=True))
+        self.send(
+            LookupResponse(
+                broker_service_url=self.server.url,
+                response=LookupKind.Connect,
+                request_id=cmd.request_id,
+                authoritative=True,
+            )
+        )
 
     def _on_get_topics(self, cmd: GetTopicsOfNamespace, frame: Frame) -> None:
         topics: list[str] = []
@@ -365,8 +439,13 @@ class ServerConnection(asyncio.Protocol):
         self.send(GetTopicsOfNamespaceResponse(request_id=cmd.request_id, topics=topics))
 
     def _on_get_schema(self, cmd: GetSchema, frame: Frame) -> None:
-        self.send(GetSchemaResponse(request_id=cmd.request_id, error_code=ServerError.TopicNotFound,
-                                    error_message="Topic not found or no-schema"))
+        self.send(
+            GetSchemaResponse(
+                request_id=cmd.request_id,
+                error_code=ServerError.TopicNotFound,
+                error_message="Topic not found or no-schema",
+            )
+        )
 
     def _on_get_or_create_schema(self, cmd: GetOrCreateSchema, frame: Frame) -> None:
         self.send(GetOrCreateSchemaResponse(request_id=cmd.request_id, schema_version=bytes(8)))
@@ -390,17 +469,24 @@ class ServerConnection(asyncio.Protocol):
         except PulsarError as e:
             self.error(cmd.request_id, client_error_code(e), str(e))
             return
-        self.producers[cmd.producer_id] = RemoteProducer(cmd.producer_id, handle, name, topic,
-                                                         producer_prefix(cmd.producer_id))
+        self.producers[cmd.producer_id] = RemoteProducer(
+            cmd.producer_id, handle, name, topic, producer_prefix(cmd.producer_id)
+        )
         self._recently_closed_producers.discard(cmd.producer_id)
         if self.lab.events.enabled:
-            self.lab.events.append(ev.PRODUCER_CREATED, self.lab.now(), producer=lab_id, name=name, topic=topic,
-                                   batching=None)
+            self.lab.events.append(
+                ev.PRODUCER_CREATED, self.lab.now(), producer=lab_id, name=name, topic=topic, batching=None
+            )
         self.send(ProducerSuccess(request_id=cmd.request_id, producer_name=name, last_sequence_id=-1))
 
     def _on_send(self, cmd: Any, frame: Frame) -> None:  # only when the fast path did not recognise the frame
-        self._publish(frame, cmd.producer_id, cmd.sequence_id, cmd.highest_sequence_id,
-                      bool(cmd.txnid_least_bits or cmd.txnid_most_bits))
+        self._publish(
+            frame,
+            cmd.producer_id,
+            cmd.sequence_id,
+            cmd.highest_sequence_id,
+            bool(cmd.txnid_least_bits or cmd.txnid_most_bits),
+        )
 
     def _publish(self, frame: Frame, producer_id: int, sequence_id: int, highest: int | None, txn: bool) -> None:
         """`ServerCnx.handleSend` + `Producer.publishMessage`: verify, store, answer SEND_RECEIPT."""
@@ -410,8 +496,12 @@ class ServerConnection(asyncio.Protocol):
                 return
             raise ProtocolViolation(f"Received message, but the producer is not ready : {producer_id}")
         if txn:
-            self._send_error(producer_id, sequence_id, ServerError.NotAllowedError,
-                             "transactions are not modelled by the pulsarlab broker")
+            self._send_error(
+                producer_id,
+                sequence_id,
+                ServerError.NotAllowedError,
+                "transactions are not modelled by the pulsarlab broker",
+            )
             return
         try:
             section = read_payload_section(frame.buf, frame.payload_start, frame.end)
@@ -467,11 +557,15 @@ class ServerConnection(asyncio.Protocol):
             meta = cmd.key_shared_meta
             try:
                 if meta is not None and meta.mode is KeySharedMode.Sticky:
-                    policy = ConsumerKeySharedPolicy(KeySharedMode.Sticky, bool(meta.allow_out_of_order_delivery),
-                                                     [(r.start, r.end) for r in meta.hash_ranges])
+                    policy = ConsumerKeySharedPolicy(
+                        KeySharedMode.Sticky,
+                        bool(meta.allow_out_of_order_delivery),
+                        [(r.start, r.end) for r in meta.hash_ranges],
+                    )
                 else:
                     policy = ConsumerKeySharedPolicy(
-                        KeySharedMode.AutoSplit, bool(meta is not None and meta.allow_out_of_order_delivery))
+                        KeySharedMode.AutoSplit, bool(meta is not None and meta.allow_out_of_order_delivery)
+                    )
             except PulsarError as e:
                 self.error(cmd.request_id, ServerError.ConsumerAssignError, str(e))
                 return
@@ -484,9 +578,17 @@ class ServerConnection(asyncio.Protocol):
         start = cmd.start_message_id
         try:
             consumer = svc.subscribe(
-                cnx, consumer_id=lab_id, topic=topic, subscription=cmd.subscription, sub_type=sub_type, name=name,
-                priority=cmd.value("priority_level") or 0, initial_position=initial, key_shared_policy=policy,
-                partition_index=cnx.partition, durable=durable,
+                cnx,
+                consumer_id=lab_id,
+                topic=topic,
+                subscription=cmd.subscription,
+                sub_type=sub_type,
+                name=name,
+                priority=cmd.value("priority_level") or 0,
+                initial_position=initial,
+                key_shared_policy=policy,
+                partition_index=cnx.partition,
+                durable=durable,
                 start_message_id=start.signed_ids() if start is not None else None,
             )
         except PulsarError as e:
@@ -510,25 +612,36 @@ class ServerConnection(asyncio.Protocol):
 
     def _on_ack(self, cmd: Ack, frame: Frame) -> None:  # only when the fast path did not recognise the frame
         ids = tuple((m.ledger_id, m.entry_id, tuple(m.ack_set) if m.ack_set else None) for m in cmd.message_ids)
-        self._apply_ack(cmd.consumer_id, int(cmd.ack_type), ids, {p.key: p.value for p in cmd.properties},
-                        cmd.request_id)
+        self._apply_ack(
+            cmd.consumer_id, int(cmd.ack_type), ids, {p.key: p.value for p in cmd.properties}, cmd.request_id
+        )
 
-    def _apply_ack(self, consumer_id: int, ack_type: int, ids: tuple, props: dict[str, int],
-                   request_id: int | None) -> None:
+    def _apply_ack(
+        self, consumer_id: int, ack_type: int, ids: tuple, props: dict[str, int], request_id: int | None
+    ) -> None:
         """`Consumer.messageAcked`; an ACK_RESPONSE when the client asked for a receipt (``request_id``)."""
         cnx = self.consumers.get(consumer_id)
         if cnx is None:
             if request_id is not None:
-                self.send(AckResponse(consumer_id=consumer_id, error=ServerError.ConsumerNotFound,
-                                      message=f"Consumer {consumer_id} not found", request_id=request_id))
+                self.send(
+                    AckResponse(
+                        consumer_id=consumer_id,
+                        error=ServerError.ConsumerNotFound,
+                        message=f"Consumer {consumer_id} not found",
+                        request_id=request_id,
+                    )
+                )
             return
         kind = AckType.CUMULATIVE if ack_type == 1 else AckType.INDIVIDUAL  # CommandAck.AckType's numbers
         try:
             self.service.ack(cnx.broker_consumer, AckCommand(kind, ids, props))
         except PulsarError as e:
             if request_id is not None:
-                self.send(AckResponse(consumer_id=consumer_id, error=client_error_code(e), message=str(e),
-                                      request_id=request_id))
+                self.send(
+                    AckResponse(
+                        consumer_id=consumer_id, error=client_error_code(e), message=str(e), request_id=request_id
+                    )
+                )
             return
         if request_id is not None:
             self.send(AckResponse(consumer_id=consumer_id, request_id=request_id))
@@ -567,8 +680,9 @@ class ServerConnection(asyncio.Protocol):
 
     def _on_seek(self, cmd: Seek, frame: Frame) -> None:
         if cmd.message_id is None and cmd.message_publish_time is None:
-            self.error(cmd.request_id, ServerError.MetadataError,
-                       "Message id and message publish time were not present")
+            self.error(
+                cmd.request_id, ServerError.MetadataError, "Message id and message publish time were not present"
+            )
             return
         cnx = self.consumers.get(cmd.consumer_id)
         if cnx is None:
@@ -578,11 +692,15 @@ class ServerConnection(asyncio.Protocol):
             if cmd.message_id is not None:
                 self.service.reset_cursor(cnx.broker_consumer, cmd.message_id.signed_ids())
             else:
-                self.service.reset_cursor(cnx.broker_consumer,
-                                          publish_time=self.server.clock.to_virtual(cmd.message_publish_time))
+                self.service.reset_cursor(
+                    cnx.broker_consumer, publish_time=self.server.clock.to_virtual(cmd.message_publish_time)
+                )
         except PulsarError as e:
-            prefix = "Error when resetting subscription: " if cmd.message_id is not None else \
-                "Reset subscription to publish time error: "
+            prefix = (
+                "Error when resetting subscription: "
+                if cmd.message_id is not None
+                else "Reset subscription to publish time error: "
+            )
             self.error(cmd.request_id, ServerError.UnknownError, prefix + str(e))
             return
         self.send(Success(cmd.request_id))
@@ -593,28 +711,49 @@ class ServerConnection(asyncio.Protocol):
             self.error(cmd.request_id, ServerError.MetadataError, "Consumer not found")
             return
         last = self.service.get_last_message_id(cnx.broker_consumer)
-        last_id = MsgId(ledger_id=last.ledger_id, entry_id=last.entry_id, partition=last.partition,
-                        batch_index=last.batch_index)
-        self.send(GetLastMessageIdResponse(
-            last_message_id=last_id, request_id=cmd.request_id,
-            consumer_mark_delete_position=MsgId(ledger_id=last.mark_delete_ledger_id,
-                                                entry_id=last.mark_delete_entry_id)))
+        last_id = MsgId(
+            ledger_id=last.ledger_id, entry_id=last.entry_id, partition=last.partition, batch_index=last.batch_index
+        )
+        self.send(
+            GetLastMessageIdResponse(
+                last_message_id=last_id,
+                request_id=cmd.request_id,
+                consumer_mark_delete_position=MsgId(
+                    ledger_id=last.mark_delete_ledger_id, entry_id=last.mark_delete_entry_id
+                ),
+            )
+        )
 
     def _on_consumer_stats(self, cmd: ConsumerStats, frame: Frame) -> None:
         cnx = self.consumers.get(cmd.consumer_id)
         if cnx is None:
-            self.send(ConsumerStatsResponse(request_id=cmd.request_id, error_code=ServerError.ConsumerNotFound,
-                                            error_message=f"Consumer {cmd.consumer_id} not found"))
+            self.send(
+                ConsumerStatsResponse(
+                    request_id=cmd.request_id,
+                    error_code=ServerError.ConsumerNotFound,
+                    error_message=f"Consumer {cmd.consumer_id} not found",
+                )
+            )
             return
         stats = self.service.consumer_stats(cnx.broker_consumer)
-        self.send(ConsumerStatsResponse(
-            request_id=cmd.request_id, msg_rate_out=0.0, msg_throughput_out=0.0, msg_rate_redeliver=0.0,
-            consumer_name=stats.consumer_name, available_permits=stats.available_permits,
-            unacked_messages=stats.unacked_messages,
-            blocked_consumer_on_unacked_msgs=stats.blocked_consumer_on_unacked_msgs, address=self.peer,
-            connected_since=stats.connected_since, type=stats.type, msg_rate_expired=0.0,
-            msg_backlog=stats.msg_backlog, message_ack_rate=0.0,
-        ))
+        self.send(
+            ConsumerStatsResponse(
+                request_id=cmd.request_id,
+                msg_rate_out=0.0,
+                msg_throughput_out=0.0,
+                msg_rate_redeliver=0.0,
+                consumer_name=stats.consumer_name,
+                available_permits=stats.available_permits,
+                unacked_messages=stats.unacked_messages,
+                blocked_consumer_on_unacked_msgs=stats.blocked_consumer_on_unacked_msgs,
+                address=self.peer,
+                connected_since=stats.connected_since,
+                type=stats.type,
+                msg_rate_expired=0.0,
+                msg_backlog=stats.msg_backlog,
+                message_ack_rate=0.0,
+            )
+        )
 
     # --- teardown -------------------------------------------------------------------------------
     def _release_all(self) -> None:
@@ -631,8 +770,10 @@ class ServerConnection(asyncio.Protocol):
         return self.server.encoded.get(data, self.server.clock.offset_ms)
 
     def __repr__(self) -> str:
-        return (f"<ServerConnection {self.peer} {self.state.value} producers={len(self.producers)} "
-                f"consumers={len(self.consumers)}>")
+        return (
+            f"<ServerConnection {self.peer} {self.state.value} producers={len(self.producers)} "
+            f"consumers={len(self.consumers)}>"
+        )
 
 
 __all__ = ["ProtocolViolation", "ServerConnection", "State"]

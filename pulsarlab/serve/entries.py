@@ -28,7 +28,12 @@ import google_crc32c
 from pulsarlab.messages import EntryData, MessageMetadata
 from pulsarlab.protocol.acks import ack_set_words
 from pulsarlab.serve.codec import (
-    CodecError, as_signed32, as_signed64, decode_varint, encode_varint, skip_field,
+    CodecError,
+    as_signed32,
+    as_signed64,
+    decode_varint,
+    encode_varint,
+    skip_field,
 )
 from pulsarlab.serve.commands import KeyValue, WireMetadata, WireSingleMetadata
 
@@ -157,9 +162,22 @@ def read_metadata(buf: bytes, start: int, end: int, clock_offset_ms: int = 0) ->
     if producer_name is None or sequence_id is None or publish_time is None:
         raise CodecError("MessageMetadata is missing a required field (producer_name, sequence_id, publish_time)")
     meta = MessageMetadata(
-        producer_name, sequence_id, publish_time - clock_offset_ms, properties, partition_key, b64, ordering_key,
-        event_time, num_in_batch, highest, None if deliver_at is None else deliver_at - clock_offset_ms,
-        uncompressed, uuid, chunk_id, num_chunks, total_chunk,
+        producer_name,
+        sequence_id,
+        publish_time - clock_offset_ms,
+        properties,
+        partition_key,
+        b64,
+        ordering_key,
+        event_time,
+        num_in_batch,
+        highest,
+        None if deliver_at is None else deliver_at - clock_offset_ms,
+        uncompressed,
+        uuid,
+        chunk_id,
+        num_chunks,
+        total_chunk,
     )
     return meta, plain
 
@@ -218,8 +236,9 @@ class WireEntry(EntryData):
     __slots__ = ("wire", "checksum", "plain", "_payloads", "_rows")
 
     @classmethod
-    def from_wire(cls, metadata: MessageMetadata, wire: bytes, checksum: bytes, plain: bool,
-                  metadata_end: int) -> "WireEntry":
+    def from_wire(
+        cls, metadata: MessageMetadata, wire: bytes, checksum: bytes, plain: bool, metadata_end: int
+    ) -> "WireEntry":
         """The entry for a SEND: ``metadata`` already decoded from ``wire[4:metadata_end]``."""
         entry = _new(cls)
         entry.metadata = metadata
@@ -362,8 +381,9 @@ def consumer_prefix(consumer_id: int) -> bytes:
     return b"\x08" + encode_varint(consumer_id)
 
 
-def message_frame(prefix: bytes, ledger: int, entry: int, redelivery_count: int, ack_set: int | None,
-                  wire: bytes, checksum: bytes) -> bytes:
+def message_frame(
+    prefix: bytes, ledger: int, entry: int, redelivery_count: int, ack_set: int | None, wire: bytes, checksum: bytes
+) -> bytes:
     """A complete MESSAGE frame: ``CommandMessage`` for one entry, then the stored bytes with their CRC32C."""
     mid = b"\x08" + encode_varint(ledger) + b"\x10" + encode_varint(entry)
     body = prefix + b"\x12" + encode_varint(len(mid)) + mid
@@ -377,6 +397,13 @@ def message_frame(prefix: bytes, ledger: int, entry: int, redelivery_count: int,
 
 
 __all__ = [
-    "EncodedEntries", "NotSplittable", "WireEntry", "consumer_prefix",
-    "entry_wire", "message_frame", "metadata_bytes", "read_metadata", "single_metadata_bytes",
+    "EncodedEntries",
+    "NotSplittable",
+    "WireEntry",
+    "consumer_prefix",
+    "entry_wire",
+    "message_frame",
+    "metadata_bytes",
+    "read_metadata",
+    "single_metadata_bytes",
 ]

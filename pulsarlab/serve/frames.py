@@ -128,11 +128,11 @@ class PayloadSection:
 
     @property
     def metadata(self) -> bytes:
-        return self.wire[4:self.metadata_end]
+        return self.wire[4 : self.metadata_end]
 
     @property
     def payload(self) -> bytes:
-        return self.wire[self.metadata_end:]
+        return self.wire[self.metadata_end :]
 
 
 def read_payload_section(buf: bytes, start: int, end: int, *, verify: bool = True) -> PayloadSection:
@@ -186,6 +186,15 @@ def wire_section(metadata: bytes, payload: bytes) -> bytes:
 
 
 __all__ = [
-    "ChecksumMismatch", "FRAME_PADDING", "Frame", "FrameDecoder", "FrameError", "FrameTooLarge", "PayloadSection",
-    "payload_frame", "read_payload_section", "simple_frame", "wire_section",
+    "ChecksumMismatch",
+    "FRAME_PADDING",
+    "Frame",
+    "FrameDecoder",
+    "FrameError",
+    "FrameTooLarge",
+    "PayloadSection",
+    "payload_frame",
+    "read_payload_section",
+    "simple_frame",
+    "wire_section",
 ]

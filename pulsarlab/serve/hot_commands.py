@@ -130,7 +130,7 @@ def _read_key_long(buf: bytes, pos: int, end: int) -> tuple[str, int]:
             if n > end - pos:
                 raise CodecError("key runs past the end of the property")
             try:
-                name = buf[pos:pos + n].decode("utf-8")
+                name = buf[pos : pos + n].decode("utf-8")
             except UnicodeDecodeError as e:
                 raise CodecError(f"property key is not UTF-8: {e}") from None
             pos += n
@@ -143,8 +143,7 @@ def _read_key_long(buf: bytes, pos: int, end: int) -> tuple[str, int]:
     return name, value
 
 
-def send_receipt_frame(producer_prefix: bytes, sequence_id: int, highest: int | None, ledger: int,
-                       entry: int) -> bytes:
+def send_receipt_frame(producer_prefix: bytes, sequence_id: int, highest: int | None, ledger: int, entry: int) -> bytes:
     """A SEND_RECEIPT frame; ``producer_prefix`` is field 1 (the producer id), written once per producer."""
     mid = b"\x08" + encode_varint(ledger) + b"\x10" + encode_varint(entry)
     body = producer_prefix + b"\x10" + encode_varint(sequence_id) + b"\x1a" + encode_varint(len(mid)) + mid

@@ -56,12 +56,14 @@ def check_bind_address(host: str, allow_remote: bool) -> None:
             infos = socket.getaddrinfo(host, None)
         except socket.gaierror as e:
             raise ValueError(f"cannot resolve {host!r}: {e}") from None
-        bad = sorted({info[4][0] for info in infos
-                      if not ipaddress.ip_address(str(info[4][0]).split("%")[0]).is_loopback})
+        bad = sorted(
+            {info[4][0] for info in infos if not ipaddress.ip_address(str(info[4][0]).split("%")[0]).is_loopback}
+        )
     if bad:
         raise PermissionError(
             f"refusing to listen on {host!r} ({', '.join(bad)}): not a loopback address, and the lab broker has "
-            "no authentication; pass allow_remote=True (pulsarlab serve --allow-remote) if you mean it")
+            "no authentication; pass allow_remote=True (pulsarlab serve --allow-remote) if you mean it"
+        )
 
 
 @dataclass(frozen=True)
@@ -214,9 +216,16 @@ class LabServer:
 
     def connection_closed(self, conn: ServerConnection) -> None:
         self.connections.discard(conn)
-        self.closed_connections.append(ClosedConnection(
-            conn.peer, conn.client_version, conn.close_reason or "closed", conn.opened_at, time.time(),
-            conn.frames_in))
+        self.closed_connections.append(
+            ClosedConnection(
+                conn.peer,
+                conn.client_version,
+                conn.close_reason or "closed",
+                conn.opened_at,
+                time.time(),
+                conn.frames_in,
+            )
+        )
 
     def clients(self) -> list[ClientInfo]:
         """The open connections with their producers and consumers (take ``lock`` from another thread)."""
@@ -224,7 +233,8 @@ class LabServer:
         for conn in list(self.connections):
             producers = tuple((p.topic, p.name) for p in conn.producers.values())
             consumers = tuple(
-                (c.topic, c.subscription, c.name) for c in conn.consumers.values() if c.broker_consumer is not None)
+                (c.topic, c.subscription, c.name) for c in conn.consumers.values() if c.broker_consumer is not None
+            )
             out.append(ClientInfo(conn.peer, conn.client_version, producers, consumers))
         return out
 
@@ -325,8 +335,15 @@ class ServerThread:
         return f"<pulsarlab server {self.server.url} {state}, {len(self.server.connections)} connection(s)>"
 
 
-def start(lab: "Lab", host: str = "127.0.0.1", port: int = DEFAULT_PORT, *, allow_remote: bool = False,
-          timeout: float = 10.0, **options: Any) -> ServerThread:
+def start(
+    lab: "Lab",
+    host: str = "127.0.0.1",
+    port: int = DEFAULT_PORT,
+    *,
+    allow_remote: bool = False,
+    timeout: float = 10.0,
+    **options: Any,
+) -> ServerThread:
     """Serve ``lab`` on a background thread: ``server = start(lab, port=0)``; ``server.url``; ``server.stop()``.
 
     ``port=0`` picks a free port. Options: ``advertised_host``, ``keepalive_s``, ``max_write_buffer``.
@@ -362,8 +379,15 @@ def start(lab: "Lab", host: str = "127.0.0.1", port: int = DEFAULT_PORT, *, allo
     return ServerThread(server, thread, loop)
 
 
-def serve_forever(lab: "Lab", host: str = "127.0.0.1", port: int = DEFAULT_PORT, *, allow_remote: bool = False,
-                  on_ready: Callable[[LabServer], None] | None = None, **options: Any) -> None:
+def serve_forever(
+    lab: "Lab",
+    host: str = "127.0.0.1",
+    port: int = DEFAULT_PORT,
+    *,
+    allow_remote: bool = False,
+    on_ready: Callable[[LabServer], None] | None = None,
+    **options: Any,
+) -> None:
     """Serve ``lab`` in this thread until SIGINT (Ctrl-C) or SIGTERM."""
     server = LabServer(lab, host, port, allow_remote=allow_remote, **options)
 
@@ -387,5 +411,13 @@ def serve_forever(lab: "Lab", host: str = "127.0.0.1", port: int = DEFAULT_PORT,
         pass
 
 
-__all__ = ["ClientInfo", "ClosedConnection", "DEFAULT_PORT", "LabServer", "ServerThread", "check_bind_address",
-           "serve_forever", "start"]
+__all__ = [
+    "ClientInfo",
+    "ClosedConnection",
+    "DEFAULT_PORT",
+    "LabServer",
+    "ServerThread",
+    "check_bind_address",
+    "serve_forever",
+    "start",
+]

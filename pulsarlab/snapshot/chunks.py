@@ -62,8 +62,13 @@ def chunk_info(data: Any) -> ChunkInfo | None:
     meta = data.metadata
     if meta.uuid is None or not meta.is_chunk:
         return None
-    return ChunkInfo(meta.uuid, meta.chunk_id, meta.num_chunks_from_msg, meta.producer_name,
-                     meta.total_chunk_msg_size if meta.total_chunk_msg_size is not None else 0)
+    return ChunkInfo(
+        meta.uuid,
+        meta.chunk_id,
+        meta.num_chunks_from_msg,
+        meta.producer_name,
+        meta.total_chunk_msg_size if meta.total_chunk_msg_size is not None else 0,
+    )
 
 
 def chunk_tracker_snap(cnx: Any) -> ChunkTrackerSnap | None:
@@ -73,10 +78,14 @@ def chunk_tracker_snap(cnx: Any) -> ChunkTrackerSnap | None:
         return None
     pending = tuple(
         PendingChunkedSnap(
-            uuid=uuid, total_chunks=ctx.total_chunks,
+            uuid=uuid,
+            total_chunks=ctx.total_chunks,
             chunk_positions=tuple(None if i is None else (i.ledger, i.entry) for i in ctx.chunk_ids),
-            last_chunk_id=ctx.last_chunk_id, bytes=len(ctx.buffer), total_chunk_msg_size=ctx.total_chunk_msg_size,
-            received_time=ctx.received_time)
+            last_chunk_id=ctx.last_chunk_id,
+            bytes=len(ctx.buffer),
+            total_chunk_msg_size=ctx.total_chunk_msg_size,
+            received_time=ctx.received_time,
+        )
         for uuid, ctx in tracker.chunked_messages.items()
     )
     return ChunkTrackerSnap(

@@ -114,9 +114,13 @@ def delayed_snapshot(tracker: Any) -> DelayedTrackerSnap | None:
         return None
     timer = tracker.timer
     common = dict(
-        kind=tracker_kind(tracker), messages=tracker.number_of_delayed_messages(), tick=tracker.tick_time_millis,
-        strict=tracker.is_delayed_delivery_deliver_at_time_strict, cutoff=tracker.cutoff_time(),
-        next_delivery=_next_delivery(tracker), timer_deadline=timer.deadline if timer is not None else None,
+        kind=tracker_kind(tracker),
+        messages=tracker.number_of_delayed_messages(),
+        tick=tracker.tick_time_millis,
+        strict=tracker.is_delayed_delivery_deliver_at_time_strict,
+        cutoff=tracker.cutoff_time(),
+        next_delivery=_next_delivery(tracker),
+        timer_deadline=timer.deadline if timer is not None else None,
         paused=tracker.would_pause_all_deliveries(),
         index_size_bytes=buffer_memory_usage(tracker),
     )
@@ -126,11 +130,18 @@ def delayed_snapshot(tracker: Any) -> DelayedTrackerSnap | None:
         mutable = tracker.mutable_bucket
         buckets = tuple(_bucket(tracker, b) for b in tracker.buckets())
         return DelayedTrackerSnap(
-            form="bucket", memory_bytes=sum(breakdown.values()), memory_breakdown=tuple(breakdown.items()),
-            queue=tuple(tracker.shared_queue(MAX_ITEMS)), queue_size=tracker.shared_queue_size(),
+            form="bucket",
+            memory_bytes=sum(breakdown.values()),
+            memory_breakdown=tuple(breakdown.items()),
+            queue=tuple(tracker.shared_queue(MAX_ITEMS)),
+            queue_size=tracker.shared_queue_size(),
             mutable_range=(mutable.start_ledger_id, mutable.end_ledger_id) if mutable.start_ledger_id >= 0 else None,
-            mutable=tuple(mutable.items(MAX_ITEMS)), mutable_size=mutable.size(), buckets=buckets,
-            stored_bytes=sum(b.snapshot_bytes for b in buckets), **common)
+            mutable=tuple(mutable.items(MAX_ITEMS)),
+            mutable_size=mutable.size(),
+            buckets=buckets,
+            stored_bytes=sum(b.snapshot_bytes for b in buckets),
+            **common,
+        )
     memory = tracker.memory_bytes()
     if isinstance(tracker, TimeBitmapDelayedDeliveryTracker):
         groups = tracker.buckets()
@@ -143,14 +154,23 @@ def delayed_snapshot(tracker: Any) -> DelayedTrackerSnap | None:
             if len(items) >= MAX_ITEMS:
                 break
         return DelayedTrackerSnap(
-            form="time_bitmap", memory_bytes=memory, memory_breakdown=(("time buckets", memory),),
-            queue=tuple(sorted(items)[:MAX_ITEMS]), queue_size=common["messages"],
+            form="time_bitmap",
+            memory_bytes=memory,
+            memory_breakdown=(("time buckets", memory),),
+            queue=tuple(sorted(items)[:MAX_ITEMS]),
+            queue_size=common["messages"],
             precision_ms=1 << tracker.timestamp_precision_bit_cnt,
             time_buckets=tuple(TimeBucketSnap(ts, sum(len(e) for _, e in ledgers)) for ts, ledgers in groups),
-            **common)
+            **common,
+        )
     return DelayedTrackerSnap(
-        form="priority_queue", memory_bytes=memory, memory_breakdown=(("priority queue", memory),),
-        queue=tuple(tracker.queue(MAX_ITEMS)), queue_size=common["messages"], **common)
+        form="priority_queue",
+        memory_bytes=memory,
+        memory_breakdown=(("priority queue", memory),),
+        queue=tuple(tracker.queue(MAX_ITEMS)),
+        queue_size=common["messages"],
+        **common,
+    )
 
 
 def _next_delivery(tracker: Any) -> int | None:
@@ -171,13 +191,36 @@ def _bucket(tracker: BucketDelayedDeliveryTracker, state: Any) -> BucketSnap:
             metas = ()
     segments = []
     for k, meta in enumerate(metas, start=1):
-        seg_state = DELIVERED if k < state.current_segment_entry_id else LOADED if k == state.current_segment_entry_id \
+        seg_state = (
+            DELIVERED
+            if k < state.current_segment_entry_id
+            else LOADED
+            if k == state.current_segment_entry_id
             else STORED
-        segments.append(SegmentSnap(k, meta.min_schedule_timestamp, meta.max_schedule_timestamp, meta.cardinality(),
-                                    seg_state))
-    return BucketSnap(state.start_ledger_id, state.end_ledger_id, state.bucket_id, state.messages,
-                      state.current_segment_entry_id, state.last_segment_entry_id, length, tuple(segments))
+        )
+        segments.append(
+            SegmentSnap(k, meta.min_schedule_timestamp, meta.max_schedule_timestamp, meta.cardinality(), seg_state)
+        )
+    return BucketSnap(
+        state.start_ledger_id,
+        state.end_ledger_id,
+        state.bucket_id,
+        state.messages,
+        state.current_segment_entry_id,
+        state.last_segment_entry_id,
+        length,
+        tuple(segments),
+    )
 
 
-__all__ = ["BucketSnap", "DELIVERED", "DelayedTrackerSnap", "LOADED", "MAX_ITEMS", "STORED", "SegmentSnap",
-           "TimeBucketSnap", "delayed_snapshot"]
+__all__ = [
+    "BucketSnap",
+    "DELIVERED",
+    "DelayedTrackerSnap",
+    "LOADED",
+    "MAX_ITEMS",
+    "STORED",
+    "SegmentSnap",
+    "TimeBucketSnap",
+    "delayed_snapshot",
+]

@@ -37,8 +37,8 @@ Simplifies: a frame is taken inside the event log's listener, i.e. at the instan
 a model operation may not be finished then (after a ``dispatched`` event the entry is not yet in the
 client's receiver queue: it is "on the wire"). The reason a waiting Key_Shared hash is blocked is the one
 the dispatcher's rules give for it now (`KeySharedDispatcher.blocked_hash_reason`, the rules its reads apply),
-not its last attempt's; the ``hash_blocked`` events carry the reason of each attempt. Client-side fields are None when a consumer's connection is not
-the model's own client (e.g. the binary-protocol front end).
+not its last attempt's; the ``hash_blocked`` events carry the reason of each attempt. Client-side fields are None
+when a consumer's connection is not the model's own client (e.g. the binary-protocol front end).
 """
 
 from __future__ import annotations
@@ -272,8 +272,10 @@ class SubscriptionSnap:
         for c in self.consumers:
             if c.name == name_or_id or c.id == name_or_id:
                 return c
-        raise KeyError(f"no consumer {name_or_id!r} on {short_topic(self.topic)} / {self.name}; "
-                       f"consumers: {[c.name for c in self.consumers]}")
+        raise KeyError(
+            f"no consumer {name_or_id!r} on {short_topic(self.topic)} / {self.name}; "
+            f"consumers: {[c.name for c in self.consumers]}"
+        )
 
 
 @dataclass(frozen=True)
@@ -301,8 +303,9 @@ class TopicSnap:
         for s in self.subscriptions:
             if s.name == name:
                 return s
-        raise KeyError(f"no subscription {name!r} on {self.short_name}; subscriptions: "
-                       f"{[s.name for s in self.subscriptions]}")
+        raise KeyError(
+            f"no subscription {name!r} on {self.short_name}; subscriptions: {[s.name for s in self.subscriptions]}"
+        )
 
     def positions(self) -> Iterator[Pos]:
         for led in self.ledgers:
@@ -333,8 +336,10 @@ class LabSnapshot:
                 return t
         for full, n in self.partitioned:
             if full == name or short_topic(full) == name:
-                raise KeyError(f"{name!r} is a partitioned topic: name one partition ({short_topic(full)}-partition-0 "
-                               f".. -{n - 1}), or use snapshot.partitions({name!r})")
+                raise KeyError(
+                    f"{name!r} is a partitioned topic: name one partition ({short_topic(full)}-partition-0 "
+                    f".. -{n - 1}), or use snapshot.partitions({name!r})"
+                )
         raise KeyError(f"no topic {name!r} in the snapshot; topics: {[t.short_name for t in self.topics]}")
 
     def partitions(self, name: str) -> tuple[TopicSnap, ...]:
@@ -388,7 +393,7 @@ REASON_TEXT = {
     ev.REASON_NO_PERMITS: "the consumer that owns the hash has no permits left",
     ev.REASON_NO_CONSUMER: "no consumer owns this hash",
     ev.REASON_RECENTLY_JOINED: "the owner joined recently: it gets only messages before its join read position "
-                            "until the mark-delete position passes it (classic)",
+    "until the mark-delete position passes it (classic)",
     "hash_already_blocked_in_this_read": "an earlier entry of this hash was held back in the same read",
 }
 
@@ -426,11 +431,23 @@ class SnapshotBuilder:
         svc = lab.service
         topics = tuple(self._topic(t) for name, t in svc.topics.items() if self._topic_wanted(name))
         config = tuple((k, lab.config[k]) for k in _CONFIG_KEYS if k in lab.config)
-        partitioned = tuple(sorted((n, p) for n, p in svc.partitioned.items() if self._topic_wanted(n)
-                                   or any(self._topic_wanted(f"{n}-partition-{i}") for i in range(p))))
-        return LabSnapshot(version=lab.profile.name, time=lab.now(), event_index=len(lab.events) - 1,
-                           topics=topics, partitioned=partitioned, config=config, history=history,
-                           redelivery=self._redelivery.build())
+        partitioned = tuple(
+            sorted(
+                (n, p)
+                for n, p in svc.partitioned.items()
+                if self._topic_wanted(n) or any(self._topic_wanted(f"{n}-partition-{i}") for i in range(p))
+            )
+        )
+        return LabSnapshot(
+            version=lab.profile.name,
+            time=lab.now(),
+            event_index=len(lab.events) - 1,
+            topics=topics,
+            partitioned=partitioned,
+            config=config,
+            history=history,
+            redelivery=self._redelivery.build(),
+        )
 
     # --- topics and ledgers --------------------------------------------------------------------
     def _ledger(self, topic: str, ml: Any, lid: int, open_: bool) -> LedgerSnap:
@@ -444,8 +461,8 @@ class SnapshotBuilder:
         new = entries[done:]
         snap = LedgerSnap(
             ledger_id=lid,
-            batch_sizes=(snap.batch_sizes if snap is not None else ()) + tuple(
-                d.metadata.num_messages_in_batch for d in new),
+            batch_sizes=(snap.batch_sizes if snap is not None else ())
+            + tuple(d.metadata.num_messages_in_batch for d in new),
             keys=(snap.keys if snap is not None else ()) + tuple(_entry_key(d) for d in new),
             open=open_,
             chunks=(snap.chunks if snap is not None else ()) + tuple(chunk_info(d) for d in new),
@@ -459,8 +476,14 @@ class SnapshotBuilder:
         ledgers = tuple(self._ledger(t.name, ml, info.ledger_id, info.ledger_id == current) for info in ml.ledgers)
         lce = ml.last_confirmed_entry
         subs = tuple(self._subscription(t, s, ledgers) for s in t.subscriptions.values())
-        return TopicSnap(name=t.name, id=t.id, partition_index=t.partition_index, ledgers=ledgers,
-                         last_confirmed=(lce.ledger_id, lce.entry_id), subscriptions=subs)
+        return TopicSnap(
+            name=t.name,
+            id=t.id,
+            partition_index=t.partition_index,
+            ledgers=ledgers,
+            last_confirmed=(lce.ledger_id, lce.entry_id),
+            subscriptions=subs,
+        )
 
     # --- cursor --------------------------------------------------------------------------------
     def _cursor(self, cursor: Any, ledgers: tuple[LedgerSnap, ...]) -> CursorSnap:
@@ -496,8 +519,15 @@ class SnapshotBuilder:
         read_not_acked = _messages_read_not_acked(cursor, ledgers) if single else 0
         batch_unacked = {(b.ledger, b.entry): len(b.unacked) for b in cursor.batch_acks}
         snaps = tuple(self._consumer(c, dispatcher, read_not_acked, batch_unacked) for c in consumers)
-        return SubscriptionSnap(name=sub.name, id=sub.id, topic=t.name, type=getattr(d, "type_name", None),
-                                cursor=cursor, dispatcher=dispatcher, consumers=snaps)
+        return SubscriptionSnap(
+            name=sub.name,
+            id=sub.id,
+            topic=t.name,
+            type=getattr(d, "type_name", None),
+            cursor=cursor,
+            dispatcher=dispatcher,
+            consumers=snaps,
+        )
 
     def _dispatcher(self, t: Any, sub: Any, d: Any, consumers: list) -> DispatcherSnap:
         kind = d.type_name
@@ -506,23 +536,38 @@ class SnapshotBuilder:
             active = d.active_consumer
             task = d.read_on_active_task
             return DispatcherSnap(
-                type=kind, consumer_order=order, active_consumer=active.id if active is not None else None,
+                type=kind,
+                consumer_order=order,
+                active_consumer=active.id if active is not None else None,
                 failover_rule=d.list.active_rule() if kind == "Failover" else None,
                 failover_pending_until=task.deadline if task is not None else None,
             )
         controller = d.redelivery_messages
         replay = tuple(ReplayEntry(l, e, controller.hash_of(l, e)) for l, e in controller.positions())
-        base = dict(type=kind, consumer_order=order, replay=replay, total_available_permits=d.total_available_permits,
-                    total_unacked=d.total_unacked_messages, blocked_on_unacked=d.blocked_on_unacked,
-                    delayed=delayed_snapshot(d.delayed.tracker))
+        base = dict(
+            type=kind,
+            consumer_order=order,
+            replay=replay,
+            total_available_permits=d.total_available_permits,
+            total_unacked=d.total_unacked_messages,
+            blocked_on_unacked=d.blocked_on_unacked,
+            delayed=delayed_snapshot(d.delayed.tracker),
+        )
         if kind != "Key_Shared":
             return DispatcherSnap(**base)
         selector = d.selector
         draining = d.draining
         drain = ()
         if draining is not None:
-            drain = tuple(sorted((DrainingHash(h, e.consumer.id, e.ref_count, e.blocked_count)
-                                  for h, e in draining.draining_hashes.items()), key=lambda x: x.hash))
+            drain = tuple(
+                sorted(
+                    (
+                        DrainingHash(h, e.consumer.id, e.ref_count, e.blocked_count)
+                        for h, e in draining.draining_hashes.items()
+                    ),
+                    key=lambda x: x.hash,
+                )
+            )
         rj = tuple((c.id, (p.ledger_id, p.entry_id)) for c, p in (d.recently_joined or {}).items())
         members = tuple(c.id for c in selector.consumers)
         cached = self._assignment_cache.get(id(selector))
@@ -531,15 +576,21 @@ class SnapshotBuilder:
             self._assignment_cache[id(selector)] = cached
         assignments = cached[2]
         return DispatcherSnap(
-            **base, key_shared_mode=d.key_shared_mode, classic=d.classic,
-            allow_out_of_order=d.allow_out_of_order_delivery, key_hash_range=tuple(selector.key_hash_range()),
-            assignments=assignments, draining=drain, recently_joined=rj,
+            **base,
+            key_shared_mode=d.key_shared_mode,
+            classic=d.classic,
+            allow_out_of_order=d.allow_out_of_order_delivery,
+            key_hash_range=tuple(selector.key_hash_range()),
+            assignments=assignments,
+            draining=drain,
+            recently_joined=rj,
             blocked_hashes=_blocked_hashes(t, d, replay),
         )
 
     # --- consumers -----------------------------------------------------------------------------
-    def _consumer(self, c: Any, dispatcher: DispatcherSnap | None, read_not_acked: int,
-                  batch_unacked: dict[Pos, int]) -> ConsumerSnap:
+    def _consumer(
+        self, c: Any, dispatcher: DispatcherSnap | None, read_not_acked: int, batch_unacked: dict[Pos, int]
+    ) -> ConsumerSnap:
         pending = c.pending_acks
         if pending is not None:
             items = sorted(pending.items())
@@ -567,12 +618,25 @@ class SnapshotBuilder:
             if tracker is not None and hasattr(type(tracker), "pending_individual_acks"):
                 grouping = _grouping(tracker, getattr(cnx, "batch_sizes", {}), partition)
         return ConsumerSnap(
-            id=c.id, name=c.name, priority=c.priority, partition=partition, connected=not c.closed, active=active,
-            permits=c.available_permits, parked_permits=c.permits_received_while_blocked, in_flight=in_flight,
-            unacked=c.unacked_messages, pending_acks=pending_pos, blocked=c.blocked,
-            max_unacked=c.max_unacked_messages, read_position_when_joining=c.read_position_when_joining,
-            receiver_queue=queue, receiver_queue_size=queue_size,
-            client_permits=client_permits, ack_grouping=grouping, chunks=chunk_tracker_snap(cnx),
+            id=c.id,
+            name=c.name,
+            priority=c.priority,
+            partition=partition,
+            connected=not c.closed,
+            active=active,
+            permits=c.available_permits,
+            parked_permits=c.permits_received_while_blocked,
+            in_flight=in_flight,
+            unacked=c.unacked_messages,
+            pending_acks=pending_pos,
+            blocked=c.blocked,
+            max_unacked=c.max_unacked_messages,
+            read_position_when_joining=c.read_position_when_joining,
+            receiver_queue=queue,
+            receiver_queue_size=queue_size,
+            client_permits=client_permits,
+            ack_grouping=grouping,
+            chunks=chunk_tracker_snap(cnx),
         )
 
 
@@ -614,8 +678,9 @@ def _grouping(tracker: Any, batch_sizes: dict, partition: int) -> AckGroupingSna
         max_group_size=tracker.max_group_size,
         batch_index_ack_enabled=tracker.batch_index_ack_enabled,
         pending_individual=tuple((m.ledger, m.entry) for m in tracker.pending_individual_acks),
-        pending_batch_index=tuple(sorted((m.ledger, m.entry, mask)
-                                         for m, mask in tracker.pending_batch_index_acks.items())),
+        pending_batch_index=tuple(
+            sorted((m.ledger, m.entry, mask) for m, mask in tracker.pending_batch_index_acks.items())
+        ),
         pending_cumulative=last_cum if tracker.cumulative_ack_flush_required else None,
         last_cumulative=last_cum,
         next_flush_ms=tracker.next_flush_ms,
@@ -641,11 +706,17 @@ def _blocked_hashes(t: Any, d: Any, replay: tuple[ReplayEntry, ...]) -> tuple[Bl
         except Exception:  # the entry is gone: no key to show
             key = None
         joined = block.joined_at
-        out.append(BlockedHash(
-            hash=h, consumer=block.consumer.id if block.consumer is not None else None, reason=block.reason,
-            positions=tuple(positions), key=key,
-            draining_from=block.draining_from.id if block.draining_from is not None else None,
-            joined_at=(joined.ledger_id, joined.entry_id) if joined is not None else None))
+        out.append(
+            BlockedHash(
+                hash=h,
+                consumer=block.consumer.id if block.consumer is not None else None,
+                reason=block.reason,
+                positions=tuple(positions),
+                key=key,
+                draining_from=block.draining_from.id if block.draining_from is not None else None,
+                joined_at=(joined.ledger_id, joined.entry_id) if joined is not None else None,
+            )
+        )
     return tuple(sorted(out, key=lambda b: b.positions[0]))
 
 
@@ -655,7 +726,20 @@ def snapshot(lab: "Lab", topics: Iterable[str] | None = None) -> LabSnapshot:
 
 
 __all__ = [
-    "AckGroupingSnap", "BatchBits", "BlockedHash", "ConsumerSnap", "CursorSnap", "DispatcherSnap", "DrainingHash",
-    "HashAssignment", "LabSnapshot", "LedgerSnap", "REASON_TEXT", "ReplayEntry",
-    "SnapshotBuilder", "SubscriptionSnap", "TopicSnap", "snapshot",
+    "AckGroupingSnap",
+    "BatchBits",
+    "BlockedHash",
+    "ConsumerSnap",
+    "CursorSnap",
+    "DispatcherSnap",
+    "DrainingHash",
+    "HashAssignment",
+    "LabSnapshot",
+    "LedgerSnap",
+    "REASON_TEXT",
+    "ReplayEntry",
+    "SnapshotBuilder",
+    "SubscriptionSnap",
+    "TopicSnap",
+    "snapshot",
 ]

@@ -53,17 +53,55 @@ class Frame:
 
 
 # the event kinds the views in widgets/views need (every=VIEW_KINDS keeps only these)
-VIEW_KINDS = frozenset({
-    "consumer_subscribed", "consumer_closed", "flow", "entries_read", "dispatched", "received", "acknowledged",
-    "ack_applied", "mark_delete_moved", "individually_deleted", "batch_index_deleted", "ledger_rolled",
-    "entry_persisted", "replay_added", "consumer_blocked", "dispatcher_blocked", "active_consumer_change",
-    "active_consumer_picked", "cursor_rewound", "redeliver_requested", "recently_joined", "draining_hash",
-    "hash_blocked", "ack_queued", "acks_flushed", "acks_lost", "duplicate_dropped",
-    "chunk_published", "chunk_received", "chunk_discarded", "chunked_message_assembled", "chunked_message_evicted",
-    "chunked_message_expired", "chunked_message_acked", "chunk_pinned", "chunk_held",
-    "negative_acked", "nack_timer_fired", "ack_timeout_tick", "redeliver_ids", "redelivery_counted",
-    "dead_letter_candidate", "dead_lettered", "reconsumed_later", "letter_producer_created",
-})
+VIEW_KINDS = frozenset(
+    {
+        "consumer_subscribed",
+        "consumer_closed",
+        "flow",
+        "entries_read",
+        "dispatched",
+        "received",
+        "acknowledged",
+        "ack_applied",
+        "mark_delete_moved",
+        "individually_deleted",
+        "batch_index_deleted",
+        "ledger_rolled",
+        "entry_persisted",
+        "replay_added",
+        "consumer_blocked",
+        "dispatcher_blocked",
+        "active_consumer_change",
+        "active_consumer_picked",
+        "cursor_rewound",
+        "redeliver_requested",
+        "recently_joined",
+        "draining_hash",
+        "hash_blocked",
+        "ack_queued",
+        "acks_flushed",
+        "acks_lost",
+        "duplicate_dropped",
+        "chunk_published",
+        "chunk_received",
+        "chunk_discarded",
+        "chunked_message_assembled",
+        "chunked_message_evicted",
+        "chunked_message_expired",
+        "chunked_message_acked",
+        "chunk_pinned",
+        "chunk_held",
+        "negative_acked",
+        "nack_timer_fired",
+        "ack_timeout_tick",
+        "redeliver_ids",
+        "redelivery_counted",
+        "dead_letter_candidate",
+        "dead_lettered",
+        "reconsumed_later",
+        "letter_producer_created",
+    }
+)
 
 _ID_WORDS = re.compile(r"\b(consumer|subscription|topic) (-?\d+)\b")
 
@@ -200,8 +238,12 @@ class Recorder(Sequence[Frame]):
         except Exception as error:  # never break the lab run because a picture of it failed
             self.errors.append((event.seq, error))
             if len(self.errors) == 1:
-                warnings.warn(f"Recorder: no frame for event {event.seq} ({event.kind}): "
-                              f"{type(error).__name__}: {error}; see recorder.errors", RuntimeWarning, stacklevel=2)
+                warnings.warn(
+                    f"Recorder: no frame for event {event.seq} ({event.kind}): "
+                    f"{type(error).__name__}: {error}; see recorder.errors",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
 
     def _learn(self, event: Event) -> None:
         f = event.fields
@@ -221,13 +263,22 @@ class Recorder(Sequence[Frame]):
         if self._keep_history:
             for t, s in snap.subscriptions():
                 for c in s.consumers:
-                    self._samples.append(Sample(
-                        event_index=snap.event_index, time=snap.time, topic=t.name, subscription=s.name,
-                        consumer=c.id, name=c.name, permits=c.permits, receiver_queue=c.receiver_queue,
-                        in_flight=c.in_flight, blocked=c.blocked))
+                    self._samples.append(
+                        Sample(
+                            event_index=snap.event_index,
+                            time=snap.time,
+                            topic=t.name,
+                            subscription=s.name,
+                            consumer=c.id,
+                            name=c.name,
+                            permits=c.permits,
+                            receiver_queue=c.receiver_queue,
+                            in_flight=c.in_flight,
+                            blocked=c.blocked,
+                        )
+                    )
             snap = replace(snap, history=History(self._samples, len(self._samples)))
-        frame = Frame(len(self._frames), event.seq if event is not None else snap.event_index, event, snap,
-                      explanation)
+        frame = Frame(len(self._frames), event.seq if event is not None else snap.event_index, event, snap, explanation)
         self._frames.append(frame)
         return frame
 

@@ -43,12 +43,30 @@ COUNTED = "counted"
 DLQ_CANDIDATE = "dlq_candidate"
 RETRIED = "retried"
 DEAD_LETTERED = "dead_lettered"
-STEP_KINDS = (PUBLISHED, DELIVERED, ACKED, NACKED, TIMED_OUT, NACK_DUE, REDELIVERY_ASKED, COUNTED, DLQ_CANDIDATE,
-              RETRIED, DEAD_LETTERED)
+STEP_KINDS = (
+    PUBLISHED,
+    DELIVERED,
+    ACKED,
+    NACKED,
+    TIMED_OUT,
+    NACK_DUE,
+    REDELIVERY_ASKED,
+    COUNTED,
+    DLQ_CANDIDATE,
+    RETRIED,
+    DEAD_LETTERED,
+)
 STEP_TEXT = {
-    PUBLISHED: "stored", DELIVERED: "delivered", ACKED: "acknowledged", NACKED: "negatively acknowledged",
-    TIMED_OUT: "ack timeout", NACK_DUE: "negative-ack delay over", REDELIVERY_ASKED: "redelivery asked",
-    COUNTED: "redelivery counted", DLQ_CANDIDATE: "DLQ candidate", RETRIED: "sent to the retry topic",
+    PUBLISHED: "stored",
+    DELIVERED: "delivered",
+    ACKED: "acknowledged",
+    NACKED: "negatively acknowledged",
+    TIMED_OUT: "ack timeout",
+    NACK_DUE: "negative-ack delay over",
+    REDELIVERY_ASKED: "redelivery asked",
+    COUNTED: "redelivery counted",
+    DLQ_CANDIDATE: "DLQ candidate",
+    RETRIED: "sent to the retry topic",
     DEAD_LETTERED: "sent to the DLQ",
 }
 
@@ -185,8 +203,16 @@ class RedeliveryStepRecorder:
     def _topic_of(self, ledger: int) -> str:
         return self._ledger_topic.get(ledger, "?")
 
-    def _step(self, e: Any, ledger: int, entry: int, kind: str, consumer: int | None = None,
-              subscription: str | None = None, **kw: Any) -> None:
+    def _step(
+        self,
+        e: Any,
+        ledger: int,
+        entry: int,
+        kind: str,
+        consumer: int | None = None,
+        subscription: str | None = None,
+        **kw: Any,
+    ) -> None:
         sub = subscription if consumer is None else self._consumers.get(consumer)
         self.steps.append(LifeStep(e.seq, e.time, self._topic_of(ledger), ledger, entry, kind, consumer, sub, **kw))
 
@@ -224,8 +250,14 @@ class RedeliveryStepRecorder:
             for ledger, entry in f["ids"] or ():
                 self._step(e, ledger, entry, REDELIVERY_ASKED, f["consumer"])
         elif k == "redelivery_counted":
-            self._step(e, f["ledger"], f["entry"], COUNTED, subscription=self._subscription_name(f["subscription"]),
-                       count=f["count"])
+            self._step(
+                e,
+                f["ledger"],
+                f["entry"],
+                COUNTED,
+                subscription=self._subscription_name(f["subscription"]),
+                count=f["count"],
+            )
         elif k == "dead_letter_candidate":
             self._step(e, f["ledger"], f["entry"], DLQ_CANDIDATE, f["consumer"], count=f["redelivery_count"])
         elif k in ("reconsumed_later", "dead_lettered"):
@@ -236,14 +268,23 @@ class RedeliveryStepRecorder:
                 self._ledger_topic.setdefault(ledger, topic)
             target = (topic, ids[0][0], ids[0][1]) if ids else None
             if k == "reconsumed_later":
-                self._step(e, f["ledger"], f["entry"], RETRIED, f["consumer"], count=f["reconsume_times"],
-                           target=target, delay_ms=f["delay_ms"])
+                self._step(
+                    e,
+                    f["ledger"],
+                    f["entry"],
+                    RETRIED,
+                    f["consumer"],
+                    count=f["reconsume_times"],
+                    target=target,
+                    delay_ms=f["delay_ms"],
+                )
             else:
                 self._step(e, f["ledger"], f["entry"], DEAD_LETTERED, f["consumer"], count=f["count"], target=target)
 
 
-def message_lives(red: RedeliverySnap | Sequence[LifeStep], *, topic: str | None = None,
-                  subscription: str | None = None) -> list[MessageLife]:
+def message_lives(
+    red: RedeliverySnap | Sequence[LifeStep], *, topic: str | None = None, subscription: str | None = None
+) -> list[MessageLife]:
     """The lives of the entries in ``red``'s steps, oldest first, each copy right after its origin.
 
     ``topic`` (short or full name; a partitioned topic's partitions count) keeps the entries of that topic and
@@ -353,21 +394,30 @@ def _trackers(lab: "Lab") -> list[ClientTrackersSnap]:
             if impl.dead_letters is not None:
                 candidates.extend(sorted(impl.dead_letters.possible))
         policy = c.dead_letter_policy
-        out.append(ClientTrackersSnap(
-            consumer=c._id, name=c.consumer_name(), subscription=c.subscription_name(), type=c.consumer_type.wire,
-            topics=tuple(c.topics()),
-            ack_timeout_ms=unacked.ack_timeout_millis if unacked is not None else None,
-            tick_ms=unacked.tick_duration_in_ms if unacked is not None else None,
-            ring=tuple(tuple((m.ledger, m.entry, m.partition) for m in p) for p in unacked.partitions)
-            if unacked is not None else (),
-            next_tick_ms=unacked.next_tick_ms if unacked is not None else None,
-            nack_form=form, nack_delay_ms=c._nack_delay_ms, nack_step_ms=step,
-            nacks=tuple(sorted(nacks, key=lambda n: (n.due_ms, n.ledger, n.entry))),
-            next_nack_ms=next_nack,
-            max_redeliver_count=policy.max_redeliver_count if policy is not None else None,
-            dead_letter_topics=tuple(sorted(set(c.dead_letter_topics().values()))),
-            retry_letter_topic=c.retry_letter_topic, dlq_candidates=tuple(candidates),
-        ))
+        out.append(
+            ClientTrackersSnap(
+                consumer=c._id,
+                name=c.consumer_name(),
+                subscription=c.subscription_name(),
+                type=c.consumer_type.wire,
+                topics=tuple(c.topics()),
+                ack_timeout_ms=unacked.ack_timeout_millis if unacked is not None else None,
+                tick_ms=unacked.tick_duration_in_ms if unacked is not None else None,
+                ring=tuple(tuple((m.ledger, m.entry, m.partition) for m in p) for p in unacked.partitions)
+                if unacked is not None
+                else (),
+                next_tick_ms=unacked.next_tick_ms if unacked is not None else None,
+                nack_form=form,
+                nack_delay_ms=c._nack_delay_ms,
+                nack_step_ms=step,
+                nacks=tuple(sorted(nacks, key=lambda n: (n.due_ms, n.ledger, n.entry))),
+                next_nack_ms=next_nack,
+                max_redeliver_count=policy.max_redeliver_count if policy is not None else None,
+                dead_letter_topics=tuple(sorted(set(c.dead_letter_topics().values()))),
+                retry_letter_topic=c.retry_letter_topic,
+                dlq_candidates=tuple(candidates),
+            )
+        )
     return out
 
 
@@ -387,8 +437,9 @@ def _nack_step_ms(lab: "Lab", delay_ms: int, tracker: Any) -> int:
 def _nack_entries(topic: str, tracker: Any) -> list[NackEntry]:
     unit = tracker.clock.nanos_per_unit
     if hasattr(tracker, "deadlines_ns"):
-        return [NackEntry(topic, m.ledger, m.entry, m.partition, -(-ns // unit))
-                for m, ns in tracker.deadlines_ns().items()]
+        return [
+            NackEntry(topic, m.ledger, m.entry, m.partition, -(-ns // unit)) for m, ns in tracker.deadlines_ns().items()
+        ]
     out = []
     for bucket, ledgers in tracker.buckets():
         due = (bucket - tracker.clock.epoch_ms) * 1_000_000 // unit
@@ -398,8 +449,28 @@ def _nack_entries(topic: str, tracker: Any) -> list[NackEntry]:
 
 
 __all__ = [
-    "ACKED", "COUNTED", "ClientTrackersSnap", "DEAD_LETTERED", "DELIVERED", "DLQ_CANDIDATE", "LifeStep",
-    "MessageLife", "NACKED", "NACK_DUE", "NackEntry", "OUT_ACKED", "OUT_DEAD", "OUT_RETRIED", "PUBLISHED",
-    "REDELIVERY_ASKED", "RETRIED", "RedeliverySnap", "RedeliverySnapshotBuilder", "RedeliveryStepRecorder",
-    "STEP_KINDS", "STEP_TEXT", "TIMED_OUT", "message_lives",
+    "ACKED",
+    "COUNTED",
+    "ClientTrackersSnap",
+    "DEAD_LETTERED",
+    "DELIVERED",
+    "DLQ_CANDIDATE",
+    "LifeStep",
+    "MessageLife",
+    "NACKED",
+    "NACK_DUE",
+    "NackEntry",
+    "OUT_ACKED",
+    "OUT_DEAD",
+    "OUT_RETRIED",
+    "PUBLISHED",
+    "REDELIVERY_ASKED",
+    "RETRIED",
+    "RedeliverySnap",
+    "RedeliverySnapshotBuilder",
+    "RedeliveryStepRecorder",
+    "STEP_KINDS",
+    "STEP_TEXT",
+    "TIMED_OUT",
+    "message_lives",
 ]

@@ -16,9 +16,11 @@ import pandas as pd
 from pulsarlab.scenarios.delayed_workload import RESULT_FIELDS, TRACKERS, run_tracker_workload
 
 GRID_SCHEMA = "tracker string, messages long, spread_ms long, seed long"
-RESULT_SCHEMA = ("tracker string, messages long, spread_ms long, seed long, memory_bytes long, index_size_bytes long, "
-                 "stored_bytes long, buckets long, timer_fires long, segment_loads long, snapshot_ops long, "
-                 "released long")
+RESULT_SCHEMA = (
+    "tracker string, messages long, spread_ms long, seed long, memory_bytes long, index_size_bytes long, "
+    "stored_bytes long, buckets long, timer_fires long, segment_loads long, snapshot_ops long, "
+    "released long"
+)
 RESULT_COLUMNS = list(RESULT_FIELDS)
 
 
@@ -60,8 +62,12 @@ def _parallelism(spark) -> int:
 def _run_rows(options: Mapping[str, Any]):
     def run(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
         for batch in batches:
-            results = [run_tracker_workload(row.tracker, int(row.messages), int(row.spread_ms), int(row.seed),
-                                            **options).as_dict() for row in batch.itertuples(index=False)]
+            results = [
+                run_tracker_workload(
+                    row.tracker, int(row.messages), int(row.spread_ms), int(row.seed), **options
+                ).as_dict()
+                for row in batch.itertuples(index=False)
+            ]
             yield pd.DataFrame(results, columns=RESULT_COLUMNS)
 
     return run
@@ -91,8 +97,9 @@ def delayed_sweep(
     source = source.repartition(partitions if partitions is not None else min(len(grid), _parallelism(spark)))
     result = source.mapInPandas(_run_rows(dict(options)), RESULT_SCHEMA).toPandas()
     order = {row: i for i, row in enumerate(grid)}
-    result["_order"] = [order[(r.tracker, int(r.messages), int(r.spread_ms), int(r.seed))]
-                        for r in result.itertuples(index=False)]
+    result["_order"] = [
+        order[(r.tracker, int(r.messages), int(r.spread_ms), int(r.seed))] for r in result.itertuples(index=False)
+    ]
     return result.sort_values("_order").drop(columns="_order").reset_index(drop=True)[RESULT_COLUMNS]
 
 

@@ -61,16 +61,13 @@ def _as_tuple(value: Any, what: str) -> tuple:
     return value
 
 
-def check_configs(
-    selectors: Any, consumer_counts: Any, version: Any, points: Any
-) -> tuple[list[Config], int]:
+def check_configs(selectors: Any, consumer_counts: Any, version: Any, points: Any) -> tuple[list[Config], int]:
     """Every (version, selector, consumers) to compute, validated on the driver before any Spark job."""
     # checked, then repeats dropped (order kept): a config counted twice would be summed twice
     versions = dict.fromkeys(check_version(v) for v in _as_tuple(version, "version"))
     kinds = dict.fromkeys(check_kind(k) for k in _as_tuple(selectors, "selectors"))
     counts = dict.fromkeys(
-        check_count(n, "consumer count", 1, MAX_CONSUMERS)
-        for n in _as_tuple(consumer_counts, "consumer_counts")
+        check_count(n, "consumer count", 1, MAX_CONSUMERS) for n in _as_tuple(consumer_counts, "consumer_counts")
     )
     points = check_count(points, "points")
     return [(v, k, n) for v in versions for k in kinds for n in counts], points
@@ -136,9 +133,7 @@ def _column_chunks(key_column: str) -> Callable[[pd.DataFrame], Iterator[list]]:
     def chunks(batch: pd.DataFrame) -> Iterator[list]:
         keys = batch[key_column]
         if keys.isna().any():
-            raise ValueError(
-                f"key column {key_column!r} contains nulls; every key must be a string or bytes"
-            )
+            raise ValueError(f"key column {key_column!r} contains nulls; every key must be a string or bytes")
         yield keys.tolist()
 
     return chunks
@@ -147,9 +142,7 @@ def _column_chunks(key_column: str) -> Callable[[pd.DataFrame], Iterator[list]]:
 def _key_source(spark, n_keys, keys_df, key_column: str, partitions):
     """(DataFrame fed to mapInPandas, chunk function) for generated or given keys."""
     if (n_keys is None) == (keys_df is None):
-        raise ValueError(
-            "give exactly one of n_keys (generate 'key-<i>' keys) or keys_df (a DataFrame of keys)"
-        )
+        raise ValueError("give exactly one of n_keys (generate 'key-<i>' keys) or keys_df (a DataFrame of keys)")
     if partitions is not None:
         partitions = check_count(partitions, "partitions")
     if keys_df is not None:

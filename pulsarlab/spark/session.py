@@ -76,9 +76,7 @@ def check_java(min_major: int = MIN_JAVA) -> Path:
         return _checked[cache_key]
     java = find_java()
     try:
-        done = subprocess.run(
-            [str(java), "-version"], capture_output=True, text=True, timeout=60, check=False
-        )
+        done = subprocess.run([str(java), "-version"], capture_output=True, text=True, timeout=60, check=False)
     except (OSError, subprocess.SubprocessError) as exc:
         raise JavaNotFoundError(
             f"Spark needs Java {min_major}+, but running {java} -version failed: {exc}. {INSTALL_HINT}"
@@ -99,9 +97,7 @@ def check_java(min_major: int = MIN_JAVA) -> Path:
 def resolve_master(master: str | None = None) -> tuple[str, str]:
     """``("remote", url)`` for Spark Connect or ``("master", url)`` for a classic session (see module doc)."""
     if master is not None and (not isinstance(master, str) or not master.strip()):
-        raise ValueError(
-            f"master must be a non-empty string such as 'local[2]' or 'spark://host:7077', not {master!r}"
-        )
+        raise ValueError(f"master must be a non-empty string such as 'local[2]' or 'spark://host:7077', not {master!r}")
     chosen = master or os.environ.get(MASTER_ENV) or None
     if chosen:
         return ("remote", chosen) if chosen.startswith("sc://") else ("master", chosen)
@@ -169,8 +165,7 @@ def get_session(app_name: str = "pulsarlab", master: str | None = None, config: 
             return builder.getOrCreate()
         except ImportError as exc:
             raise RuntimeError(
-                f"Spark Connect remote {target!r} needs the Connect client: "
-                f"pip install 'pyspark[connect]' ({exc})"
+                f"Spark Connect remote {target!r} needs the Connect client: pip install 'pyspark[connect]' ({exc})"
             ) from exc
 
     check_java()

@@ -28,10 +28,9 @@ from typing import Any, Sequence
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from pulsarlab.snapshot.base import Pos, fmt_pos
 from pulsarlab.snapshot.chunks import ChunkInfo
-from pulsarlab.snapshot.base import fmt_pos, Pos
 from pulsarlab.snapshot.lab import LabSnapshot, SubscriptionSnap, TopicSnap
-
 from pulsarlab_widgets.views.lab_common import check_lab_snapshot, empty_figure, events_of, pick, plural
 from pulsarlab_widgets.views.style import PALETTE
 
@@ -39,8 +38,17 @@ MISSING_COLOR = "#ffffff"
 PLAIN_COLOR = "#bdbdbd"
 DISCARD_COLOR = "#d62728"
 RECEIVED_COLOR = "#111111"
-_CHUNK_EVENTS = ("chunk_received", "chunk_discarded", "chunked_message_assembled", "chunked_message_evicted",
-                 "chunked_message_expired", "chunk_held", "chunk_pinned", "chunked_message_acked", "chunk_published")
+_CHUNK_EVENTS = (
+    "chunk_received",
+    "chunk_discarded",
+    "chunked_message_assembled",
+    "chunked_message_evicted",
+    "chunked_message_expired",
+    "chunk_held",
+    "chunk_pinned",
+    "chunked_message_acked",
+    "chunk_published",
+)
 
 
 def producer_colors(topic: TopicSnap) -> dict[str, str]:
@@ -120,9 +128,13 @@ def chunk_reassembly_view(
     rows = pending_rows(sub)
     received, discarded = _step_marks(events)
 
-    fig = make_subplots(rows=2, cols=1, row_heights=[0.28, 0.72], vertical_spacing=0.24,
-                        subplot_titles=(f"entries of {t.short_name} (colour: producer, label: chunk id)",
-                                        _pending_title(sub)))
+    fig = make_subplots(
+        rows=2,
+        cols=1,
+        row_heights=[0.28, 0.72],
+        vertical_spacing=0.24,
+        subplot_titles=(f"entries of {t.short_name} (colour: producer, label: chunk id)", _pending_title(sub)),
+    )
     _topic_traces(fig, entries, sub, colors, received)
     _pending_traces(fig, rows, colors, received, discarded, snap.time, names)
 
@@ -140,14 +152,26 @@ def chunk_reassembly_view(
     fig.update_xaxes(showgrid=False, zeroline=False)
     fig.update_yaxes(showgrid=False, zeroline=False)
     fig.update_yaxes(visible=False, range=[-1, 1], row=1, col=1)
-    fig.update_xaxes(tickvals=list(range(len(entries))), ticktext=[fmt_pos(p) for p, _i in entries],
-                     tickangle=-45 if len(entries) > 12 else 0, range=[-0.6, max(len(entries), 12) - 0.4],
-                     row=1, col=1)
+    fig.update_xaxes(
+        tickvals=list(range(len(entries))),
+        ticktext=[fmt_pos(p) for p, _i in entries],
+        tickangle=-45 if len(entries) > 12 else 0,
+        range=[-0.6, max(len(entries), 12) - 0.4],
+        row=1,
+        col=1,
+    )
     fig.update_xaxes(title_text="chunk id", dtick=1, range=[-0.6, max(widest, 6) - 0.4], row=2, col=1)
     fig.update_yaxes(autorange="reversed", row=2, col=1)
     if not rows:
-        fig.add_annotation(text="no incomplete chunked message in any consumer's pending map", x=0.5, y=0.2,
-                           xref="paper", yref="paper", showarrow=False, font=dict(size=13))
+        fig.add_annotation(
+            text="no incomplete chunked message in any consumer's pending map",
+            x=0.5,
+            y=0.2,
+            xref="paper",
+            yref="paper",
+            showarrow=False,
+            font=dict(size=13),
+        )
     return fig
 
 
@@ -175,8 +199,9 @@ def _step_marks(events: Sequence[Any]) -> tuple[set[Pos], dict[tuple[str, int], 
     return received, discarded
 
 
-def _topic_traces(fig: go.Figure, entries: list, sub: SubscriptionSnap, colors: dict[str, str],
-                  received: set[Pos]) -> None:
+def _topic_traces(
+    fig: go.Figure, entries: list, sub: SubscriptionSnap, colors: dict[str, str], received: set[Pos]
+) -> None:
     cursor = sub.cursor
     by_producer: dict[str, tuple[list, list, list, list, list]] = {}
     for x, (pos, info) in enumerate(entries):
@@ -186,23 +211,47 @@ def _topic_traces(fig: go.Figure, entries: list, sub: SubscriptionSnap, colors: 
         xs.append(x)
         texts.append(str(info.chunk_id) if info is not None else "")
         state = "acknowledged" if acked else ("delivered" if pos < cursor.read_position else "not read yet")
-        what = (f"chunk {info.chunk_id} of {info.num_chunks} of {info.uuid}" if info is not None
-                else "a message that is not chunked")
+        what = (
+            f"chunk {info.chunk_id} of {info.num_chunks} of {info.uuid}"
+            if info is not None
+            else "a message that is not chunked"
+        )
         hovers.append(f"{fmt_pos(pos)}: {what}<br>{state}")
         opacities.append(0.3 if acked else 1.0)
         outline.append(RECEIVED_COLOR if pos in received else "white")
     for producer, (xs, texts, hovers, opacities, outline) in by_producer.items():
-        fig.add_trace(go.Scatter(
-            x=xs, y=[0] * len(xs), mode="markers+text", text=texts, textposition="middle center",
-            name=f"producer {producer}" if producer else "not chunked",
-            marker=dict(symbol="square" if producer else "circle", size=22,
-                        color=colors.get(producer, PLAIN_COLOR), opacity=opacities,
-                        line=dict(color=outline, width=2)),
-            hovertext=hovers, hoverinfo="text"), row=1, col=1)
+        fig.add_trace(
+            go.Scatter(
+                x=xs,
+                y=[0] * len(xs),
+                mode="markers+text",
+                text=texts,
+                textposition="middle center",
+                name=f"producer {producer}" if producer else "not chunked",
+                marker=dict(
+                    symbol="square" if producer else "circle",
+                    size=22,
+                    color=colors.get(producer, PLAIN_COLOR),
+                    opacity=opacities,
+                    line=dict(color=outline, width=2),
+                ),
+                hovertext=hovers,
+                hoverinfo="text",
+            ),
+            row=1,
+            col=1,
+        )
 
 
-def _pending_traces(fig: go.Figure, rows: list, colors: dict[str, str], received: set[Pos],
-                    discarded: dict[tuple[str, int], tuple[int, str]], now: int, names: dict[int, str]) -> None:
+def _pending_traces(
+    fig: go.Figure,
+    rows: list,
+    colors: dict[str, str],
+    received: set[Pos],
+    discarded: dict[tuple[str, int], tuple[int, str]],
+    now: int,
+    names: dict[int, str],
+) -> None:
     stored_x, stored_y, stored_color, stored_hover, stored_line = [], [], [], [], []
     missing_x, missing_y, missing_hover = [], [], []
     for consumer, p in rows:
@@ -216,28 +265,62 @@ def _pending_traces(fig: go.Figure, rows: list, colors: dict[str, str], received
                 stored_y.append(label)
                 stored_color.append(colors.get(producer, PLAIN_COLOR))
                 stored_line.append(RECEIVED_COLOR if pos in received else "white")
-                stored_hover.append(f"{p.uuid} chunk {i} from {fmt_pos(pos)}<br>{p.bytes} of "
-                                    f"{p.total_chunk_msg_size} bytes so far; {age}")
+                stored_hover.append(
+                    f"{p.uuid} chunk {i} from {fmt_pos(pos)}<br>{p.bytes} of "
+                    f"{p.total_chunk_msg_size} bytes so far; {age}"
+                )
             else:
                 missing_x.append(i)
                 missing_y.append(label)
                 missing_hover.append(f"{p.uuid} chunk {i}: not received yet<br>{age}")
-    fig.add_trace(go.Scatter(x=stored_x, y=stored_y, mode="markers", name="chunk stored",
-                             marker=dict(symbol="square", size=20, color=stored_color,
-                                         line=dict(color=stored_line, width=2)),
-                             hovertext=stored_hover, hoverinfo="text", showlegend=bool(stored_x)), row=2, col=1)
-    fig.add_trace(go.Scatter(x=missing_x, y=missing_y, mode="markers", name="chunk missing",
-                             marker=dict(symbol="square-open", size=20, color="#7f7f7f", line=dict(width=1.5)),
-                             hovertext=missing_hover, hoverinfo="text", showlegend=bool(missing_x)), row=2, col=1)
+    fig.add_trace(
+        go.Scatter(
+            x=stored_x,
+            y=stored_y,
+            mode="markers",
+            name="chunk stored",
+            marker=dict(symbol="square", size=20, color=stored_color, line=dict(color=stored_line, width=2)),
+            hovertext=stored_hover,
+            hoverinfo="text",
+            showlegend=bool(stored_x),
+        ),
+        row=2,
+        col=1,
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=missing_x,
+            y=missing_y,
+            mode="markers",
+            name="chunk missing",
+            marker=dict(symbol="square-open", size=20, color="#7f7f7f", line=dict(width=1.5)),
+            hovertext=missing_hover,
+            hoverinfo="text",
+            showlegend=bool(missing_x),
+        ),
+        row=2,
+        col=1,
+    )
     labels = {p.uuid: f"{c} · {p.uuid}" for c, p in rows}
     bad_x, bad_y, bad_hover = [], [], []
     for (uuid, chunk_id), (consumer, why) in discarded.items():
         bad_x.append(chunk_id)
         bad_y.append(labels.get(uuid, f"{names.get(consumer, consumer)} · {uuid} (no context)"))
         bad_hover.append(f"{uuid} chunk {chunk_id} discarded: {why}")
-    fig.add_trace(go.Scatter(x=bad_x, y=bad_y, mode="markers", name="chunk discarded this step",
-                             marker=dict(symbol="x", size=16, color=DISCARD_COLOR),
-                             hovertext=bad_hover, hoverinfo="text", showlegend=bool(bad_x)), row=2, col=1)
+    fig.add_trace(
+        go.Scatter(
+            x=bad_x,
+            y=bad_y,
+            mode="markers",
+            name="chunk discarded this step",
+            marker=dict(symbol="x", size=16, color=DISCARD_COLOR),
+            hovertext=bad_hover,
+            hoverinfo="text",
+            showlegend=bool(bad_x),
+        ),
+        row=2,
+        col=1,
+    )
 
 
 def summary(snapshot: LabSnapshot, topic: str | None = None, subscription: str | None = None) -> str:
@@ -253,8 +336,10 @@ def summary(snapshot: LabSnapshot, topic: str | None = None, subscription: str |
             out.append(f"{c.name}: no chunk received yet")
             continue
         pending = ", ".join(f"{p.uuid} ({p.stored}/{p.total_chunks})" for p in ch.pending) or "nothing"
-        out.append(f"{c.name}: pending {pending}; {plural(ch.pending_count, 'pending message')} counted, "
-                   f"limit {ch.max_pending}")
+        out.append(
+            f"{c.name}: pending {pending}; {plural(ch.pending_count, 'pending message')} counted, "
+            f"limit {ch.max_pending}"
+        )
     return "\n".join(out)
 
 

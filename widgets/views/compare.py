@@ -54,8 +54,16 @@ def compare_figure(
             go.Bar(x=list(per), y=list(per.values()), name=kind, legendgroup=kind, marker_color=color), row=1, col=1
         )
         fig.add_trace(
-            go.Bar(x=[kind], y=[m["imbalance"]], name=kind, legendgroup=kind, showlegend=False, marker_color=color,
-                   text=[f"{m['imbalance']:.3f}"], textposition="outside"),
+            go.Bar(
+                x=[kind],
+                y=[m["imbalance"]],
+                name=kind,
+                legendgroup=kind,
+                showlegend=False,
+                marker_color=color,
+                text=[f"{m['imbalance']:.3f}"],
+                textposition="outside",
+            ),
             row=1,
             col=2,
         )
@@ -74,10 +82,17 @@ def compare_figure(
             col=3,
         )
     ideal = 1 / (n_consumers + 1)
-    fig.add_hline(y=ideal, line_dash="dot", row=1, col=3, annotation_text=f"ideal join: {ideal:.1%}",
-                  annotation_position="bottom left")
-    fig.add_hline(y=1.0, line_dash="dot", row=1, col=2, annotation_text="perfect balance",
-                  annotation_position="bottom right")
+    fig.add_hline(
+        y=ideal,
+        line_dash="dot",
+        row=1,
+        col=3,
+        annotation_text=f"ideal join: {ideal:.1%}",
+        annotation_position="bottom left",
+    )
+    fig.add_hline(
+        y=1.0, line_dash="dot", row=1, col=2, annotation_text="perfect balance", annotation_position="bottom right"
+    )
     fig.update_yaxes(tickformat=".0%", row=1, col=3)
     n_keys = next(iter(metrics.values()))["total_keys"] if metrics else len(keys)
     fig.update_layout(
@@ -93,19 +108,34 @@ def scale_figure(df: Any) -> go.Figure:
     """Imbalance and keys moved on a join per selector and consumer count, from `key_distribution`'s DataFrame."""
     missing = {"selector", "consumers", "imbalance", "moved_on_join"} - set(df.columns)
     if missing:
-        raise ValueError(f"scale_figure needs the columns of pulsarlab.spark.key_distribution; missing {sorted(missing)}")
-    fig = make_subplots(rows=1, cols=2, subplot_titles=("imbalance (max / mean)", f"keys moved when one consumer joins"))
+        raise ValueError(
+            f"scale_figure needs the columns of pulsarlab.spark.key_distribution; missing {sorted(missing)}"
+        )
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("imbalance (max / mean)", "keys moved when one consumer joins"))
     for kind, part in df.sort_values("consumers").groupby("selector", sort=False):
         color = KIND_COLORS.get(kind)
         fig.add_trace(
-            go.Scatter(x=part["consumers"], y=part["imbalance"], mode="lines+markers", name=kind, legendgroup=kind,
-                       line_color=color),
+            go.Scatter(
+                x=part["consumers"],
+                y=part["imbalance"],
+                mode="lines+markers",
+                name=kind,
+                legendgroup=kind,
+                line_color=color,
+            ),
             row=1,
             col=1,
         )
         fig.add_trace(
-            go.Scatter(x=part["consumers"], y=part["moved_on_join"], mode="lines+markers", name=kind,
-                       legendgroup=kind, showlegend=False, line_color=color),
+            go.Scatter(
+                x=part["consumers"],
+                y=part["moved_on_join"],
+                mode="lines+markers",
+                name=kind,
+                legendgroup=kind,
+                showlegend=False,
+                line_color=color,
+            ),
             row=1,
             col=2,
         )

@@ -27,10 +27,8 @@ from typing import Any, Sequence
 
 import plotly.graph_objects as go
 
-from pulsarlab.snapshot.base import fmt_pos, Pos
-
+from pulsarlab.snapshot.base import Pos, fmt_pos
 from pulsarlab.snapshot.lab import LabSnapshot, SubscriptionSnap, TopicSnap
-
 from pulsarlab_widgets.views.lab_common import check_lab_snapshot, empty_figure, events_of, pick, plural
 
 ACKED = "acknowledged (≤ mark-delete)"
@@ -79,7 +77,9 @@ def client_batch_bits(sub: SubscriptionSnap) -> dict[Pos, int]:
         if c.ack_grouping is None:
             continue
         for bits in c.ack_grouping.batch_ack_sets:
-            out[(bits.ledger, bits.entry)] = out.get((bits.ledger, bits.entry), (1 << bits.size) - 1) & bits.unacked_mask
+            out[(bits.ledger, bits.entry)] = (
+                out.get((bits.ledger, bits.entry), (1 << bits.size) - 1) & bits.unacked_mask
+            )
         for l, e, mask in c.ack_grouping.pending_batch_index:
             out[(l, e)] = out.get((l, e), mask) & mask
     return out
@@ -106,9 +106,11 @@ def stuck_line(topic: TopicSnap, sub: SubscriptionSnap, states: dict[Pos, str] |
     cur = sub.cursor
     if holes:
         acked_after = sum(1 for p, s in states.items() if s == DELETED)
-        return (f"mark-delete {fmt_pos(cur.mark_delete)} is stuck behind the hole at {fmt_pos(holes[0])}: "
-                f"{plural(acked_after, 'entry', 'entries')} acked after it wait in individuallyDeletedMessages "
-                f"({plural(len(holes), 'hole')})")
+        return (
+            f"mark-delete {fmt_pos(cur.mark_delete)} is stuck behind the hole at {fmt_pos(holes[0])}: "
+            f"{plural(acked_after, 'entry', 'entries')} acked after it wait in individuallyDeletedMessages "
+            f"({plural(len(holes), 'hole')})"
+        )
     if cur.individually_deleted:
         return f"mark-delete {fmt_pos(cur.mark_delete)}; acked ahead of it: {cur.individually_deleted_messages}"
     return f"mark-delete {fmt_pos(cur.mark_delete)}: every entry up to it is acknowledged, nothing acked beyond it"
@@ -119,7 +121,7 @@ def _window(positions: list[Pos], states: dict[Pos, str], max_entries: int) -> l
         return positions
     first_open = next((i for i, p in enumerate(positions) if states[p] not in (ACKED,)), len(positions) - 1)
     start = max(0, min(first_open - max_entries // 10, len(positions) - max_entries))
-    return positions[start:start + max_entries]
+    return positions[start : start + max_entries]
 
 
 def cursor_view(
@@ -167,10 +169,17 @@ def cursor_view(
             what = f"batch of {size}" if size is not None else "1 message"
             key = led.keys[p[1]]
             hover.append(f"{fmt_pos(p)}: {what}" + (f", key {key!r}" if key is not None else "") + f"<br>{state}")
-        traces.append(go.Scatter(
-            x=[p[1] for p in pts], y=[row_of[p[0]] for p in pts], mode="markers", name=state,
-            marker=dict(symbol="square", size=cell, color=STATE_COLORS[state], line=dict(color="white", width=1)),
-            hovertext=hover, hoverinfo="text"))
+        traces.append(
+            go.Scatter(
+                x=[p[1] for p in pts],
+                y=[row_of[p[0]] for p in pts],
+                mode="markers",
+                name=state,
+                marker=dict(symbol="square", size=cell, color=STATE_COLORS[state], line=dict(color="white", width=1)),
+                hovertext=hover,
+                hoverinfo="text",
+            )
+        )
 
     bit_pts: dict[str, tuple[list[float], list[float], list[str]]] = {k: ([], [], []) for k in BIT_COLORS}
     for p in shown:
@@ -197,25 +206,52 @@ def cursor_view(
     max_batch = max((by_ledger[p[0]].batch_sizes[p[1]] or 1 for p in shown), default=1)
     bit_size = max(4, min(9, cell * 0.8 / max_batch))
     for kind, (bx, by, bh) in bit_pts.items():
-        traces.append(go.Scatter(
-            x=bx, y=by, mode="markers", name=kind,
-            marker=dict(symbol="circle", size=bit_size, color=BIT_COLORS[kind], line=dict(color="#444444", width=1)),
-            hovertext=bh, hoverinfo="text", showlegend=bool(bx)))
+        traces.append(
+            go.Scatter(
+                x=bx,
+                y=by,
+                mode="markers",
+                name=kind,
+                marker=dict(
+                    symbol="circle", size=bit_size, color=BIT_COLORS[kind], line=dict(color="#444444", width=1)
+                ),
+                hovertext=bh,
+                hoverinfo="text",
+                showlegend=bool(bx),
+            )
+        )
 
     pend = [p for p in pending if p in shown_set]
-    traces.append(go.Scatter(
-        x=[p[1] for p in pend], y=[row_of[p[0]] for p in pend], mode="markers",
-        name="ack waiting in the client's grouping tracker",
-        marker=dict(symbol="square-open", size=cell + 8, color=PENDING_COLOR, line=dict(width=2.5)),
-        hovertext=[f"{fmt_pos(p)}: acked by {', '.join(pending[p])}, held until the next flush (group time / size)"
-                   for p in pend], hoverinfo="text", showlegend=bool(pend)))
+    traces.append(
+        go.Scatter(
+            x=[p[1] for p in pend],
+            y=[row_of[p[0]] for p in pend],
+            mode="markers",
+            name="ack waiting in the client's grouping tracker",
+            marker=dict(symbol="square-open", size=cell + 8, color=PENDING_COLOR, line=dict(width=2.5)),
+            hovertext=[
+                f"{fmt_pos(p)}: acked by {', '.join(pending[p])}, held until the next flush (group time / size)"
+                for p in pend
+            ],
+            hoverinfo="text",
+            showlegend=bool(pend),
+        )
+    )
 
     changed = _acked_this_step(events, t, sub)
     ch = [p for p in changed if p in shown_set]
-    traces.append(go.Scatter(
-        x=[p[1] for p in ch], y=[row_of[p[0]] for p in ch], mode="markers", name="acked this step",
-        marker=dict(symbol="square-open", size=cell + 14, color=CHANGED_COLOR, line=dict(width=2)),
-        hovertext=[f"{fmt_pos(p)} acknowledged in this step" for p in ch], hoverinfo="text", showlegend=bool(ch)))
+    traces.append(
+        go.Scatter(
+            x=[p[1] for p in ch],
+            y=[row_of[p[0]] for p in ch],
+            mode="markers",
+            name="acked this step",
+            marker=dict(symbol="square-open", size=cell + 14, color=CHANGED_COLOR, line=dict(width=2)),
+            hovertext=[f"{fmt_pos(p)} acknowledged in this step" for p in ch],
+            hoverinfo="text",
+            showlegend=bool(ch),
+        )
+    )
 
     traces.extend(_position_markers(cur.mark_delete, cur.read_position, row_of))
 
@@ -224,17 +260,30 @@ def cursor_view(
     head = title or f"Cursor of {t.short_name} / {sub.name} ({sub.type or 'no consumer'})"
     idm = cur.individually_deleted_messages
     if len(idm) > IDM_CHARS:
-        idm = idm[:idm.rfind("],", 0, IDM_CHARS) + 2] + f"… ({plural(len(cur.individually_deleted), 'range')})"
-    subtitle = (f"mark-delete {fmt_pos(cur.mark_delete)} · read {fmt_pos(cur.read_position)} · "
-                f"individuallyDeletedMessages {idm}")
+        idm = idm[: idm.rfind("],", 0, IDM_CHARS) + 2] + f"… ({plural(len(cur.individually_deleted), 'range')})"
+    subtitle = (
+        f"mark-delete {fmt_pos(cur.mark_delete)} · read {fmt_pos(cur.read_position)} · "
+        f"individuallyDeletedMessages {idm}"
+    )
     fig = go.Figure(
         data=traces,
         layout=go.Layout(
             title=dict(text=f"{head}<br><sup>{subtitle}<br>{stuck_line(t, sub, states)}</sup>"),
-            xaxis=dict(title="entry id", range=[lo - 1.2, hi + 1.2], dtick=1 if ncols <= 40 else None,
-                       zeroline=False, showgrid=False),
-            yaxis=dict(tickvals=list(range(n_rows)), ticktext=ticktext, range=[n_rows - 0.3, -0.75],
-                       zeroline=False, showgrid=False, fixedrange=True),
+            xaxis=dict(
+                title="entry id",
+                range=[lo - 1.2, hi + 1.2],
+                dtick=1 if ncols <= 40 else None,
+                zeroline=False,
+                showgrid=False,
+            ),
+            yaxis=dict(
+                tickvals=list(range(n_rows)),
+                ticktext=ticktext,
+                range=[n_rows - 0.3, -0.75],
+                zeroline=False,
+                showgrid=False,
+                fixedrange=True,
+            ),
             height=260 + ROW_PX * n_rows,
             margin=dict(l=110, r=20, t=110, b=150),
             legend=dict(orientation="h", yanchor="top", y=-60 / (ROW_PX * n_rows)),
@@ -242,19 +291,36 @@ def cursor_view(
         ),
     )
     if len(shown) < len(all_positions):
-        fig.add_annotation(text=f"showing {len(shown)} of {len(all_positions)} entries", x=1, y=1.02,
-                           xref="paper", yref="paper", showarrow=False, xanchor="right", font=dict(size=10))
+        fig.add_annotation(
+            text=f"showing {len(shown)} of {len(all_positions)} entries",
+            x=1,
+            y=1.02,
+            xref="paper",
+            yref="paper",
+            showarrow=False,
+            xanchor="right",
+            font=dict(size=10),
+        )
     return fig
 
 
 def _position_markers(md: Pos, rp: Pos, row_of: dict[int, int]) -> list[go.Scatter]:
     out = []
-    for pos, label, symbol, dy, color in ((md, "mark-delete", "triangle-down", -0.5, "#1a7f37"),
-                                          (rp, "read position", "triangle-up", 0.55, "#9467bd")):
+    for pos, label, symbol, dy, color in (
+        (md, "mark-delete", "triangle-down", -0.5, "#1a7f37"),
+        (rp, "read position", "triangle-up", 0.55, "#9467bd"),
+    ):
         shown = pos[0] in row_of
-        out.append(go.Scatter(
-            x=[pos[1]] if shown else [], y=[row_of[pos[0]] + dy] if shown else [], mode="markers",
-            name=f"{label} {fmt_pos(pos)}", marker=dict(symbol=symbol, size=14, color=color), hoverinfo="name"))
+        out.append(
+            go.Scatter(
+                x=[pos[1]] if shown else [],
+                y=[row_of[pos[0]] + dy] if shown else [],
+                mode="markers",
+                name=f"{label} {fmt_pos(pos)}",
+                marker=dict(symbol=symbol, size=14, color=color),
+                hoverinfo="name",
+            )
+        )
     return out
 
 

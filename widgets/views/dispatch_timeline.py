@@ -27,10 +27,8 @@ from typing import Any, Sequence
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from pulsarlab.snapshot.base import short_topic, Sample
-
+from pulsarlab.snapshot.base import Sample, short_topic
 from pulsarlab.snapshot.lab import LabSnapshot
-
 from pulsarlab_widgets.views.lab_common import check_lab_snapshot, empty_figure, events_of, pick, plural
 from pulsarlab_widgets.views.style import consumer_color
 
@@ -45,8 +43,9 @@ def _base_topic(name: str) -> str:
     return name.rsplit("-partition-", 1)[0] if "-partition-" in name else name
 
 
-def series(snapshot: LabSnapshot, topic: str | None = None, subscription: str | None = None) -> dict[
-        tuple[str, str, int], list[Sample]]:
+def series(
+    snapshot: LabSnapshot, topic: str | None = None, subscription: str | None = None
+) -> dict[tuple[str, str, int], list[Sample]]:
     """The samples per (topic, subscription, consumer id), partitions summed, in frame order.
 
     Without history, one sample per consumer from the snapshot itself.
@@ -55,9 +54,22 @@ def series(snapshot: LabSnapshot, topic: str | None = None, subscription: str | 
     if snapshot.history is not None:
         samples = list(snapshot.history)
     else:
-        samples = [Sample(snapshot.event_index, snapshot.time, t.name, s.name, c.id, c.name, c.permits,
-                          c.receiver_queue, c.in_flight, c.blocked)
-                   for t, s in snapshot.subscriptions() for c in s.consumers]
+        samples = [
+            Sample(
+                snapshot.event_index,
+                snapshot.time,
+                t.name,
+                s.name,
+                c.id,
+                c.name,
+                c.permits,
+                c.receiver_queue,
+                c.in_flight,
+                c.blocked,
+            )
+            for t, s in snapshot.subscriptions()
+            for c in s.consumers
+        ]
     want_topic = None
     if topic is not None:
         want_topic = _base_topic(snapshot.partitions(topic)[0].name)
@@ -74,9 +86,17 @@ def series(snapshot: LabSnapshot, topic: str | None = None, subscription: str | 
             per_frame[smp.event_index] = smp
         else:  # another partition of the same consumer at the same frame: sum
             per_frame[smp.event_index] = Sample(
-                smp.event_index, smp.time, base, smp.subscription, smp.consumer, smp.name,
-                prev.permits + smp.permits, _add(prev.receiver_queue, smp.receiver_queue),
-                prev.in_flight + smp.in_flight, prev.blocked or smp.blocked)
+                smp.event_index,
+                smp.time,
+                base,
+                smp.subscription,
+                smp.consumer,
+                smp.name,
+                prev.permits + smp.permits,
+                _add(prev.receiver_queue, smp.receiver_queue),
+                prev.in_flight + smp.in_flight,
+                prev.blocked or smp.blocked,
+            )
     return {k: list(v.values()) for k, v in out.items()}
 
 
@@ -100,26 +120,52 @@ def dispatch_timeline_view(
     if not lines:
         return empty_figure(head, "no consumer yet: subscribe a consumer first")
     several_subs = len({(t, s) for t, s, _c in lines}) > 1
-    fig = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.07,
-                        subplot_titles=[label for _f, label in PANELS])
+    fig = make_subplots(
+        rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.07, subplot_titles=[label for _f, label in PANELS]
+    )
     for (t, s, cid), pts in sorted(lines.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2])):
         name = pts[-1].name + (f" ({short_topic(t)}/{s})" if several_subs else "")
         color = consumer_color(cid)
         xs = [p.event_index for p in pts]
-        hover = [f"{name} · event {p.event_index} · t = {p.time} ms<br>permits {p.permits} · queue "
-                 f"{'-' if p.receiver_queue is None else p.receiver_queue} · in flight {p.in_flight}"
-                 + (" · BLOCKED on unacked" if p.blocked else "") for p in pts]
+        hover = [
+            f"{name} · event {p.event_index} · t = {p.time} ms<br>permits {p.permits} · queue "
+            f"{'-' if p.receiver_queue is None else p.receiver_queue} · in flight {p.in_flight}"
+            + (" · BLOCKED on unacked" if p.blocked else "")
+            for p in pts
+        ]
         for row, (field, _label) in enumerate(PANELS, start=1):
             ys = [getattr(p, field) for p in pts]
-            fig.add_trace(go.Scatter(
-                x=xs, y=ys, mode="lines+markers" if len(xs) < 60 else "lines", line=dict(color=color, shape="hv"),
-                marker=dict(size=5), name=name, legendgroup=f"{t}/{s}/{cid}", showlegend=row == 1,
-                hovertext=hover, hoverinfo="text"), row=row, col=1)
+            fig.add_trace(
+                go.Scatter(
+                    x=xs,
+                    y=ys,
+                    mode="lines+markers" if len(xs) < 60 else "lines",
+                    line=dict(color=color, shape="hv"),
+                    marker=dict(size=5),
+                    name=name,
+                    legendgroup=f"{t}/{s}/{cid}",
+                    showlegend=row == 1,
+                    hovertext=hover,
+                    hoverinfo="text",
+                ),
+                row=row,
+                col=1,
+            )
         blocked = [p for p in pts if p.blocked]
-        fig.add_trace(go.Scatter(
-            x=[p.event_index for p in blocked], y=[p.permits for p in blocked], mode="markers",
-            marker=dict(symbol="x", size=9, color=color, line=dict(width=1)), name=f"{name} blocked",
-            legendgroup=f"{t}/{s}/{cid}", showlegend=False, hoverinfo="skip"), row=1, col=1)
+        fig.add_trace(
+            go.Scatter(
+                x=[p.event_index for p in blocked],
+                y=[p.permits for p in blocked],
+                mode="markers",
+                marker=dict(symbol="x", size=9, color=color, line=dict(width=1)),
+                name=f"{name} blocked",
+                legendgroup=f"{t}/{s}/{cid}",
+                showlegend=False,
+                hoverinfo="skip",
+            ),
+            row=1,
+            col=1,
+        )
     now = snap.event_index
     for row in (1, 2, 3):
         fig.add_vline(x=now, line=dict(color="#888888", dash="dot", width=1), row=row, col=1)
@@ -133,8 +179,11 @@ def dispatch_timeline_view(
     sub_line = f"t = {snap.time} ms, event {now}" + (f" · this step: {', '.join(step)}" if step else "")
     fig.update_layout(
         title=dict(text=f"{head}<br><sup>{sub_line}</sup>"),
-        height=560, margin=dict(l=60, r=20, t=90, b=50), plot_bgcolor="white",
-        legend=dict(orientation="h", y=-0.12), hovermode="closest",
+        height=560,
+        margin=dict(l=60, r=20, t=90, b=50),
+        plot_bgcolor="white",
+        legend=dict(orientation="h", y=-0.12),
+        hovermode="closest",
     )
     fig.update_xaxes(title_text="event index", row=3, col=1, showgrid=False)
     fig.update_yaxes(zeroline=True, zerolinecolor="#bbbbbb", showgrid=True, gridcolor="#eeeeee")

@@ -28,9 +28,7 @@ import networkx as nx
 import plotly.graph_objects as go
 
 from pulsarlab.snapshot.base import short_topic
-
 from pulsarlab.snapshot.lab import LabSnapshot, TopicSnap
-
 from pulsarlab_widgets.views.lab_common import check_lab_snapshot, consumer_names, empty_figure, events_of, plural
 from pulsarlab_widgets.views.style import HIGHLIGHT_COLOR, consumer_color
 
@@ -59,8 +57,11 @@ def _family(snap: LabSnapshot, topic: str | None, subscription: str | None) -> t
                 if subscription is not None:
                     break
         return (parts, subscription) if subscription is not None else None
-    candidates = [(t, s) for t, s in snap.subscriptions()
-                  if (subscription is None or s.name == subscription) and s.type in SINGLE_ACTIVE]
+    candidates = [
+        (t, s)
+        for t, s in snap.subscriptions()
+        if (subscription is None or s.name == subscription) and s.type in SINGLE_ACTIVE
+    ]
     if not candidates:
         candidates = [(t, s) for t, s in snap.subscriptions() if subscription is None or s.name == subscription]
     if not candidates:
@@ -83,18 +84,28 @@ def failover_graph(snapshot: LabSnapshot, topic: str | None = None, subscription
     if found is None:
         return G
     parts, sub_name = found
-    G.graph.update(topic=short_topic(parts[0].name.rsplit("-partition-", 1)[0]) if parts[0].partition_index >= 0
-                   else parts[0].short_name, subscription=sub_name, partitioned=parts[0].partition_index >= 0)
+    G.graph.update(
+        topic=short_topic(parts[0].name.rsplit("-partition-", 1)[0])
+        if parts[0].partition_index >= 0
+        else parts[0].short_name,
+        subscription=sub_name,
+        partitioned=parts[0].partition_index >= 0,
+    )
     consumers: dict[int, Any] = {}
     for p in parts:
         i = max(p.partition_index, 0)
         sub = next((s for s in p.subscriptions if s.name == sub_name), None)
         d = sub.dispatcher if sub is not None else None
         label = f"partition {p.partition_index}" if p.partition_index >= 0 else p.short_name
-        G.add_node(("partition", i), layer=0, label=label, topic=p.name,
-                   rule=d.failover_rule if d is not None else None,
-                   pending_until=d.failover_pending_until if d is not None else None,
-                   sub_type=sub.type if sub is not None else None)
+        G.add_node(
+            ("partition", i),
+            layer=0,
+            label=label,
+            topic=p.name,
+            rule=d.failover_rule if d is not None else None,
+            pending_until=d.failover_pending_until if d is not None else None,
+            sub_type=sub.type if sub is not None else None,
+        )
         if sub is None:
             continue
         ordered = sorted(sub.consumers, key=lambda c: (c.priority, c.name.encode("utf-16-be", "surrogatepass")))
@@ -150,8 +161,15 @@ def failover_graph_view(
         edges = [(u, v) for u, v, a in G.edges(data=True) if a["kind"] == kind]
         if kind in (ACTIVE,):
             for u, v in edges:  # one trace per active edge, in the consumer's colour
-                traces.append(_edge_trace([(u, v)], pos, dict(style, color=consumer_color(v[1])), kind,
-                                          showlegend=edges.index((u, v)) == 0))
+                traces.append(
+                    _edge_trace(
+                        [(u, v)],
+                        pos,
+                        dict(style, color=consumer_color(v[1])),
+                        kind,
+                        showlegend=edges.index((u, v)) == 0,
+                    )
+                )
         else:
             traces.append(_edge_trace(edges, pos, style, kind, showlegend=bool(edges)))
     traces.append(_edge_hover(G, pos, names))
@@ -167,30 +185,58 @@ def failover_graph_view(
         if a["rule"]:
             line += f"<br>{a['rule']}"
         if a["pending_until"] is not None:
-            line += f"<br>rewind, notify and read at t = {a['pending_until']} ms (activeConsumerFailoverDelayTimeMillis)"
+            line += (
+                f"<br>rewind, notify and read at t = {a['pending_until']} ms (activeConsumerFailoverDelayTimeMillis)"
+            )
         part_hover.append(line)
-    traces.append(go.Scatter(
-        x=[pos[n][0] for n in parts], y=[pos[n][1] for n in parts], mode="markers+text", name="partitions",
-        text=[G.nodes[n]["label"] for n in parts], textposition="middle left",
-        marker=dict(symbol="square", size=22, color="#4c78a8", line=dict(color="white", width=1)),
-        hovertext=part_hover, hoverinfo="text", showlegend=False))
+    traces.append(
+        go.Scatter(
+            x=[pos[n][0] for n in parts],
+            y=[pos[n][1] for n in parts],
+            mode="markers+text",
+            name="partitions",
+            text=[G.nodes[n]["label"] for n in parts],
+            textposition="middle left",
+            marker=dict(symbol="square", size=22, color="#4c78a8", line=dict(color="white", width=1)),
+            hovertext=part_hover,
+            hoverinfo="text",
+            showlegend=False,
+        )
+    )
 
     cons = [n for n, a in G.nodes(data=True) if a["layer"] == 1]
     told = _notified(events)
-    traces.append(go.Scatter(
-        x=[pos[n][0] for n in cons], y=[pos[n][1] for n in cons], mode="markers+text", name="consumers",
-        text=[f"{G.nodes[n]['label']} · priority {G.nodes[n]['priority']}" for n in cons],
-        textposition="middle right",
-        marker=dict(size=24, color=[consumer_color(n[1]) for n in cons], line=dict(color="white", width=1)),
-        hovertext=[_consumer_hover(G, n) for n in cons], hoverinfo="text", showlegend=False))
+    traces.append(
+        go.Scatter(
+            x=[pos[n][0] for n in cons],
+            y=[pos[n][1] for n in cons],
+            mode="markers+text",
+            name="consumers",
+            text=[f"{G.nodes[n]['label']} · priority {G.nodes[n]['priority']}" for n in cons],
+            textposition="middle right",
+            marker=dict(size=24, color=[consumer_color(n[1]) for n in cons], line=dict(color="white", width=1)),
+            hovertext=[_consumer_hover(G, n) for n in cons],
+            hoverinfo="text",
+            showlegend=False,
+        )
+    )
     rings = [n for n in cons if n[1] in told]
-    traces.append(go.Scatter(
-        x=[pos[n][0] for n in rings], y=[pos[n][1] for n in rings], mode="markers",
-        name="told active / inactive this step",
-        marker=dict(symbol="circle-open", size=38, color=HIGHLIGHT_COLOR, line=dict(width=2.5)),
-        hovertext=[f"ACTIVE_CONSUMER_CHANGE to {G.nodes[n]['label']}: "
-                   + ", ".join("active" if a else "inactive" for a in told[n[1]]) for n in rings],
-        hoverinfo="text", showlegend=bool(rings)))
+    traces.append(
+        go.Scatter(
+            x=[pos[n][0] for n in rings],
+            y=[pos[n][1] for n in rings],
+            mode="markers",
+            name="told active / inactive this step",
+            marker=dict(symbol="circle-open", size=38, color=HIGHLIGHT_COLOR, line=dict(width=2.5)),
+            hovertext=[
+                f"ACTIVE_CONSUMER_CHANGE to {G.nodes[n]['label']}: "
+                + ", ".join("active" if a else "inactive" for a in told[n[1]])
+                for n in rings
+            ],
+            hoverinfo="text",
+            showlegend=bool(rings),
+        )
+    )
 
     n_parts, n_cons = len(parts), len(cons)
     partitioned = G.graph.get("partitioned")
@@ -199,12 +245,15 @@ def failover_graph_view(
     else:
         rule = G.nodes[parts[0]]["rule"] or "no active consumer"
     sub_type = next((G.nodes[n]["sub_type"] for n in parts if G.nodes[n]["sub_type"]), None)
-    header = (f"{head}: {G.graph['topic']} / {G.graph['subscription']} ({sub_type or 'no consumer'}) — "
-              f"{plural(n_parts, 'partition') if partitioned else 'non-partitioned'}, {plural(n_cons, 'consumer')}")
+    header = (
+        f"{head}: {G.graph['topic']} / {G.graph['subscription']} ({sub_type or 'no consumer'}) — "
+        f"{plural(n_parts, 'partition') if partitioned else 'non-partitioned'}, {plural(n_cons, 'consumer')}"
+    )
     note = ""
     if told:
         note = "<br>ACTIVE_CONSUMER_CHANGE: " + ", ".join(
-            f"{names.get(c, c)} {'active' if a else 'inactive'}" for c, acts in told.items() for a in acts)
+            f"{names.get(c, c)} {'active' if a else 'inactive'}" for c, acts in told.items() for a in acts
+        )
     rows = max(n_parts, n_cons, 1)
     fig = go.Figure(
         data=traces,
@@ -212,8 +261,11 @@ def failover_graph_view(
             title=dict(text=f"{header}<br><sup>{rule}{note}</sup>"),
             xaxis=dict(visible=False, range=[-0.55, 1.55]),
             yaxis=dict(visible=False, range=[-1.25, 1.25]),
-            height=max(320, 110 + 46 * rows), margin=dict(l=20, r=20, t=90, b=40),
-            legend=dict(orientation="h", y=-0.05), plot_bgcolor="white", hovermode="closest",
+            height=max(320, 110 + 46 * rows),
+            margin=dict(l=20, r=20, t=90, b=40),
+            legend=dict(orientation="h", y=-0.05),
+            plot_bgcolor="white",
+            hovermode="closest",
         ),
     )
     return fig
@@ -225,8 +277,9 @@ def _edge_trace(edges: list, pos: dict, style: dict, name: str, showlegend: bool
     for u, v in edges:
         xs += [pos[u][0], pos[v][0], None]
         ys += [pos[u][1], pos[v][1], None]
-    return go.Scatter(x=xs, y=ys, mode="lines", name=name, line=style, hoverinfo="skip", showlegend=showlegend,
-                      legendgroup=name)
+    return go.Scatter(
+        x=xs, y=ys, mode="lines", name=name, line=style, hoverinfo="skip", showlegend=showlegend, legendgroup=name
+    )
 
 
 def _edge_hover(G: nx.DiGraph, pos: dict, names: dict[int, str]) -> go.Scatter:
@@ -234,10 +287,20 @@ def _edge_hover(G: nx.DiGraph, pos: dict, names: dict[int, str]) -> go.Scatter:
     for u, v, a in G.edges(data=True):
         xs.append(pos[u][0] * 0.35 + pos[v][0] * 0.65)
         ys.append(pos[u][1] * 0.35 + pos[v][1] * 0.65)
-        texts.append(f"{G.nodes[u]['label']} → {names.get(v[1], v[1])}: {a['kind']} (place {a['rank']} in "
-                     "(priority, name) order)")
-    return go.Scatter(x=xs, y=ys, mode="markers", marker=dict(size=8, opacity=0), hovertext=texts,
-                      hoverinfo="text", showlegend=False, name="edges")
+        texts.append(
+            f"{G.nodes[u]['label']} → {names.get(v[1], v[1])}: {a['kind']} (place {a['rank']} in "
+            "(priority, name) order)"
+        )
+    return go.Scatter(
+        x=xs,
+        y=ys,
+        mode="markers",
+        marker=dict(size=8, opacity=0),
+        hovertext=texts,
+        hoverinfo="text",
+        showlegend=False,
+        name="edges",
+    )
 
 
 def _consumer_hover(G: nx.DiGraph, n: Any) -> str:

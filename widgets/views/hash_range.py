@@ -14,8 +14,15 @@ from typing import Any, Sequence
 import plotly.graph_objects as go
 
 from pulsarlab.scenarios.key_shared import consumer_names, fmt_range, snapshot_assignments
-
-from pulsarlab_widgets.views.style import check_snapshot, consumer_color, consumer_label, event_fields, event_kind, kind_label, plural
+from pulsarlab_widgets.views.style import (
+    check_snapshot,
+    consumer_color,
+    consumer_label,
+    event_fields,
+    event_kind,
+    kind_label,
+    plural,
+)
 
 OWNER_ROW = "assignments"
 MOVED_ROW = "moved this step"

@@ -33,9 +33,7 @@ from typing import Any, Sequence
 import plotly.graph_objects as go
 
 from pulsarlab.snapshot.base import fmt_pos
-
 from pulsarlab.snapshot.lab import REASON_TEXT, LabSnapshot, SubscriptionSnap
-
 from pulsarlab_widgets.views.lab_common import check_lab_snapshot, consumer_names, empty_figure, events_of, pick, plural
 from pulsarlab_widgets.views.style import HIGHLIGHT_COLOR, NOBODY_COLOR, consumer_color
 
@@ -67,7 +65,9 @@ def _pick_key_shared(snap: LabSnapshot, topic: str | None, subscription: str | N
     return chosen[1] if chosen is not None else None
 
 
-def blocking_rows(snapshot: LabSnapshot, topic: str | None = None, subscription: str | None = None) -> list[dict[str, Any]]:
+def blocking_rows(
+    snapshot: LabSnapshot, topic: str | None = None, subscription: str | None = None
+) -> list[dict[str, Any]]:
     """One dict per waiting hash: hash, key, waiting messages, owner, reason (and its explanation)."""
     snap = check_lab_snapshot(snapshot, "blocking_rows")
     sub = _pick_key_shared(snap, topic, subscription)
@@ -76,16 +76,18 @@ def blocking_rows(snapshot: LabSnapshot, topic: str | None = None, subscription:
     names = consumer_names(snap)
     rows = []
     for b in sub.dispatcher.blocked_hashes:
-        rows.append({
-            "hash": b.hash,
-            "key": b.key,
-            "waiting": len(b.positions),
-            "first": fmt_pos(b.positions[0]),
-            "consumer": names.get(b.consumer) if b.consumer is not None else None,
-            "reason": b.reason,
-            "draining_from": names.get(b.draining_from) if b.draining_from is not None else None,
-            "why": REASON_TEXT.get(b.reason, b.reason),
-        })
+        rows.append(
+            {
+                "hash": b.hash,
+                "key": b.key,
+                "waiting": len(b.positions),
+                "first": fmt_pos(b.positions[0]),
+                "consumer": names.get(b.consumer) if b.consumer is not None else None,
+                "reason": b.reason,
+                "draining_from": names.get(b.draining_from) if b.draining_from is not None else None,
+                "why": REASON_TEXT.get(b.reason, b.reason),
+            }
+        )
     return rows
 
 
@@ -118,11 +120,19 @@ def key_shared_blocking_view(
         by_owner.setdefault(a.consumer, []).append((a.start, a.end))
     for c in sub.consumers:
         ranges = by_owner.get(c.id, [])
-        traces.append(go.Bar(
-            orientation="h", y=[row(c.id)] * len(ranges), base=[s for s, _e in ranges],
-            x=[e - s + 1 for s, e in ranges], name=f"{c.name}: owned hashes", showlegend=False,
-            marker=dict(color=consumer_color(c.id), opacity=0.25, line=dict(width=0)),
-            hovertext=[f"{c.name} owns [{s}, {e}]" for s, e in ranges], hoverinfo="text"))
+        traces.append(
+            go.Bar(
+                orientation="h",
+                y=[row(c.id)] * len(ranges),
+                base=[s for s, _e in ranges],
+                x=[e - s + 1 for s, e in ranges],
+                name=f"{c.name}: owned hashes",
+                showlegend=False,
+                marker=dict(color=consumer_color(c.id), opacity=0.25, line=dict(width=0)),
+                hovertext=[f"{c.name} owns [{s}, {e}]" for s, e in ranges],
+                hoverinfo="text",
+            )
+        )
 
     rows_needed = list(consumer_rows)
     blocked = list(d.blocked_hashes)
@@ -134,21 +144,34 @@ def key_shared_blocking_view(
             continue
         hover = []
         for b in group:
-            text = (f"hash {b.hash}" + (f" (key {b.key!r})" if b.key is not None else "")
-                    + f": {plural(len(b.positions), 'message')} wait in the replay set, first {fmt_pos(b.positions[0])}"
-                    + f"<br>owner {names.get(b.consumer, NOBODY_ROW) if b.consumer is not None else NOBODY_ROW}: "
-                    + REASON_TEXT.get(reason, reason))
+            text = (
+                f"hash {b.hash}"
+                + (f" (key {b.key!r})" if b.key is not None else "")
+                + f": {plural(len(b.positions), 'message')} wait in the replay set, first {fmt_pos(b.positions[0])}"
+                + f"<br>owner {names.get(b.consumer, NOBODY_ROW) if b.consumer is not None else NOBODY_ROW}: "
+                + REASON_TEXT.get(reason, reason)
+            )
             if b.draining_from is not None:
                 text += f"<br>{names.get(b.draining_from, b.draining_from)} must acknowledge its messages of it first"
             if b.joined_at is not None:
                 text += f"<br>joined at read position {fmt_pos(b.joined_at)}"
             hover.append(text)
-        traces.append(go.Scatter(
-            x=[b.hash for b in group], y=[row(b.consumer) for b in group], mode="markers",
-            name=REASON_LABELS.get(reason, reason),
-            marker=dict(symbol="circle", color=color, line=dict(color="white", width=1),
-                        size=[10 + 4 * math.log2(len(b.positions)) for b in group]),
-            hovertext=hover, hoverinfo="text"))
+        traces.append(
+            go.Scatter(
+                x=[b.hash for b in group],
+                y=[row(b.consumer) for b in group],
+                mode="markers",
+                name=REASON_LABELS.get(reason, reason),
+                marker=dict(
+                    symbol="circle",
+                    color=color,
+                    line=dict(color="white", width=1),
+                    size=[10 + 4 * math.log2(len(b.positions)) for b in group],
+                ),
+                hovertext=hover,
+                hoverinfo="text",
+            )
+        )
 
     drain = list(d.draining)
     if drain:
@@ -159,36 +182,74 @@ def key_shared_blocking_view(
             if waiting is not None and waiting.consumer is not None and waiting.consumer != h.consumer:
                 xs += [h.hash, h.hash, None]
                 ys += [row(h.consumer), row(waiting.consumer), None]
-        traces.append(go.Scatter(x=xs, y=ys, mode="lines", line=dict(color=REASON_COLORS["hash_draining"],
-                                                                      dash="dash", width=1.5),
-                                 name="waits for the draining consumer", hoverinfo="skip", showlegend=bool(xs)))
-        traces.append(go.Scatter(
-            x=[h.hash for h in drain], y=[row(h.consumer) for h in drain], mode="markers",
-            name="draining hash (previous owner)",
-            marker=dict(symbol="diamond", size=12, color="white",
-                        line=dict(color=REASON_COLORS["hash_draining"], width=2.5)),
-            hovertext=[f"hash {h.hash} draining from {names.get(h.consumer, h.consumer)}: {h.ref_count} unacked, "
-                       f"blocked {h.blocked} dispatch attempt(s)" for h in drain], hoverinfo="text"))
+        traces.append(
+            go.Scatter(
+                x=xs,
+                y=ys,
+                mode="lines",
+                line=dict(color=REASON_COLORS["hash_draining"], dash="dash", width=1.5),
+                name="waits for the draining consumer",
+                hoverinfo="skip",
+                showlegend=bool(xs),
+            )
+        )
+        traces.append(
+            go.Scatter(
+                x=[h.hash for h in drain],
+                y=[row(h.consumer) for h in drain],
+                mode="markers",
+                name="draining hash (previous owner)",
+                marker=dict(
+                    symbol="diamond", size=12, color="white", line=dict(color=REASON_COLORS["hash_draining"], width=2.5)
+                ),
+                hovertext=[
+                    f"hash {h.hash} draining from {names.get(h.consumer, h.consumer)}: {h.ref_count} unacked, "
+                    f"blocked {h.blocked} dispatch attempt(s)"
+                    for h in drain
+                ],
+                hoverinfo="text",
+            )
+        )
 
     attempts = [f for _k, f in events_of(events, "hash_blocked") if _event_on(f, sub)]
-    traces.append(go.Scatter(
-        x=[f["hash"] for f in attempts],
-        y=[row(f["consumer"] if f["consumer"] is not None and f["consumer"] >= 0 else None) for f in attempts],
-        mode="markers", name="held back this step",
-        marker=dict(symbol="star", size=16, color=[REASON_COLORS.get(f["reason"], HIGHLIGHT_COLOR) for f in attempts],
-                    line=dict(color=HIGHLIGHT_COLOR, width=1)),
-        hovertext=[f"{fmt_pos((f['ledger'], f['entry']))} hash {f['hash']} held back: "
-                   f"{REASON_TEXT.get(f['reason'], f['reason'])}" for f in attempts],
-        hoverinfo="text", showlegend=bool(attempts)))
+    traces.append(
+        go.Scatter(
+            x=[f["hash"] for f in attempts],
+            y=[row(f["consumer"] if f["consumer"] is not None and f["consumer"] >= 0 else None) for f in attempts],
+            mode="markers",
+            name="held back this step",
+            marker=dict(
+                symbol="star",
+                size=16,
+                color=[REASON_COLORS.get(f["reason"], HIGHLIGHT_COLOR) for f in attempts],
+                line=dict(color=HIGHLIGHT_COLOR, width=1),
+            ),
+            hovertext=[
+                f"{fmt_pos((f['ledger'], f['entry']))} hash {f['hash']} held back: "
+                f"{REASON_TEXT.get(f['reason'], f['reason'])}"
+                for f in attempts
+            ],
+            hoverinfo="text",
+            showlegend=bool(attempts),
+        )
+    )
     if any(y == NOBODY_ROW for y in traces[-1].y or ()) and NOBODY_ROW not in rows_needed:
         rows_needed.append(NOBODY_ROW)
 
     annotations = []
     for cid, at in d.recently_joined:
-        annotations.append(dict(
-            text=f"joined at {fmt_pos(at)}: only entries before it until mark-delete "
-                 f"{fmt_pos(sub.cursor.mark_delete)} passes it", x=lo, xanchor="left", y=row(cid), yshift=14,
-            showarrow=False, font=dict(size=10, color=REASON_COLORS["recently_joined"])))
+        annotations.append(
+            dict(
+                text=f"joined at {fmt_pos(at)}: only entries before it until mark-delete "
+                f"{fmt_pos(sub.cursor.mark_delete)} passes it",
+                x=lo,
+                xanchor="left",
+                y=row(cid),
+                yshift=14,
+                showarrow=False,
+                font=dict(size=10, color=REASON_COLORS["recently_joined"]),
+            )
+        )
 
     form = "classic (recently joined consumers)" if d.classic else "PIP-379 (draining hashes)"
     if d.allow_out_of_order:
@@ -199,9 +260,11 @@ def key_shared_blocking_view(
         counts[REASON_LABELS.get(b.reason, b.reason)] = counts.get(REASON_LABELS.get(b.reason, b.reason), 0) + 1
     detail = ", ".join(f"{n} {label}" for label, n in counts.items()) or "nothing waits"
     t = snap.topic(sub.topic)
-    header = (f"{head}<br><sup>{t.short_name} / {sub.name} · Pulsar {snap.version}, {form} · "
-              f"{plural(len(blocked), 'hash', 'hashes')} wait ({plural(waiting_msgs, 'message')}): {detail}"
-              f"{' · ' + plural(len(drain), 'draining hash', 'draining hashes') if drain else ''}</sup>")
+    header = (
+        f"{head}<br><sup>{t.short_name} / {sub.name} · Pulsar {snap.version}, {form} · "
+        f"{plural(len(blocked), 'hash', 'hashes')} wait ({plural(waiting_msgs, 'message')}): {detail}"
+        f"{' · ' + plural(len(drain), 'draining hash', 'draining hashes') if drain else ''}</sup>"
+    )
     fig = go.Figure(
         data=traces,
         layout=go.Layout(
@@ -217,8 +280,14 @@ def key_shared_blocking_view(
         ),
     )
     if not sub.consumers:
-        fig.add_annotation(text="no consumer attached", x=(lo + hi) / 2, y=0.5, yref="paper", showarrow=False,
-                           font=dict(color=NOBODY_COLOR))
+        fig.add_annotation(
+            text="no consumer attached",
+            x=(lo + hi) / 2,
+            y=0.5,
+            yref="paper",
+            showarrow=False,
+            font=dict(color=NOBODY_COLOR),
+        )
     return fig
 
 

@@ -13,20 +13,25 @@ from typing import Any, Iterable, Sequence
 import plotly.graph_objects as go
 
 from pulsarlab.snapshot.lab import LabSnapshot, SubscriptionSnap, TopicSnap
-
 from pulsarlab_widgets.views.style import event_fields, event_kind, plural
 
 
 def check_lab_snapshot(snapshot: Any, view: str) -> LabSnapshot:
     """Fail clearly when a view gets something that is not a `LabSnapshot`."""
     if not isinstance(snapshot, LabSnapshot):
-        hint = " (a Key_Shared selector snapshot: use hash_range_view / ring_view)" if isinstance(snapshot, dict) else ""
-        raise TypeError(f"{view} draws a pulsarlab.snapshot.lab.LabSnapshot (snapshot(lab) or a Recorder frame), "
-                        f"not {type(snapshot).__name__}{hint}")
+        hint = (
+            " (a Key_Shared selector snapshot: use hash_range_view / ring_view)" if isinstance(snapshot, dict) else ""
+        )
+        raise TypeError(
+            f"{view} draws a pulsarlab.snapshot.lab.LabSnapshot (snapshot(lab) or a Recorder frame), "
+            f"not {type(snapshot).__name__}{hint}"
+        )
     return snapshot
 
 
-def pick(snapshot: LabSnapshot, topic: str | None, subscription: str | None) -> tuple[TopicSnap, SubscriptionSnap] | None:
+def pick(
+    snapshot: LabSnapshot, topic: str | None, subscription: str | None
+) -> tuple[TopicSnap, SubscriptionSnap] | None:
     """The topic and subscription a view draws; None when the snapshot has no subscription (yet)."""
     try:
         sub = snapshot.subscription(topic, subscription)
@@ -61,8 +66,15 @@ def events_of(events: Sequence[Any], *kinds: str) -> list[tuple[str, dict[str, A
 
 def empty_figure(title: str, text: str, height: int = 260) -> go.Figure:
     """A figure with only a message (nothing to draw yet), same shape for every view."""
-    fig = go.Figure(layout=go.Layout(title=dict(text=title), height=height, plot_bgcolor="white",
-                                     xaxis=dict(visible=False), yaxis=dict(visible=False)))
+    fig = go.Figure(
+        layout=go.Layout(
+            title=dict(text=title),
+            height=height,
+            plot_bgcolor="white",
+            xaxis=dict(visible=False),
+            yaxis=dict(visible=False),
+        )
+    )
     fig.add_annotation(text=text, x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False, font=dict(size=14))
     return fig
 

@@ -25,7 +25,6 @@ from typing import Any, Sequence
 import plotly.graph_objects as go
 
 from pulsarlab.snapshot.base import short_topic
-
 from pulsarlab.snapshot.lab import LabSnapshot
 from pulsarlab.snapshot.redelivery import (
     ACKED,
@@ -44,12 +43,22 @@ from pulsarlab.snapshot.redelivery import (
     MessageLife,
     message_lives,
 )
-
 from pulsarlab_widgets.views.lab_common import check_lab_snapshot, consumer_names, empty_figure, events_of
 from pulsarlab_widgets.views.style import plural
 
-LANE = {PUBLISHED: 0.0, DELIVERED: 0.0, ACKED: 0.0, NACKED: 0.3, TIMED_OUT: 0.3, NACK_DUE: 0.3,
-        DLQ_CANDIDATE: 0.3, RETRIED: 0.3, DEAD_LETTERED: 0.3, REDELIVERY_ASKED: -0.3, COUNTED: -0.3}
+LANE = {
+    PUBLISHED: 0.0,
+    DELIVERED: 0.0,
+    ACKED: 0.0,
+    NACKED: 0.3,
+    TIMED_OUT: 0.3,
+    NACK_DUE: 0.3,
+    DLQ_CANDIDATE: 0.3,
+    RETRIED: 0.3,
+    DEAD_LETTERED: 0.3,
+    REDELIVERY_ASKED: -0.3,
+    COUNTED: -0.3,
+}
 ROW_PX = 64
 STYLE = {  # kind -> (symbol, colour)
     PUBLISHED: ("circle-open", "#7f7f7f"),
@@ -64,12 +73,23 @@ STYLE = {  # kind -> (symbol, colour)
     RETRIED: ("triangle-up", "#17becf"),
     DEAD_LETTERED: ("square-x", "#111111"),
 }
-OUTCOME_TEXT = {"waiting": "not delivered yet", "in flight": "in flight", "acked": "acked",
-                "retried": "→ retry topic", "dead-lettered": "→ DLQ"}
-EVENT_TEXT = {"negative_acked": "negative ack", "ack_timeout_tick": "ack timeout",
-              "nack_timer_fired": "nack delay over", "redeliver_ids": "redelivery asked",
-              "redelivery_counted": "redelivery counted", "reconsumed_later": "retried",
-              "dead_lettered": "dead-lettered", "dispatched": "delivery"}
+OUTCOME_TEXT = {
+    "waiting": "not delivered yet",
+    "in flight": "in flight",
+    "acked": "acked",
+    "retried": "→ retry topic",
+    "dead-lettered": "→ DLQ",
+}
+EVENT_TEXT = {
+    "negative_acked": "negative ack",
+    "ack_timeout_tick": "ack timeout",
+    "nack_timer_fired": "nack delay over",
+    "redeliver_ids": "redelivery asked",
+    "redelivery_counted": "redelivery counted",
+    "reconsumed_later": "retried",
+    "dead_lettered": "dead-lettered",
+    "dispatched": "delivery",
+}
 
 
 def _row_label(life: MessageLife, via: str | None) -> str:
@@ -89,8 +109,9 @@ def _link(lives: dict[tuple[int, int], MessageLife], life: MessageLife) -> Any:
     src = lives.get((life.origin[1], life.origin[2]))
     if src is None:
         return None
-    return next((s for s in src.steps if s.target is not None and (s.target[1], s.target[2]) == (life.ledger,
-                                                                                                  life.entry)), None)
+    return next(
+        (s for s in src.steps if s.target is not None and (s.target[1], s.target[2]) == (life.ledger, life.entry)), None
+    )
 
 
 def _hover(step: Any, names: dict[int, str]) -> str:
@@ -152,15 +173,29 @@ def redelivery_timeline_view(
         y = y_of[pos]
         start = life.steps[0].time
         end = now if life.outcome == "in flight" else life.steps[-1].time
-        fig.add_trace(go.Scatter(x=[start, max(end, start)], y=[y, y], mode="lines",
-                                 line=dict(color="#d9d9d9", width=5), hoverinfo="skip", showlegend=False))
+        fig.add_trace(
+            go.Scatter(
+                x=[start, max(end, start)],
+                y=[y, y],
+                mode="lines",
+                line=dict(color="#d9d9d9", width=5),
+                hoverinfo="skip",
+                showlegend=False,
+            )
+        )
         link = links[pos]
         if link is not None:
             origin = (life.origin[1], life.origin[2])  # type: ignore[index]
-            fig.add_trace(go.Scatter(
-                x=[link.time, start], y=[y_of[origin] + LANE[link.kind], y],
-                mode="lines", line=dict(color=STYLE[link.kind][1], dash="dash", width=1),
-                hoverinfo="skip", showlegend=False))
+            fig.add_trace(
+                go.Scatter(
+                    x=[link.time, start],
+                    y=[y_of[origin] + LANE[link.kind], y],
+                    mode="lines",
+                    line=dict(color=STYLE[link.kind][1], dash="dash", width=1),
+                    hoverinfo="skip",
+                    showlegend=False,
+                )
+            )
     for kind in STEP_KINDS:
         xs, ys, texts, hovers = [], [], [], []
         for life in shown:
@@ -175,28 +210,50 @@ def redelivery_timeline_view(
         if not xs:
             continue
         symbol, color = STYLE[kind]
-        fig.add_trace(go.Scatter(
-            x=xs, y=ys, mode="markers+text" if kind in (DELIVERED, COUNTED) else "markers",
-            text=texts, textposition="bottom right", textfont=dict(size=9, color=color),
-            marker=dict(symbol=symbol, size=9, color=color, line=dict(width=1, color=color)),
-            name=STEP_TEXT[kind], hovertext=hovers, hoverinfo="text"))
+        fig.add_trace(
+            go.Scatter(
+                x=xs,
+                y=ys,
+                mode="markers+text" if kind in (DELIVERED, COUNTED) else "markers",
+                text=texts,
+                textposition="bottom right",
+                textfont=dict(size=9, color=color),
+                marker=dict(symbol=symbol, size=9, color=color, line=dict(width=1, color=color)),
+                name=STEP_TEXT[kind],
+                hovertext=hovers,
+                hoverinfo="text",
+            )
+        )
     fig.add_vline(x=now, line=dict(color="#888888", dash="dot", width=1))
     redelivered = sum(1 for life in lives if life.deliveries > 1)
     retried = sum(1 for life in lives if life.outcome == "retried")
     dead = sum(1 for life in lives if life.outcome == "dead-lettered")
-    parts = [plural(len(lives), "entry", "entries"), f"{redelivered} redelivered", f"{retried} retried",
-             f"{dead} dead-lettered"]
+    parts = [
+        plural(len(lives), "entry", "entries"),
+        f"{redelivered} redelivered",
+        f"{retried} retried",
+        f"{dead} dead-lettered",
+    ]
     if len(lives) > len(shown):
         parts.append(f"first {len(shown)} shown")
     this = ", ".join(dict.fromkeys(EVENT_TEXT[k] for k, _f in events_of(events, *EVENT_TEXT)))
     sub_line = f"t = {now} ms · " + " · ".join(parts) + (f" · this step: {this}" if this else "")
     fig.update_layout(
         title=dict(text=f"{head}<br><sup>{sub_line}</sup>"),
-        height=max(300, 160 + ROW_PX * len(shown)), margin=dict(l=20, r=20, t=90, b=50), plot_bgcolor="white",
-        legend=dict(orientation="h", y=-0.15), hovermode="closest",
+        height=max(300, 160 + ROW_PX * len(shown)),
+        margin=dict(l=20, r=20, t=90, b=50),
+        plot_bgcolor="white",
+        legend=dict(orientation="h", y=-0.15),
+        hovermode="closest",
     )
-    fig.update_yaxes(tickvals=list(range(len(shown))), ticktext=list(reversed(rows)), range=[-0.6, len(shown) - 0.4],
-                     showgrid=False, zeroline=False, automargin=True)
+    fig.update_yaxes(
+        tickvals=list(range(len(shown))),
+        ticktext=list(reversed(rows)),
+        range=[-0.6, len(shown) - 0.4],
+        showgrid=False,
+        zeroline=False,
+        automargin=True,
+    )
     fig.update_xaxes(title_text="virtual time (ms)", showgrid=True, gridcolor="#eeeeee", zeroline=False)
     return fig
 

@@ -24,10 +24,8 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from pulsarlab.snapshot.base import short_topic
-
 from pulsarlab.snapshot.lab import LabSnapshot
 from pulsarlab.snapshot.redelivery import ClientTrackersSnap
-
 from pulsarlab_widgets.views.lab_common import check_lab_snapshot, empty_figure, events_of
 
 HEAD_COLOR = "#d62728"
@@ -60,8 +58,17 @@ def _ids_text(ids: Sequence[tuple[int, int, int]]) -> str:
 
 def _ring(fig: go.Figure, t: ClientTrackersSnap, now: int) -> None:
     if t.ack_timeout_ms is None:
-        fig.add_annotation(text="ack timeout off<br>(unacked_messages_timeout_ms)", x=0.5, y=0.5, showarrow=False,
-                           xref="x domain", yref="y domain", font=dict(size=13), row=1, col=1)
+        fig.add_annotation(
+            text="ack timeout off<br>(unacked_messages_timeout_ms)",
+            x=0.5,
+            y=0.5,
+            showarrow=False,
+            xref="x domain",
+            yref="y domain",
+            font=dict(size=13),
+            row=1,
+            col=1,
+        )
         fig.update_xaxes(visible=False, row=1, col=1)
         fig.update_yaxes(visible=False, row=1, col=1)
         return
@@ -73,44 +80,94 @@ def _ring(fig: go.Figure, t: ClientTrackersSnap, now: int) -> None:
         xs.append("head" if k == 0 else f"+{k}")
         ys.append(len(ids))
         texts.append(_ids_text(ids))
-        hovers.append(f"set {k} (times out at the {k + 1}. next tick, {when}): "
-                      + (", ".join(f"{l}:{e}:{p}" for l, e, p in ids) or "empty"))
+        hovers.append(
+            f"set {k} (times out at the {k + 1}. next tick, {when}): "
+            + (", ".join(f"{l}:{e}:{p}" for l, e, p in ids) or "empty")
+        )
         colors.append(HEAD_COLOR if k == 0 else RING_COLOR)
-    fig.add_trace(go.Bar(x=xs, y=ys, text=texts, textposition="inside", insidetextanchor="start",
-                         marker=dict(color=colors), hovertext=hovers, hoverinfo="text", name="ring set",
-                         showlegend=False), row=1, col=1)
-    fig.update_yaxes(title_text="ids in the set", rangemode="tozero", dtick=1 if max(ys, default=0) <= 10 else None,
-                     row=1, col=1)
+    fig.add_trace(
+        go.Bar(
+            x=xs,
+            y=ys,
+            text=texts,
+            textposition="inside",
+            insidetextanchor="start",
+            marker=dict(color=colors),
+            hovertext=hovers,
+            hoverinfo="text",
+            name="ring set",
+            showlegend=False,
+        ),
+        row=1,
+        col=1,
+    )
+    fig.update_yaxes(
+        title_text="ids in the set", rangemode="tozero", dtick=1 if max(ys, default=0) <= 10 else None, row=1, col=1
+    )
     fig.update_xaxes(title_text=f"ring sets, head first (tick {tick} ms)", row=1, col=1)
 
 
 def _nacks(fig: go.Figure, t: ClientTrackersSnap, now: int) -> None:
     buckets = t.nack_form == "time_buckets"
     if not t.nacks:
-        fig.add_annotation(text="no negative ack held", x=0.5, y=0.5, showarrow=False, xref="x2 domain",
-                           yref="y2 domain", font=dict(size=13), row=1, col=2)
-    labels = [f"{n.ledger}:{n.entry}" + (f" ({short_topic(n.topic)})" if len({m.topic for m in t.nacks}) > 1 else "")
-              for n in t.nacks]
+        fig.add_annotation(
+            text="no negative ack held",
+            x=0.5,
+            y=0.5,
+            showarrow=False,
+            xref="x2 domain",
+            yref="y2 domain",
+            font=dict(size=13),
+            row=1,
+            col=2,
+        )
+    labels = [
+        f"{n.ledger}:{n.entry}" + (f" ({short_topic(n.topic)})" if len({m.topic for m in t.nacks}) > 1 else "")
+        for n in t.nacks
+    ]
     if t.nacks:
-        fig.add_trace(go.Scatter(
-            x=[n.due_ms for n in t.nacks], y=labels, mode="markers", name="due",
-            marker=dict(symbol="triangle-right" if not buckets else "square", size=12, color=NACK_COLOR),
-            hovertext=[f"{lab} due at t = {n.due_ms} ms ({'bucket' if buckets else 'deadline'})"
-                       for lab, n in zip(labels, t.nacks)], hoverinfo="text", showlegend=False), row=1, col=2)
+        fig.add_trace(
+            go.Scatter(
+                x=[n.due_ms for n in t.nacks],
+                y=labels,
+                mode="markers",
+                name="due",
+                marker=dict(symbol="triangle-right" if not buckets else "square", size=12, color=NACK_COLOR),
+                hovertext=[
+                    f"{lab} due at t = {n.due_ms} ms ({'bucket' if buckets else 'deadline'})"
+                    for lab, n in zip(labels, t.nacks)
+                ],
+                hoverinfo="text",
+                showlegend=False,
+            ),
+            row=1,
+            col=2,
+        )
         if buckets:
             for due in sorted({n.due_ms for n in t.nacks}):
-                fig.add_vrect(x0=due, x1=due + t.nack_step_ms, fillcolor=BUCKET_COLOR, line_width=1,
-                              line_color="rgba(255, 127, 14, 0.5)", row=1, col=2)
+                fig.add_vrect(
+                    x0=due,
+                    x1=due + t.nack_step_ms,
+                    fillcolor=BUCKET_COLOR,
+                    line_width=1,
+                    line_color="rgba(255, 127, 14, 0.5)",
+                    row=1,
+                    col=2,
+                )
     if not buckets and t.next_nack_ms is not None:
         for k in range(1, 4):
-            fig.add_vline(x=t.next_nack_ms + k * t.nack_step_ms, line=dict(color="#bbbbbb", dash="dot", width=1),
-                          row=1, col=2)
+            fig.add_vline(
+                x=t.next_nack_ms + k * t.nack_step_ms, line=dict(color="#bbbbbb", dash="dot", width=1), row=1, col=2
+            )
     fig.add_vline(x=now, line=dict(color="#555555", dash="dash", width=1), row=1, col=2)
     if t.next_nack_ms is not None:
         fig.add_vline(x=t.next_nack_ms, line=dict(color=HEAD_COLOR, width=2), row=1, col=2)
     lo = min([now] + [n.due_ms for n in t.nacks])
-    hi = max([now + t.nack_delay_ms] + [n.due_ms + t.nack_step_ms for n in t.nacks]
-             + ([t.next_nack_ms] if t.next_nack_ms is not None else []))
+    hi = max(
+        [now + t.nack_delay_ms]
+        + [n.due_ms + t.nack_step_ms for n in t.nacks]
+        + ([t.next_nack_ms] if t.next_nack_ms is not None else [])
+    )
     fig.update_xaxes(title_text="virtual time (ms)", range=[lo - 50, hi + 50], row=1, col=2)
 
 
@@ -126,16 +183,29 @@ def redelivery_trackers_view(
     t = pick_tracker(snap, consumer)
     if t is None:
         return empty_figure(head, "no consumer yet: subscribe a consumer first")
-    form = "3.x deadline map, checked every delay/3" if t.nack_form == "deadline_map" else \
-        f"4.x time buckets of {t.nack_step_ms} ms"
-    ring_title = "ack-timeout ring (UnAckedMessageTracker)" if t.ack_timeout_ms is None else \
-        f"ack timeout {t.ack_timeout_ms} ms, tick {t.tick_ms} ms: {len(t.ring)} sets"
-    fig = make_subplots(rows=1, cols=2, column_widths=[0.42, 0.58], horizontal_spacing=0.12,
-                        subplot_titles=[ring_title, f"negative acks, delay {t.nack_delay_ms} ms ({form})"])
+    form = (
+        "3.x deadline map, checked every delay/3"
+        if t.nack_form == "deadline_map"
+        else f"4.x time buckets of {t.nack_step_ms} ms"
+    )
+    ring_title = (
+        "ack-timeout ring (UnAckedMessageTracker)"
+        if t.ack_timeout_ms is None
+        else f"ack timeout {t.ack_timeout_ms} ms, tick {t.tick_ms} ms: {len(t.ring)} sets"
+    )
+    fig = make_subplots(
+        rows=1,
+        cols=2,
+        column_widths=[0.42, 0.58],
+        horizontal_spacing=0.12,
+        subplot_titles=[ring_title, f"negative acks, delay {t.nack_delay_ms} ms ({form})"],
+    )
     _ring(fig, t, snap.time)
     _nacks(fig, t, snap.time)
-    parts = [f"{t.name} on {', '.join(short_topic(x) for x in t.topics)} / {t.subscription} ({t.type})",
-             f"t = {snap.time} ms"]
+    parts = [
+        f"{t.name} on {', '.join(short_topic(x) for x in t.topics)} / {t.subscription} ({t.type})",
+        f"t = {snap.time} ms",
+    ]
     if t.next_tick_ms is not None:
         parts.append(f"next tick t = {t.next_tick_ms} ms")
     elif t.ack_timeout_ms is not None:
@@ -145,12 +215,18 @@ def redelivery_trackers_view(
     if t.max_redeliver_count is not None:
         cands = ", ".join(f"{l}:{e}" for l, e in t.dlq_candidates) or "none"
         parts.append(f"maxRedeliverCount {t.max_redeliver_count}, DLQ candidates: {cands}")
-    fired = [f for _k, f in events_of(events, "ack_timeout_tick")
-             if f.get("consumer") == t.consumer and f.get("timed_out")]
+    fired = [
+        f for _k, f in events_of(events, "ack_timeout_tick") if f.get("consumer") == t.consumer and f.get("timed_out")
+    ]
     if fired:
         parts.append(f"this step: {sum(f['timed_out'] for f in fired)} timed out")
-    fig.update_layout(title=dict(text=f"{head}<br><sup>{' · '.join(parts)}</sup>"), height=380,
-                      margin=dict(l=60, r=20, t=100, b=50), plot_bgcolor="white", showlegend=False)
+    fig.update_layout(
+        title=dict(text=f"{head}<br><sup>{' · '.join(parts)}</sup>"),
+        height=380,
+        margin=dict(l=60, r=20, t=100, b=50),
+        plot_bgcolor="white",
+        showlegend=False,
+    )
     return fig
 
 

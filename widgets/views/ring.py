@@ -14,8 +14,15 @@ from typing import Any, Sequence
 import plotly.graph_objects as go
 
 from pulsarlab.scenarios.key_shared import consumer_names, fmt_range, snapshot_assignments
-
-from pulsarlab_widgets.views.style import HIGHLIGHT_COLOR, check_snapshot, consumer_color, consumer_label, event_fields, event_kind, plural
+from pulsarlab_widgets.views.style import (
+    HIGHLIGHT_COLOR,
+    check_snapshot,
+    consumer_color,
+    consumer_label,
+    event_fields,
+    event_kind,
+    plural,
+)
 
 ARC_R = 1.0
 POINT_R = 1.1
@@ -100,8 +107,12 @@ def ring_view(snapshot: dict[str, Any], events: Sequence[Any] = (), title: str |
             r=[POINT_R] * len(shared),
             theta=[_angle(p, lo, hi) for p, _s, _o in shared],
             mode="markers",
-            marker=dict(symbol="x", size=13, color=[consumer_color(s) for _p, s, _o in shared],
-                        line=dict(color=HIGHLIGHT_COLOR, width=1.5)),
+            marker=dict(
+                symbol="x",
+                size=13,
+                color=[consumer_color(s) for _p, s, _o in shared],
+                line=dict(color=HIGHLIGHT_COLOR, width=1.5),
+            ),
             name=f"collisions ({len(shared)})",
             hovertext=[
                 f"point {p}: {names.get(s, s)} selected; also listed: {', '.join(str(names.get(o, o)) for o in others)}"
@@ -174,8 +185,12 @@ def _key_traces(keys: list[dict[str, Any]], lo: int, hi: int) -> list[go.Scatter
             r=[KEY_R] * len(keys),
             theta=[_angle(k["hash"], lo, hi) for k in keys],
             mode="markers+text",
-            marker=dict(symbol="star", size=14, color=[consumer_color(k.get("consumer")) for k in keys],
-                        line=dict(color=HIGHLIGHT_COLOR, width=1)),
+            marker=dict(
+                symbol="star",
+                size=14,
+                color=[consumer_color(k.get("consumer")) for k in keys],
+                line=dict(color=HIGHLIGHT_COLOR, width=1),
+            ),
             text=[k["key"] for k in keys],
             textposition="bottom center",
             name="keys",

@@ -13,7 +13,6 @@ from typing import Any, Sequence
 import plotly.graph_objects as go
 
 from pulsarlab.scenarios.key_shared import consumer_names, fmt_range, snapshot_assignments, unowned_hashes
-
 from pulsarlab_widgets.views.style import (
     NOBODY_COLOR,
     REJECTED_COLOR,

@@ -29,6 +29,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from pulsarlab.broker.delayed.bucket.tracker import DELAYED_BUCKET_KEY_PREFIX, BucketDelayedDeliveryTracker
+from pulsarlab.broker.delayed.factory import buffer_memory_usage, tracker_kind
 from pulsarlab.errors import PulsarError
 from pulsarlab.event_catalogue.delayed import (
     DELAYED_PAUSED,
@@ -37,8 +39,6 @@ from pulsarlab.event_catalogue.delayed import (
     DELAYED_TRACKED,
     DELAYED_TRACKER_CREATED,
 )
-from pulsarlab.broker.delayed.bucket.tracker import DELAYED_BUCKET_KEY_PREFIX, BucketDelayedDeliveryTracker
-from pulsarlab.broker.delayed.factory import buffer_memory_usage, tracker_kind
 
 if TYPE_CHECKING:  # pragma: no cover
     from pulsarlab.broker.redelivery import MessageRedeliveryController
@@ -52,8 +52,20 @@ SNAPSHOT_SIZE_BYTES = "pulsar_delayed_message_index_bucket_snapshot_size_bytes"
 class DelayedDelivery:
     """The dispatcher's ``delayedDeliveryTracker`` (built on first use) and the dispatcher code around it."""
 
-    __slots__ = ("tracker", "_dispatcher", "_sub", "_factory", "_enabled", "_tick", "_strict", "_events", "_clock",
-                 "_paused", "_just_released", "_requeue_timers")
+    __slots__ = (
+        "tracker",
+        "_dispatcher",
+        "_sub",
+        "_factory",
+        "_enabled",
+        "_tick",
+        "_strict",
+        "_events",
+        "_clock",
+        "_paused",
+        "_just_released",
+        "_requeue_timers",
+    )
 
     def __init__(self, dispatcher: Any) -> None:
         sub = dispatcher.subscription
@@ -92,8 +104,9 @@ class DelayedDelivery:
         if deliver_at is not None:
             events = self._events
             if events.enabled:
-                events.append_row(DELAYED_TRACKED, self._clock.now(), self._sub.id, ledger, entry, deliver_at,
-                                  int(held))
+                events.append_row(
+                    DELAYED_TRACKED, self._clock.now(), self._sub.id, ledger, entry, deliver_at, int(held)
+                )
             if held and self._just_released and (ledger, entry) in self._just_released:
                 self._requeued(ledger, entry, deliver_at)
         return held
@@ -102,10 +115,10 @@ class DelayedDelivery:
         until = deliver_at if self._strict else deliver_at - self._tick
         if until not in self._requeue_timers:
             self._requeue_timers[until] = self._clock.call_at(
-                until, lambda: self._read_again(until), "dispatcher re-reads a requeued delayed entry")
+                until, lambda: self._read_again(until), "dispatcher re-reads a requeued delayed entry"
+            )
         if self._events.enabled:
-            self._events.append_row(DELAYED_REQUEUED, self._clock.now(), self._sub.id, ledger, entry, deliver_at,
-                                    until)
+            self._events.append_row(DELAYED_REQUEUED, self._clock.now(), self._sub.id, ledger, entry, deliver_at, until)
 
     def _read_again(self, until: int) -> None:
         self._requeue_timers.pop(until, None)
@@ -135,8 +148,7 @@ class DelayedDelivery:
         held = [self._held(item) for item in entries]
         if not any(held):
             return entries, hashes
-        return ([item for item, h in zip(entries, held) if not h],
-                [x for x, h in zip(hashes, held) if not h])
+        return ([item for item, h in zip(entries, held) if not h], [x for x, h in zip(hashes, held) if not h])
 
     def skip_held(self, entries: list) -> list:
         """A normal read's skip condition: drop entries the bucket tracker already holds."""
@@ -172,8 +184,13 @@ class DelayedDelivery:
         if paused != self._paused:
             self._paused = paused
             if self._events.enabled:
-                self._events.append_row(DELAYED_PAUSED, self._clock.now(), self._sub.id, int(paused),
-                                        tracker.number_of_delayed_messages() if tracker is not None else 0)
+                self._events.append_row(
+                    DELAYED_PAUSED,
+                    self._clock.now(),
+                    self._sub.id,
+                    int(paused),
+                    tracker.number_of_delayed_messages() if tracker is not None else 0,
+                )
         return paused
 
     # --- lifecycle -----------------------------------------------------------------------------
@@ -222,17 +239,25 @@ class DelayedDelivery:
         tracker = self.tracker
         if tracker is None:
             return {"msgDelayed": 0, "delayedMessageIndexSizeInBytes": 0, "bucketDelayedIndexStats": {}}
-        return {"msgDelayed": tracker.number_of_delayed_messages(),
-                "delayedMessageIndexSizeInBytes": buffer_memory_usage(tracker),
-                "bucketDelayedIndexStats": bucket_index_stats(tracker)}
+        return {
+            "msgDelayed": tracker.number_of_delayed_messages(),
+            "delayedMessageIndexSizeInBytes": buffer_memory_usage(tracker),
+            "bucketDelayedIndexStats": bucket_index_stats(tracker),
+        }
 
     def _create(self) -> Any:
         d = self._dispatcher
         tracker = self.tracker = self._factory.new_tracker(
-            self._sub.dispatcher_name, d.read_more_entries, self._sub.cursor.cursor_properties)
+            self._sub.dispatcher_name, d.read_more_entries, self._sub.cursor.cursor_properties
+        )
         if self._events.enabled:
-            self._events.append(DELAYED_TRACKER_CREATED, self._clock.now(), subscription=self._sub.id,
-                                tracker=tracker_kind(tracker), factory=self._factory.class_name.rsplit(".", 1)[-1])
+            self._events.append(
+                DELAYED_TRACKER_CREATED,
+                self._clock.now(),
+                subscription=self._sub.id,
+                tracker=tracker_kind(tracker),
+                factory=self._factory.class_name.rsplit(".", 1)[-1],
+            )
         return tracker
 
 

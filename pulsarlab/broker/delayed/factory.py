@@ -17,10 +17,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, MutableMapping
 
-from pulsarlab.clock import Scheduler
-from pulsarlab.errors import IllegalArgumentException, PulsarError
-from pulsarlab.events import EventLog
-from pulsarlab.profiles import Profile
 from pulsarlab.broker.delayed.bucket.snapshot import BucketSnapshotStorage
 from pulsarlab.broker.delayed.bucket.tracker import (
     BUCKET_TRACKER_FACTORY,
@@ -29,6 +25,10 @@ from pulsarlab.broker.delayed.bucket.tracker import (
     new_delayed_delivery_tracker,
 )
 from pulsarlab.broker.delayed.in_memory import InMemoryDelayedDeliveryTracker
+from pulsarlab.clock import Scheduler
+from pulsarlab.errors import IllegalArgumentException, PulsarError
+from pulsarlab.events import EventLog
+from pulsarlab.profiles import Profile
 
 FACTORY_CLASS_NAMES = (IN_MEMORY_TRACKER_FACTORY, BUCKET_TRACKER_FACTORY)
 
@@ -69,14 +69,16 @@ class DelayedDeliverySettings:
         if settings.max_delay_in_millis and not profile.max_delivery_delay_setting:
             raise IllegalArgumentException(
                 f"delayedDeliveryMaxDelayInMillis is a Pulsar 4.0+ setting (PIP-315); a {profile.name} broker has "
-                "no such limit (it would ignore the line in broker.conf): use version='4.0' or leave it at 0")
+                "no such limit (it would ignore the line in broker.conf): use version='4.0' or leave it at 0"
+            )
         if name == BUCKET_TRACKER_FACTORY:
             _int(config, "delayedDeliveryMinIndexCountPerBucket", 0)
             _int(config, "delayedDeliveryMaxTimeStepPerBucketSnapshotSegmentSeconds", 0)
             _int(config, "delayedDeliveryMaxNumBuckets", -1)
             if _int(config, "delayedDeliveryMaxIndexesPerBucketSnapshotSegment", -1) == 0:
                 raise IllegalArgumentException(
-                    "delayedDeliveryMaxIndexesPerBucketSnapshotSegment must be -1 (no limit) or at least 1, got 0")
+                    "delayedDeliveryMaxIndexesPerBucketSnapshotSegment must be -1 (no limit) or at least 1, got 0"
+                )
         return settings
 
     @property
@@ -90,8 +92,15 @@ class DelayedDeliveryTrackerFactory:
     ``storage`` is the snapshot storage that outlives broker restarts (only the bucket factory uses it).
     """
 
-    def __init__(self, settings: DelayedDeliverySettings, config: Mapping[str, Any], profile: Profile,
-                 scheduler: Scheduler, storage: BucketSnapshotStorage, events: EventLog) -> None:
+    def __init__(
+        self,
+        settings: DelayedDeliverySettings,
+        config: Mapping[str, Any],
+        profile: Profile,
+        scheduler: Scheduler,
+        storage: BucketSnapshotStorage,
+        events: EventLog,
+    ) -> None:
         self.settings = settings
         self.class_name = settings.factory_class_name
         self._config = dict(config)
@@ -100,22 +109,29 @@ class DelayedDeliveryTrackerFactory:
         self.storage = storage
         self._events = events
 
-    def new_tracker(self, name: str, read_more_entries: Callable[[], object],
-                    cursor_properties: MutableMapping[str, str]) -> InMemoryDelayedDeliveryTracker:
+    def new_tracker(
+        self, name: str, read_more_entries: Callable[[], object], cursor_properties: MutableMapping[str, str]
+    ) -> InMemoryDelayedDeliveryTracker:
         """``newTracker(dispatcher)``: ``name`` is the dispatcher's ``"<topic> / <subscription>"``."""
         return new_delayed_delivery_tracker(
-            self._scheduler, read_more_entries, config=self._config, profile=self._profile,
-            snapshot_storage=self.storage, cursor_properties=cursor_properties, name=name,
+            self._scheduler,
+            read_more_entries,
+            config=self._config,
+            profile=self._profile,
+            snapshot_storage=self.storage,
+            cursor_properties=cursor_properties,
+            name=name,
             events=self._events if self._events.enabled else None,
         )
 
 
-def load_delayed_delivery_tracker_factory(config: Mapping[str, Any], profile: Profile, scheduler: Scheduler,
-                                          storage: BucketSnapshotStorage, events: EventLog
-                                          ) -> DelayedDeliveryTrackerFactory:
+def load_delayed_delivery_tracker_factory(
+    config: Mapping[str, Any], profile: Profile, scheduler: Scheduler, storage: BucketSnapshotStorage, events: EventLog
+) -> DelayedDeliveryTrackerFactory:
     """``DelayedDeliveryTrackerLoader.loadDelayedDeliveryTrackerFactory(conf)`` at broker start-up."""
-    return DelayedDeliveryTrackerFactory(DelayedDeliverySettings.from_config(config, profile), config, profile,
-                                         scheduler, storage, events)
+    return DelayedDeliveryTrackerFactory(
+        DelayedDeliverySettings.from_config(config, profile), config, profile, scheduler, storage, events
+    )
 
 
 def tracker_kind(tracker: Any) -> str:

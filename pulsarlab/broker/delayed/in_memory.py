@@ -24,10 +24,10 @@ from typing import Callable
 
 from sortedcontainers import SortedDict, SortedSet
 
-from pulsarlab.clock import Scheduler, Timer
-from pulsarlab.profiles import DelayedTrackerForm, Profile, get_profile
 from pulsarlab.broker.delayed import jvm_memory as delayed_memory
 from pulsarlab.broker.delayed.long_hash_map import LongOpenHashMap, LongOpenHashSet
+from pulsarlab.clock import Scheduler, Timer
+from pulsarlab.profiles import DelayedTrackerForm, Profile, get_profile
 
 Position = tuple[int, int]  # (ledgerId, entryId)
 

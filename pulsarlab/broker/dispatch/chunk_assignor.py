@@ -33,7 +33,6 @@ from typing import Callable, Generic, Sequence, TypeVar
 
 from pulsarlab.messages import MessageMetadata
 
-
 C = TypeVar("C")  # a dispatcher consumer (compared by identity, like Java's IdentityHashMap)
 E = TypeVar("E")  # an entry (anything metadata_of can read)
 
@@ -146,8 +145,12 @@ class SharedConsumerAssignor(Generic[C, E]):
                 consumer = next_consumer
                 available = self.permits_of(consumer)  # a fresh read, as the released code does
             metadata = self.metadata_of(entry)
-            if (metadata is None or metadata.uuid is None or metadata.chunk_id is None
-                    or metadata.num_chunks_from_msg is None):
+            if (
+                metadata is None
+                or metadata.uuid is None
+                or metadata.chunk_id is None
+                or metadata.num_chunks_from_msg is None
+            ):
                 give(consumer, entry)
                 available -= 1
             else:

@@ -38,8 +38,12 @@ class DrainingHashesTracker:
     the end of a batch when that happened inside ``start_batch``/``end_batch``).
     """
 
-    def __init__(self, dispatcher_name: str, unblocking_handler: Callable[[int], Any],
-                 on_change: Callable[[Any, int, int, bool], Any] | None = None) -> None:
+    def __init__(
+        self,
+        dispatcher_name: str,
+        unblocking_handler: Callable[[int], Any],
+        on_change: Callable[[Any, int, int, bool], Any] | None = None,
+    ) -> None:
         self.dispatcher_name = dispatcher_name
         self._handler = unblocking_handler
         self._on_change = on_change  # (consumer, hash, ref_count, added) for the event log

@@ -106,7 +106,9 @@ class FailoverConsumerList:
         if not isinstance(topic, str) or not topic:
             raise ValueError(f"topic must be a non-empty topic name, not {topic!r}")
         if type(partition_index) is not int or partition_index < -1:
-            raise ValueError(f"partition_index must be -1 (non-partitioned) or a partition number, not {partition_index!r}")
+            raise ValueError(
+                f"partition_index must be -1 (non-partitioned) or a partition number, not {partition_index!r}"
+            )
         self.topic = topic
         self.partition_index = partition_index
         self.consistent_hashing = bool(consistent_hashing)
@@ -150,7 +152,9 @@ class FailoverConsumerList:
                 break
         if self.partition_index >= 0 and not self.consistent_hashing:
             return FailoverSelection(size, self.partition_index % size, by_partition=True)
-        return FailoverSelection(size, ring_index([c.name for c in consumers[:size]], self.topic_hash), by_partition=False)
+        return FailoverSelection(
+            size, ring_index([c.name for c in consumers[:size]], self.topic_hash), by_partition=False
+        )
 
     def selected_index(self) -> int:
         """The index the pick chooses in the (already sorted) list."""

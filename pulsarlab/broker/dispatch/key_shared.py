@@ -31,11 +31,11 @@ from bisect import bisect_right
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pulsarlab.event_catalogue import broker as ev
-from pulsarlab.errors import ConsumerAssignException
-from pulsarlab.broker.key_shared import make_selector
-from pulsarlab.broker.dispatch.shared import NORMAL, REPLAY, SharedDispatcher
 from pulsarlab.broker.dispatch.draining import DrainingHashesTracker
+from pulsarlab.broker.dispatch.shared import NORMAL, REPLAY, SharedDispatcher
+from pulsarlab.broker.key_shared import make_selector
+from pulsarlab.errors import ConsumerAssignException
+from pulsarlab.event_catalogue import broker as ev
 from pulsarlab.managed_ledger.position import Position
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -67,14 +67,16 @@ class KeySharedDispatcher(SharedDispatcher):
 
     type_name = "Key_Shared"
 
-    def __init__(self, subscription: "PersistentSubscription", key_shared_mode: str,
-                 allow_out_of_order_delivery: bool) -> None:
+    def __init__(
+        self, subscription: "PersistentSubscription", key_shared_mode: str, allow_out_of_order_delivery: bool
+    ) -> None:
         self.key_shared_mode = key_shared_mode
         self.allow_out_of_order_delivery = allow_out_of_order_delivery
         super().__init__(subscription, allow_out_of_order_delivery=allow_out_of_order_delivery)
         conf, profile = self.config, self.profile
-        self.draining_required = (not self.classic and key_shared_mode == "AUTO_SPLIT"
-                                  and not allow_out_of_order_delivery)
+        self.draining_required = (
+            not self.classic and key_shared_mode == "AUTO_SPLIT" and not allow_out_of_order_delivery
+        )
         if key_shared_mode == "STICKY":
             self.selector = make_selector("sticky", profile)
         elif key_shared_mode == "AUTO_SPLIT":
@@ -91,7 +93,8 @@ class KeySharedDispatcher(SharedDispatcher):
             raise ValueError(f"Invalid key-shared mode: {key_shared_mode}")
         self.draining = (
             DrainingHashesTracker(subscription.dispatcher_name, self._sticky_key_hash_unblocked, self._draining_event)
-            if self.draining_required else None
+            if self.draining_required
+            else None
         )
         # the draining tracker's hash -> entry map (read per sent entry by _handle_adding_pending_ack)
         self._draining_hashes = self.draining.draining_hashes if self.draining is not None else {}
@@ -173,13 +176,17 @@ class KeySharedDispatcher(SharedDispatcher):
         if self.classic:
             read_pos = self.cursor.read_position
             consumer.read_position_when_joining = str(read_pos)
-            if (self.recently_joined is not None and len(self.consumer_list) > 1
-                    and self.cursor.number_of_entries_since_first_not_acked() > 1):
+            if (
+                self.recently_joined is not None
+                and len(self.consumer_list) > 1
+                and self.cursor.number_of_entries_since_first_not_acked() > 1
+            ):
                 self.recently_joined[consumer] = read_pos
                 self._sort_recently_joined()
                 if self.events.enabled:
-                    self.events.append_row(ev.RECENTLY_JOINED, self.scheduler.now(), consumer.id,
-                                           read_pos.ledger_id, read_pos.entry_id, 1)
+                    self.events.append_row(
+                        ev.RECENTLY_JOINED, self.scheduler.now(), consumer.id, read_pos.ledger_id, read_pos.entry_id, 1
+                    )
 
     def _sort_recently_joined(self) -> None:
         rj = self.recently_joined
@@ -218,8 +225,9 @@ class KeySharedDispatcher(SharedDispatcher):
         if rj is not None:
             if rj.pop(consumer, None) is not None and self.events.enabled:
                 pos = Position.parse(consumer.read_position_when_joining)
-                self.events.append_row(ev.RECENTLY_JOINED, self.scheduler.now(), consumer.id, pos.ledger_id,
-                                       pos.entry_id, 0)
+                self.events.append_row(
+                    ev.RECENTLY_JOINED, self.scheduler.now(), consumer.id, pos.ledger_id, pos.entry_id, 0
+                )
             if len(self.consumer_list) == 1:
                 rj.clear()
             if self._remove_consumers_from_recently_joined() or not self.redelivery_messages.is_empty():
@@ -252,8 +260,9 @@ class KeySharedDispatcher(SharedDispatcher):
                 del rj[c]
                 removed = True
                 if self.events.enabled:
-                    self.events.append_row(ev.RECENTLY_JOINED, self.scheduler.now(), c.id, pos.ledger_id,
-                                           pos.entry_id, 0)
+                    self.events.append_row(
+                        ev.RECENTLY_JOINED, self.scheduler.now(), c.id, pos.ledger_id, pos.entry_id, 0
+                    )
             else:
                 break
         return removed
@@ -265,7 +274,8 @@ class KeySharedDispatcher(SharedDispatcher):
     def _reschedule_read(self) -> None:
         if self._reschedule_timer is None and not self.closed:
             self._reschedule_timer = self.scheduler.call_later(
-                self.config["keySharedUnblockingIntervalMs"], self._rescheduled_read, "Key_Shared unblocking read")
+                self.config["keySharedUnblockingIntervalMs"], self._rescheduled_read, "Key_Shared unblocking read"
+            )
 
     def _rescheduled_read(self) -> None:
         self._reschedule_timer = None
@@ -344,8 +354,12 @@ class KeySharedDispatcher(SharedDispatcher):
             return False
         for c in self.consumer_list.consumers:
             # ks_available_permits(c) > 0 (its unacked estimate is >= 1 whenever an unacked message is left)
-            if (not c.blocked and c.cnx_active and c.available_permits > 0
-                    and (c.max_unacked_messages <= 0 or c.unacked_messages < c.max_unacked_messages)):
+            if (
+                not c.blocked
+                and c.cnx_active
+                and c.available_permits > 0
+                and (c.max_unacked_messages <= 0 or c.unacked_messages < c.max_unacked_messages)
+            ):
                 return True
         return False
 
@@ -412,8 +426,15 @@ class KeySharedDispatcher(SharedDispatcher):
     def _hash_blocked(self, consumer: "Consumer | None", h: int, ledger: int, entry: int, reason: str) -> None:
         events = self.events
         if events.enabled:
-            events.append_row(ev.HASH_BLOCKED, self.scheduler.now(), consumer.id if consumer is not None else -1,
-                              h, ledger, entry, events.intern(reason))
+            events.append_row(
+                ev.HASH_BLOCKED,
+                self.scheduler.now(),
+                consumer.id if consumer is not None else -1,
+                h,
+                ledger,
+                entry,
+                events.intern(reason),
+            )
 
     # --- sending -------------------------------------------------------------------------------
     def try_send_messages_to_consumers(self, read_type: int, entries: list) -> bool:
@@ -477,14 +498,18 @@ class KeySharedDispatcher(SharedDispatcher):
             return True  # read again: a normal read looks ahead past the stuck keys
         return total_sent > 0
 
-    def _restricted_max_entries(self, c: "Consumer", group: list, max_messages: int, read_type: int,
-                                hashes: list[int]) -> int:
+    def _restricted_max_entries(
+        self, c: "Consumer", group: list, max_messages: int, read_type: int, hashes: list[int]
+    ) -> int:
         """`getRestrictedMaxEntriesForConsumer` (classic)."""
         self._last_cut_reason = ev.REASON_NO_PERMITS
         if max_messages == 0:
             return 0
-        if read_type == NORMAL and self._replay_positions and any(
-                self.redelivery_messages.contains_sticky_key_hash(h) for h in hashes):
+        if (
+            read_type == NORMAL
+            and self._replay_positions
+            and any(self.redelivery_messages.contains_sticky_key_hash(h) for h in hashes)
+        ):
             self._last_cut_reason = ev.REASON_REPLAY
             return 0
         rj = self.recently_joined
@@ -631,8 +656,7 @@ class KeySharedDispatcher(SharedDispatcher):
         out["allowOutOfOrderDelivery"] = self.allow_out_of_order_delivery
         out["keySharedMode"] = self.key_shared_mode
         if self.classic:
-            out["consumersAfterMarkDeletePosition"] = {
-                c.name: str(p) for c, p in (self.recently_joined or {}).items()}
+            out["consumersAfterMarkDeletePosition"] = {c.name: str(p) for c, p in (self.recently_joined or {}).items()}
         else:
             out["consumersAfterMarkDeletePosition"] = {}
         return out
@@ -653,8 +677,14 @@ class KeySharedDispatcher(SharedDispatcher):
             if self.draining is not None:
                 out.update(self.draining.consumer_stats(consumer))
             else:
-                out.update({"drainingHashesCount": 0, "drainingHashesClearedTotal": 0,
-                            "drainingHashesUnackedMessages": 0, "drainingHashes": []})
+                out.update(
+                    {
+                        "drainingHashesCount": 0,
+                        "drainingHashesClearedTotal": 0,
+                        "drainingHashesUnackedMessages": 0,
+                        "drainingHashes": [],
+                    }
+                )
         return out
 
     def close(self) -> None:

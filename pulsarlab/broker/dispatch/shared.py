@@ -40,18 +40,22 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Sequence
 
-from pulsarlab.event_catalogue import broker as ev
-from pulsarlab.protocol.acks import ack_set_mask
-from pulsarlab.profiles import SharedDispatcherForm
-from pulsarlab.event_catalogue.redelivery import REDELIVERY_COUNTED
-from pulsarlab.broker.dispatch.entries_per_turn import classic_batch_entries, get_max_entries_in_this_batch
-from pulsarlab.broker.dispatch.chunk_assignor import ReplayReason, SharedConsumerAssignor
-from pulsarlab.event_catalogue.chunk_assignment import CHUNK_HELD, CHUNK_LOST, CHUNK_PINNED
 from pulsarlab.broker.consumer import popcount
 from pulsarlab.broker.delayed.dispatch import DelayedDelivery
-from pulsarlab.managed_ledger.position import Position
-from pulsarlab.broker.redelivery import InMemoryRedeliveryTracker, MessageRedeliveryController, RedeliveryTrackerDisabled
+from pulsarlab.broker.dispatch.chunk_assignor import ReplayReason, SharedConsumerAssignor
+from pulsarlab.broker.dispatch.entries_per_turn import classic_batch_entries, get_max_entries_in_this_batch
 from pulsarlab.broker.dispatch.round_robin import SharedConsumerList
+from pulsarlab.broker.redelivery import (
+    InMemoryRedeliveryTracker,
+    MessageRedeliveryController,
+    RedeliveryTrackerDisabled,
+)
+from pulsarlab.event_catalogue import broker as ev
+from pulsarlab.event_catalogue.chunk_assignment import CHUNK_HELD, CHUNK_LOST, CHUNK_PINNED
+from pulsarlab.event_catalogue.redelivery import REDELIVERY_COUNTED
+from pulsarlab.managed_ledger.position import Position
+from pulsarlab.profiles import SharedDispatcherForm
+from pulsarlab.protocol.acks import ack_set_mask
 
 if TYPE_CHECKING:  # pragma: no cover
     from pulsarlab.broker.consumer import Consumer
@@ -180,8 +184,13 @@ class SharedDispatcher:
     def _set_blocked(self, blocked: bool) -> None:
         self.blocked_on_unacked = blocked
         if self.events.enabled:
-            self.events.append_row(ev.DISPATCHER_BLOCKED, self.scheduler.now(), self.subscription.id, int(blocked),
-                                   self.total_unacked_messages)
+            self.events.append_row(
+                ev.DISPATCHER_BLOCKED,
+                self.scheduler.now(),
+                self.subscription.id,
+                int(blocked),
+                self.total_unacked_messages,
+            )
 
     # --- replay set ----------------------------------------------------------------------------
     def add_message_to_replay(self, ledger: int, entry: int, sticky_hash: int = 0) -> bool:
@@ -191,8 +200,9 @@ class SharedDispatcher:
             return False
         added = self.redelivery_messages.add(ledger, entry, sticky_hash)
         if added and self.events.enabled:
-            self.events.append_row(ev.REPLAY_ADDED, self.scheduler.now(), self.subscription.id, ledger, entry,
-                                   sticky_hash)
+            self.events.append_row(
+                ev.REPLAY_ADDED, self.scheduler.now(), self.subscription.id, ledger, entry, sticky_hash
+            )
         return added
 
     def messages_to_replay_now(self, max_messages: int) -> list[tuple[int, int]]:
@@ -258,8 +268,16 @@ class SharedDispatcher:
                         self.redelivery_messages.remove(*pos)
             if self.events.enabled and entries:
                 first = entries[0][0]
-                self.events.append_row(ev.ENTRIES_READ, self.scheduler.now(), self.subscription.id, 1,
-                                       len(entries), first.ledger_id, first.entry_id, to_read)
+                self.events.append_row(
+                    ev.ENTRIES_READ,
+                    self.scheduler.now(),
+                    self.subscription.id,
+                    1,
+                    len(entries),
+                    first.ledger_id,
+                    first.entry_id,
+                    to_read,
+                )
             if not entries:
                 return True
             return self.try_send_messages_to_consumers(REPLAY, entries)
@@ -282,8 +300,16 @@ class SharedDispatcher:
                 return True
         if self.events.enabled:
             first = entries[0][0]
-            self.events.append_row(ev.ENTRIES_READ, self.scheduler.now(), self.subscription.id, 0,
-                                   len(entries), first.ledger_id, first.entry_id, to_read)
+            self.events.append_row(
+                ev.ENTRIES_READ,
+                self.scheduler.now(),
+                self.subscription.id,
+                0,
+                len(entries),
+                first.ledger_id,
+                first.entry_id,
+                to_read,
+            )
         self.try_send_messages_to_consumers(NORMAL, entries)
         return True
 
@@ -347,7 +373,8 @@ class SharedDispatcher:
         assignor = self.chunk_assignor
         if assignor is None:
             assignor = self.chunk_assignor = SharedConsumerAssignor(
-                self.consumer_list.next_consumer, _permits_of, metadata_of=_entry_metadata)
+                self.consumer_list.next_consumer, _permits_of, metadata_of=_entry_metadata
+            )
         result = assignor.assign(entries, len(self.consumer_list))
         events = self.events if self.events.enabled else None
         for entry, reason in result.replay:
@@ -363,17 +390,29 @@ class SharedDispatcher:
                 for pos, data in assigned:
                     meta = data.metadata
                     if meta.chunk_id == 0 and meta.uuid is not None:  # CHUNK_PINNED's fields, in order
-                        events.append_row(CHUNK_PINNED, self.scheduler.now(), self.subscription.id, c.id,
-                                          events.intern(meta.uuid), pos.ledger_id, pos.entry_id)
+                        events.append_row(
+                            CHUNK_PINNED,
+                            self.scheduler.now(),
+                            self.subscription.id,
+                            c.id,
+                            events.intern(meta.uuid),
+                            pos.ledger_id,
+                            pos.entry_id,
+                        )
             count = min(max(c.available_permits, 0), len(assigned))
             for entry in assigned[count:]:
                 meta = entry[1].metadata
                 reason = f"consumer {c.id} ran out of permits in this read"
-                if meta.uuid is not None and meta.chunk_id == meta.num_chunks_from_msg - 1 \
-                        and assignor.pinned_consumer(meta.uuid) is None:
-                    reason += ("; the assignor dropped the pin when it handed out this last chunk, so no consumer "
-                               "will take it from the replay set and the subscription stalls (the released "
-                               "permit bookkeeping, PR #25620)")
+                if (
+                    meta.uuid is not None
+                    and meta.chunk_id == meta.num_chunks_from_msg - 1
+                    and assignor.pinned_consumer(meta.uuid) is None
+                ):
+                    reason += (
+                        "; the assignor dropped the pin when it handed out this last chunk, so no consumer "
+                        "will take it from the replay set and the subscription stalls (the released "
+                        "permit bookkeeping, PR #25620)"
+                    )
                 self._hold_chunk(entry, reason, assignor, events)
             if count == 0:
                 continue
@@ -386,9 +425,15 @@ class SharedDispatcher:
             if c.closed and events is not None:
                 for pos, data in batch:
                     meta = data.metadata
-                    events.append(CHUNK_LOST, self.scheduler.now(), subscription=self.subscription.id, consumer=c.id,
-                                  uuid=meta.uuid if meta.uuid is not None else "", chunk_id=meta.chunk_id,
-                                  position=f"{pos.ledger_id}:{pos.entry_id}")
+                    events.append(
+                        CHUNK_LOST,
+                        self.scheduler.now(),
+                        subscription=self.subscription.id,
+                        consumer=c.id,
+                        uuid=meta.uuid if meta.uuid is not None else "",
+                        chunk_id=meta.chunk_id,
+                        position=f"{pos.ledger_id}:{pos.entry_id}",
+                    )
             _, msgs, acked = c.send_messages(batch, None, tracker, ack_sets_for(batch))
             self.total_available_permits -= msgs - acked
             sent_any = sent_any or msgs > 0
@@ -402,9 +447,16 @@ class SharedDispatcher:
         if meta.uuid is None:
             return
         pinned = assignor.pinned_consumer(meta.uuid)
-        events.append(CHUNK_HELD, self.scheduler.now(), subscription=self.subscription.id,
-                      consumer=pinned.id if pinned is not None else -1, uuid=meta.uuid, chunk_id=meta.chunk_id,
-                      position=f"{pos.ledger_id}:{pos.entry_id}", reason=reason)
+        events.append(
+            CHUNK_HELD,
+            self.scheduler.now(),
+            subscription=self.subscription.id,
+            consumer=pinned.id if pinned is not None else -1,
+            uuid=meta.uuid,
+            chunk_id=meta.chunk_id,
+            position=f"{pos.ledger_id}:{pos.entry_id}",
+            reason=reason,
+        )
 
     # --- acks and redelivery -------------------------------------------------------------------
     def begin_ack(self) -> None:
@@ -419,8 +471,9 @@ class SharedDispatcher:
     def after_ack(self, mark_delete_moved: bool) -> None:
         pass
 
-    def redeliver_unacknowledged_messages(self, consumer: "Consumer",
-                                          positions: Sequence[tuple[int, int]] | None = None) -> None:
+    def redeliver_unacknowledged_messages(
+        self, consumer: "Consumer", positions: Sequence[tuple[int, int]] | None = None
+    ) -> None:
         """`Consumer.redeliverUnacknowledgedMessages` + the dispatcher's, on a client's redeliver request.
 
         ``positions`` None (a command without ids): every pending ack of the consumer; its unacked count is

@@ -19,10 +19,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Sequence
 
-from pulsarlab.event_catalogue import broker as ev
-from pulsarlab.errors import ConsumerBusyException
 from pulsarlab.broker.dispatch.failover import FailoverConsumerList
 from pulsarlab.broker.redelivery import RedeliveryTrackerDisabled
+from pulsarlab.errors import ConsumerBusyException
+from pulsarlab.event_catalogue import broker as ev
 
 if TYPE_CHECKING:  # pragma: no cover
     from pulsarlab.broker.consumer import Consumer
@@ -41,7 +41,8 @@ class SingleActiveConsumerDispatcher:
         self.scheduler = topic.service.scheduler
         self.events = topic.service.events
         self.list = FailoverConsumerList(
-            topic.name, topic.partition_index,
+            topic.name,
+            topic.partition_index,
             consistent_hashing=bool(self.config["activeConsumerFailoverConsistentHashing"]),
         )
         self.read_batch_size = self.config["dispatcherMaxReadBatchSize"]
@@ -91,8 +92,9 @@ class SingleActiveConsumerDispatcher:
         now = self.scheduler.now()
         for target, active in notifications:
             if events.enabled:
-                events.append_row(ev.ACTIVE_CONSUMER_CHANGE, now, target.id, int(target is active),
-                                  self.subscription.id)
+                events.append_row(
+                    ev.ACTIVE_CONSUMER_CHANGE, now, target.id, int(target is active), self.subscription.id
+                )
             target.cnx.active_consumer_changed(target is active)
 
     def _notify_all(self) -> None:
@@ -106,9 +108,13 @@ class SingleActiveConsumerDispatcher:
         delay = self.config["activeConsumerFailoverDelayTimeMillis"]
         active = self.list.active
         if self.events.enabled:
-            self.events.append_row(ev.ACTIVE_CONSUMER_PICKED, self.scheduler.now(), self.subscription.id,
-                                   active.id if active is not None else -1,
-                                   delay if self.type_name == "Failover" and delay > 0 else 0)
+            self.events.append_row(
+                ev.ACTIVE_CONSUMER_PICKED,
+                self.scheduler.now(),
+                self.subscription.id,
+                active.id if active is not None else -1,
+                delay if self.type_name == "Failover" and delay > 0 else 0,
+            )
         if self.type_name != "Failover" or delay <= 0:
             self.subscription.rewind_cursor()
             self._notify_all()
@@ -116,8 +122,9 @@ class SingleActiveConsumerDispatcher:
             return
         if self.read_on_active_task is not None:
             return
-        self.read_on_active_task = self.scheduler.call_later(delay, self._read_on_active,
-                                                             "failover: rewind and read on the active consumer")
+        self.read_on_active_task = self.scheduler.call_later(
+            delay, self._read_on_active, "failover: rewind and read on the active consumer"
+        )
 
     def _read_on_active(self) -> None:
         self.read_on_active_task = None
@@ -162,8 +169,16 @@ class SingleActiveConsumerDispatcher:
                     break
                 if self.events.enabled:
                     first = entries[0][0]
-                    self.events.append_row(ev.ENTRIES_READ, self.scheduler.now(), self.subscription.id, 0,
-                                           len(entries), first.ledger_id, first.entry_id, to_read)
+                    self.events.append_row(
+                        ev.ENTRIES_READ,
+                        self.scheduler.now(),
+                        self.subscription.id,
+                        0,
+                        len(entries),
+                        first.ledger_id,
+                        first.entry_id,
+                        to_read,
+                    )
                 consumer.send_messages(entries, None, None, self.subscription.batch_ack_sets(entries))
         finally:
             self._reading = False
@@ -189,8 +204,9 @@ class SingleActiveConsumerDispatcher:
     def after_ack(self, mark_delete_moved: bool) -> None:
         pass
 
-    def redeliver_unacknowledged_messages(self, consumer: "Consumer",
-                                          positions: Sequence[tuple[int, int]] | None = None) -> None:
+    def redeliver_unacknowledged_messages(
+        self, consumer: "Consumer", positions: Sequence[tuple[int, int]] | None = None
+    ) -> None:
         """`redeliverUnacknowledgedMessages` of the active consumer: rewind and read again, whatever the ids
         (the redelivery count stays 0: `RedeliveryTrackerDisabled`)."""
         if consumer is not self.list.active or self.read_on_active_task is not None:
@@ -202,8 +218,12 @@ class SingleActiveConsumerDispatcher:
     # --- stats ---------------------------------------------------------------------------------
     def stats(self) -> dict[str, Any]:
         active = self.list.active
-        return {"activeConsumerName": active.name if active is not None else None, "msgInReplay": 0,
-                "unackedMessages": 0, "blockedSubscriptionOnUnackedMsgs": False}
+        return {
+            "activeConsumerName": active.name if active is not None else None,
+            "msgInReplay": 0,
+            "unackedMessages": 0,
+            "blockedSubscriptionOnUnackedMsgs": False,
+        }
 
     def close(self) -> None:
         self.closed = True

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from pulsarlab.profiles import Profile, get_profile
 from pulsarlab.broker.key_shared.base import NO_CONSUMER, Consumer, ImpactedConsumers, StickyKeyConsumerSelector
+from pulsarlab.profiles import Profile, get_profile
 
 SELECTOR_KINDS = ("auto_split", "consistent_hashing", "sticky")
 

@@ -19,9 +19,9 @@ from typing import Any, Hashable, Iterable, Sequence
 
 import numpy as np
 
+from pulsarlab.broker.key_shared.base import ImpactedConsumers
 from pulsarlab.errors import IllegalArgumentException
 from pulsarlab.hashing import INT_MAX
-from pulsarlab.broker.key_shared.base import ImpactedConsumers
 
 Assignment = tuple[int, int, Any]  # (start, end, consumer), both ends inclusive
 RangeT = tuple[int, int]

@@ -17,11 +17,16 @@ from typing import Any
 import numpy as np
 from sortedcontainers import SortedDict, SortedList
 
+from pulsarlab.broker.key_shared.assignments import (
+    ConsumerHashAssignmentsSnapshot,
+    as_int,
+    check_key_hash,
+    check_key_hashes,
+)
+from pulsarlab.broker.key_shared.base import NO_CONSUMER, Consumer, ImpactedConsumers, StickyKeyConsumerSelector
 from pulsarlab.errors import ConsumerAssignException, IllegalArgumentException
 from pulsarlab.hashing import INT_MAX
 from pulsarlab.profiles import ErrorDelivery, Profile, StickyHashMode, get_profile
-from pulsarlab.broker.key_shared.base import NO_CONSUMER, Consumer, ImpactedConsumers, StickyKeyConsumerSelector
-from pulsarlab.broker.key_shared.assignments import ConsumerHashAssignmentsSnapshot, as_int, check_key_hash, check_key_hashes
 
 DEFAULT_RANGE_SIZE = 2 << 15
 

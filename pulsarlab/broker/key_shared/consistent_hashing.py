@@ -24,11 +24,11 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 from sortedcontainers import SortedDict
 
+from pulsarlab.broker.key_shared.assignments import as_int, impacted_consumers
+from pulsarlab.broker.key_shared.base import NO_CONSUMER, Consumer, ImpactedConsumers, StickyKeyConsumerSelector
 from pulsarlab.errors import IllegalArgumentException, NullPointerException
 from pulsarlab.hashing import INT_MAX, murmur3_32, murmur3_32_bulk, reduce_hash, reduce_hash_bulk
 from pulsarlab.profiles import ConsistentHashingVariant, Profile, get_profile
-from pulsarlab.broker.key_shared.base import NO_CONSUMER, Consumer, ImpactedConsumers, StickyKeyConsumerSelector
-from pulsarlab.broker.key_shared.assignments import as_int, impacted_consumers
 
 Variant = ConsistentHashingVariant
 _JAVA_INT_MIN = -0x80000000

@@ -20,12 +20,12 @@ from typing import Any
 import numpy as np
 from sortedcontainers import SortedDict
 
+from pulsarlab.broker.key_shared.assignments import as_int, check_key_hash, check_key_hashes
+from pulsarlab.broker.key_shared.base import NO_CONSUMER, Consumer, StickyKeyConsumerSelector
 from pulsarlab.errors import ConsumerAssignException, IllegalArgumentException
 from pulsarlab.hashing import INT_MAX
-from pulsarlab.protocol.subscription import hash_range_pair
 from pulsarlab.profiles import ErrorDelivery, Profile, StickyHashMode, StickyRangesVariant, get_profile
-from pulsarlab.broker.key_shared.base import NO_CONSUMER, Consumer, StickyKeyConsumerSelector
-from pulsarlab.broker.key_shared.assignments import as_int, check_key_hash, check_key_hashes
+from pulsarlab.protocol.subscription import hash_range_pair
 
 DEFAULT_RANGE_SIZE = 2 << 15
 

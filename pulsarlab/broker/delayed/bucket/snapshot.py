@@ -28,8 +28,8 @@ from typing import Callable, Mapping, Protocol
 
 import numpy as np
 
-from pulsarlab.errors import PulsarError
 from pulsarlab.broker.delayed.jvm_memory import roaring_serialized_sizes
+from pulsarlab.errors import PulsarError
 
 _PKG = "org.apache.pulsar.broker.delayed.bucket."
 NO_SUCH_LEDGER = "No such ledger exists on Bookies"  # BKException.getMessage(NoSuchLedgerExistsException)
@@ -137,7 +137,11 @@ class BucketSnapshotStorage(Protocol):
     """`BucketSnapshotStorage`: where sealed buckets are written and read back (calls complete at once)."""
 
     def create_bucket_snapshot(
-        self, metadata: SnapshotMetadata, segments: list[SnapshotSegment], bucket_key: str, topic_name: str,
+        self,
+        metadata: SnapshotMetadata,
+        segments: list[SnapshotSegment],
+        bucket_key: str,
+        topic_name: str,
         cursor_name: str,
     ) -> int:
         """Write a new snapshot ledger; returns its ledger id (the bucket id)."""
@@ -199,7 +203,11 @@ class InMemoryBucketSnapshotStorage:
     # --- BucketSnapshotStorage ----------------------------------------------------------------
 
     def create_bucket_snapshot(
-        self, metadata: SnapshotMetadata, segments: list[SnapshotSegment], bucket_key: str, topic_name: str,
+        self,
+        metadata: SnapshotMetadata,
+        segments: list[SnapshotSegment],
+        bucket_key: str,
+        topic_name: str,
         cursor_name: str,
     ) -> int:
         self.operations.create += 1
@@ -236,7 +244,7 @@ class InMemoryBucketSnapshotStorage:
                 f"No such entry - ledger={bucket_id} - operation=Read entry "
                 f"{first_segment_entry_id}..{last_segment_entry_id} (segments are entries 1..{ledger.last_entry_id})"
             )
-        return list(ledger.segments[first_segment_entry_id - 1:last_segment_entry_id])
+        return list(ledger.segments[first_segment_entry_id - 1 : last_segment_entry_id])
 
     def get_bucket_snapshot_length(self, bucket_id: int) -> int:
         self.operations.get_length += 1
@@ -310,8 +318,10 @@ def _segments_size(segments: list[SnapshotSegment]) -> int:
     """Bytes of the segment entries: per index a length-prefixed DelayedIndex of three tagged varints."""
     if not segments or not sum(len(s) for s in segments):
         return 0
-    body = 3 + sum(_varint_len(np.concatenate([getattr(s, col) for s in segments]))
-                   for col in ("timestamps", "ledger_ids", "entry_ids"))
+    body = 3 + sum(
+        _varint_len(np.concatenate([getattr(s, col) for s in segments]))
+        for col in ("timestamps", "ledger_ids", "entry_ids")
+    )
     return int((1 + _varint_len(body) + body).sum())
 
 

@@ -50,18 +50,6 @@ from typing import Any, Callable, Mapping, MutableMapping, TypeVar
 
 import numpy as np
 
-from pulsarlab.clock import Scheduler
-from pulsarlab.errors import IllegalArgumentException, PulsarError
-from pulsarlab.events import EventLog
-from pulsarlab.event_catalogue.delayed_buckets import (
-    BUCKETS_MERGED,
-    BUCKET_DELETED,
-    BUCKET_RECOVERED,
-    BUCKET_SEALED,
-    SEGMENT_LOADED,
-    SNAPSHOT_FAILED,
-)
-from pulsarlab.profiles import Profile, get_profile
 from pulsarlab.broker.delayed import jvm_memory as mem
 from pulsarlab.broker.delayed.bucket.snapshot import (
     BucketNotExistException,
@@ -73,6 +61,18 @@ from pulsarlab.broker.delayed.bucket.snapshot import (
     SnapshotSegmentMetadata,
 )
 from pulsarlab.broker.delayed.in_memory import DEFAULT_TICK_TIME_MILLIS, InMemoryDelayedDeliveryTracker, Position
+from pulsarlab.clock import Scheduler
+from pulsarlab.errors import IllegalArgumentException, PulsarError
+from pulsarlab.event_catalogue.delayed_buckets import (
+    BUCKET_DELETED,
+    BUCKET_RECOVERED,
+    BUCKET_SEALED,
+    BUCKETS_MERGED,
+    SEGMENT_LOADED,
+    SNAPSHOT_FAILED,
+)
+from pulsarlab.events import EventLog
+from pulsarlab.profiles import Profile, get_profile
 
 CURSOR_INTERNAL_PROPERTY_PREFIX = "#pulsar.internal."
 DELAYED_BUCKET_KEY_PREFIX = CURSOR_INTERNAL_PROPERTY_PREFIX + "delayed.bucket"
@@ -197,8 +197,11 @@ class MutableBucket:
 
     def columns(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(timestamps, ledger ids, entry ids) as numpy views, in insertion order."""
-        return (np.frombuffer(self._ts, dtype=np.int64), np.frombuffer(self._ledgers, dtype=np.int64),
-                np.frombuffer(self._entries, dtype=np.int64))
+        return (
+            np.frombuffer(self._ts, dtype=np.int64),
+            np.frombuffer(self._ledgers, dtype=np.int64),
+            np.frombuffer(self._entries, dtype=np.int64),
+        )
 
     def move_scheduled_to(self, cutoff: int, shared: list[tuple[int, int, int]]) -> int:
         """``moveScheduledMessageToSharedQueue``: every index due by ``cutoff`` joins the shared queue."""
@@ -499,7 +502,9 @@ class BucketDelayedDeliveryTracker(InMemoryDelayedDeliveryTracker):
                 ledger_id = int(ledgers[s])
                 run_entries = entries[s:e]
                 bucket = self._buckets.get(ledger_id) if self._buckets else None
-                held = [x for x in (mutable.bitmap.get(ledger_id), bucket.bitmap.get(ledger_id) if bucket else None) if x]
+                held = [
+                    x for x in (mutable.bitmap.get(ledger_id), bucket.bitmap.get(ledger_id) if bucket else None) if x
+                ]
                 take = ~due[s:e]
                 hits: set[int] = set()
                 if held:
@@ -645,8 +650,13 @@ class BucketDelayedDeliveryTracker(InMemoryDelayedDeliveryTracker):
         """The sealed buckets in ledger order."""
         return [
             BucketState(
-                b.start_ledger_id, b.end_ledger_id, b.bucket_id, b.current_segment_entry_id,
-                b.last_segment_entry_id, b.number_bucket_delayed_messages, tuple(b.first_schedule_timestamps),
+                b.start_ledger_id,
+                b.end_ledger_id,
+                b.bucket_id,
+                b.current_segment_entry_id,
+                b.last_segment_entry_id,
+                b.number_bucket_delayed_messages,
+                tuple(b.first_schedule_timestamps),
             )
             for b in self._buckets.distinct()
         ]
@@ -717,8 +727,14 @@ class BucketDelayedDeliveryTracker(InMemoryDelayedDeliveryTracker):
         sealed = self._create_immutable_bucket(ts, ledgers, entries, start, end)
         snapshot = self._after_create_immutable_bucket(sealed)
         mutable.reset_range()
-        self._emit(BUCKET_SEALED, start=start, end=end, messages=len(ts), segments=len(sealed.segments),
-                   snapshot=-1 if snapshot is None else snapshot)
+        self._emit(
+            BUCKET_SEALED,
+            start=start,
+            end=end,
+            messages=len(ts),
+            segments=len(sealed.segments),
+            snapshot=-1 if snapshot is None else snapshot,
+        )
         if self.max_num_buckets > 0 and len(self._buckets) > self.max_num_buckets:
             self._merge_bucket_snapshots()
 
@@ -726,8 +742,9 @@ class BucketDelayedDeliveryTracker(InMemoryDelayedDeliveryTracker):
         self, ts: np.ndarray, ledgers: np.ndarray, entries: np.ndarray, start: int, end: int
     ) -> _SealedBucket:
         """``createImmutableBucketAndAsyncPersistent`` before the write: cut segments, push segment 1."""
-        bounds = _segment_bounds(ts, self.time_step_per_bucket_snapshot_segment_millis,
-                                 self.max_indexes_per_bucket_snapshot_segment)
+        bounds = _segment_bounds(
+            ts, self.time_step_per_bucket_snapshot_segment_millis, self.max_indexes_per_bucket_snapshot_segment
+        )
         seg_ids = np.repeat(np.arange(len(bounds)), [j - i for i, j in bounds])
         order = np.lexsort((entries, ledgers, seg_ids))
         s_seg, s_ledgers, s_entries = seg_ids[order], ledgers[order], entries[order]
@@ -748,8 +765,9 @@ class BucketDelayedDeliveryTracker(InMemoryDelayedDeliveryTracker):
         bucket.last_segment_entry_id = len(bounds)
         bucket.first_schedule_timestamps = [int(ts[i]) for i, _ in bounds]
         bucket.bitmap = {lid: set(group.tolist()) for lid, group in _group_by_ledger(ledgers, entries)}
-        return _SealedBucket(bucket, SnapshotMetadata(tuple(metas)), segments,
-                             (int(ledgers[j0 - 1]), int(entries[j0 - 1])))
+        return _SealedBucket(
+            bucket, SnapshotMetadata(tuple(metas)), segments, (int(ledgers[j0 - 1]), int(entries[j0 - 1]))
+        )
 
     def _after_create_immutable_bucket(self, sealed: _SealedBucket) -> int | None:
         """Map the bucket, index its loaded segment's last position, write the snapshot; None if that failed."""
@@ -757,16 +775,20 @@ class BucketDelayedDeliveryTracker(InMemoryDelayedDeliveryTracker):
         self._buckets.put(bucket.start_ledger_id, bucket.end_ledger_id, bucket)
         self._last_index[sealed.first_last_index] = bucket
         try:
-            bucket_id = self._with_retry(lambda: self.snapshot_storage.create_bucket_snapshot(
-                sealed.metadata, sealed.segments, bucket.bucket_key, self.topic_name, self.cursor_name))
+            bucket_id = self._with_retry(
+                lambda: self.snapshot_storage.create_bucket_snapshot(
+                    sealed.metadata, sealed.segments, bucket.bucket_key, self.topic_name, self.cursor_name
+                )
+            )
         except BucketSnapshotPersistenceException as err:
             for segment in sealed.segments[1:]:
                 _push_many(self._shared, segment.timestamps, segment.ledger_ids, segment.entry_ids)
             bucket.current_segment_entry_id = bucket.last_segment_entry_id
             self._buckets.remove_exact(bucket.start_ledger_id, bucket.end_ledger_id)
             self._last_index.pop(sealed.first_last_index, None)
-            self._emit(SNAPSHOT_FAILED, start=bucket.start_ledger_id, end=bucket.end_ledger_id, op="create",
-                       error=str(err))
+            self._emit(
+                SNAPSHOT_FAILED, start=bucket.start_ledger_id, end=bucket.end_ledger_id, op="create", error=str(err)
+            )
             return None
         bucket.bucket_id = bucket_id
         self.cursor_properties[bucket.bucket_key] = str(bucket_id)
@@ -784,10 +806,16 @@ class BucketDelayedDeliveryTracker(InMemoryDelayedDeliveryTracker):
             bucket_id = self._bucket_id(bucket)
             try:
                 loaded = self._with_retry(
-                    lambda: self.snapshot_storage.get_bucket_snapshot_segment(bucket_id, next_id, next_id))
+                    lambda: self.snapshot_storage.get_bucket_snapshot_segment(bucket_id, next_id, next_id)
+                )
             except BucketSnapshotPersistenceException as err:
-                self._emit(SNAPSHOT_FAILED, start=bucket.start_ledger_id, end=bucket.end_ledger_id,
-                           op=f"load segment {next_id}", error=str(err))
+                self._emit(
+                    SNAPSHOT_FAILED,
+                    start=bucket.start_ledger_id,
+                    end=bucket.end_ledger_id,
+                    op=f"load segment {next_id}",
+                    error=str(err),
+                )
                 return False
             segment = loaded[0] if loaded and len(loaded[0]) else None
         del self._last_index[key]
@@ -799,8 +827,14 @@ class BucketDelayedDeliveryTracker(InMemoryDelayedDeliveryTracker):
         last = segment.last_index()
         self._last_index[(last[1], last[2])] = bucket
         _push_many(self._shared, segment.timestamps, segment.ledger_ids, segment.entry_ids)
-        self._emit(SEGMENT_LOADED, start=bucket.start_ledger_id, end=bucket.end_ledger_id, segment=next_id,
-                   segments=bucket.last_segment_entry_id, indexes=len(segment))
+        self._emit(
+            SEGMENT_LOADED,
+            start=bucket.start_ledger_id,
+            end=bucket.end_ledger_id,
+            segment=next_id,
+            segments=bucket.last_segment_entry_id,
+            indexes=len(segment),
+        )
         return True
 
     def _merge_bucket_snapshots(self) -> None:
@@ -810,13 +844,21 @@ class BucketDelayedDeliveryTracker(InMemoryDelayedDeliveryTracker):
             return  # "Can't find able merged buckets"
         try:
             remaining = [
-                self._with_retry(lambda b=b: self.snapshot_storage.get_bucket_snapshot_segment(
-                    self._bucket_id(b), b.current_segment_entry_id + 1, b.last_segment_entry_id))
+                self._with_retry(
+                    lambda b=b: self.snapshot_storage.get_bucket_snapshot_segment(
+                        self._bucket_id(b), b.current_segment_entry_id + 1, b.last_segment_entry_id
+                    )
+                )
                 for b in chosen
             ]
         except BucketSnapshotPersistenceException as err:
-            self._emit(SNAPSHOT_FAILED, start=chosen[0].start_ledger_id, end=chosen[-1].end_ledger_id,
-                       op="merge", error=str(err))
+            self._emit(
+                SNAPSHOT_FAILED,
+                start=chosen[0].start_ledger_id,
+                end=chosen[-1].end_ledger_id,
+                op="merge",
+                error=str(err),
+            )
             return
         segments = [s for segs in remaining for s in segs]
         ts = np.concatenate([s.timestamps for s in segments])
@@ -835,9 +877,14 @@ class BucketDelayedDeliveryTracker(InMemoryDelayedDeliveryTracker):
             self._delete_bucket_snapshot(b, "merged")
         for b in chosen:
             self._buckets.remove_exact(b.start_ledger_id, b.end_ledger_id)
-        self._emit(BUCKETS_MERGED, start=start, end=end, buckets=len(chosen),
-                   messages=sealed.bucket.number_bucket_delayed_messages,
-                   snapshot=-1 if snapshot is None else snapshot)
+        self._emit(
+            BUCKETS_MERGED,
+            start=start,
+            end=end,
+            buckets=len(chosen),
+            messages=sealed.bucket.number_bucket_delayed_messages,
+            snapshot=-1 if snapshot is None else snapshot,
+        )
 
     def _delete_bucket_snapshot(self, bucket: ImmutableBucket, reason: str) -> None:
         """``asyncDeleteBucketSnapshot``: delete the ledger, then (only then) its cursor property."""
@@ -850,12 +897,14 @@ class BucketDelayedDeliveryTracker(InMemoryDelayedDeliveryTracker):
         try:
             self._with_retry(lambda: self.snapshot_storage.delete_bucket_snapshot(bucket_id))
         except BucketSnapshotPersistenceException as err:
-            self._emit(SNAPSHOT_FAILED, start=bucket.start_ledger_id, end=bucket.end_ledger_id, op="delete",
-                       error=str(err))
+            self._emit(
+                SNAPSHOT_FAILED, start=bucket.start_ledger_id, end=bucket.end_ledger_id, op="delete", error=str(err)
+            )
             return
         self.cursor_properties.pop(bucket.bucket_key, None)
-        self._emit(BUCKET_DELETED, start=bucket.start_ledger_id, end=bucket.end_ledger_id, snapshot=bucket_id,
-                   reason=reason)
+        self._emit(
+            BUCKET_DELETED, start=bucket.start_ledger_id, end=bucket.end_ledger_id, snapshot=bucket_id, reason=reason
+        )
 
     # --- recovery ------------------------------------------------------------------------------
 
@@ -893,8 +942,14 @@ class BucketDelayedDeliveryTracker(InMemoryDelayedDeliveryTracker):
             last = segment.last_index()
             self._last_index[(last[1], last[2])] = bucket
             _push_many(self._shared, segment.timestamps, segment.ledger_ids, segment.entry_ids)
-            self._emit(BUCKET_RECOVERED, start=bucket.start_ledger_id, end=bucket.end_ledger_id, skipped=skipped,
-                       segments=bucket.last_segment_entry_id, messages=bucket.number_bucket_delayed_messages)
+            self._emit(
+                BUCKET_RECOVERED,
+                start=bucket.start_ledger_id,
+                end=bucket.end_ledger_id,
+                skipped=skipped,
+                segments=bucket.last_segment_entry_id,
+                messages=bucket.number_bucket_delayed_messages,
+            )
         for bucket in to_delete:
             self._buckets.remove_exact(bucket.start_ledger_id, bucket.end_ledger_id)
             self._delete_bucket_snapshot(bucket, "nothing left to deliver at recovery")
@@ -933,7 +988,8 @@ class BucketDelayedDeliveryTracker(InMemoryDelayedDeliveryTracker):
         if next_id > bucket.last_segment_entry_id:
             return None
         loaded = self._with_retry(
-            lambda: self.snapshot_storage.get_bucket_snapshot_segment(bucket_id, next_id, next_id))
+            lambda: self.snapshot_storage.get_bucket_snapshot_segment(bucket_id, next_id, next_id)
+        )
         if not loaded or not len(loaded[0]):
             return None
         bucket.current_segment_entry_id = next_id
@@ -986,7 +1042,7 @@ def select_merged_buckets(values: list[ImmutableBucket], merge_num: int) -> list
     min_messages = min_timestamp = 2**63 - 1
     min_index = -1
     for i in range(len(values) - k + 1):
-        window = values[i:i + k]
+        window = values[i : i + k]
         if not all(b.last_segment_entry_id > b.current_segment_entry_id and not b.merging for b in window):
             continue
         messages = sum(b.number_bucket_delayed_messages for b in window)
@@ -997,7 +1053,7 @@ def select_merged_buckets(values: list[ImmutableBucket], merge_num: int) -> list
                 min_timestamp = timestamp
                 min_index = i
     if min_index >= 0:
-        return values[min_index:min_index + k]
+        return values[min_index : min_index + k]
     if k > 2:
         return select_merged_buckets(values, k - 1)
     return []
@@ -1032,8 +1088,9 @@ def new_delayed_delivery_tracker(
         is_delayed_delivery_deliver_at_time_strict=conf.get("isDelayedDeliveryDeliverAtTimeStrict", False),
         clock=clock,
     )
-    in_memory = dict(common, fixed_delay_detection_lookahead=conf.get("delayedDeliveryFixedDelayDetectionLookahead",
-                                                                       50000))
+    in_memory = dict(
+        common, fixed_delay_detection_lookahead=conf.get("delayedDeliveryFixedDelayDetectionLookahead", 50000)
+    )
     if factory == IN_MEMORY_TRACKER_FACTORY:
         return InMemoryDelayedDeliveryTracker(scheduler, read_more_entries, **in_memory)
     if factory != BUCKET_TRACKER_FACTORY:
@@ -1041,8 +1098,10 @@ def new_delayed_delivery_tracker(
             f"delayedDeliveryTrackerFactoryClassName {factory!r} is not a tracker factory the lab models; "
             f"use {IN_MEMORY_TRACKER_FACTORY!r} or {BUCKET_TRACKER_FACTORY!r}"
         )
-    step_seconds = conf.get("delayedDeliveryMaxTimeStepPerBucketSnapshotSegmentSeconds",
-                            DEFAULT_MAX_TIME_STEP_PER_BUCKET_SNAPSHOT_SEGMENT_SECONDS)
+    step_seconds = conf.get(
+        "delayedDeliveryMaxTimeStepPerBucketSnapshotSegmentSeconds",
+        DEFAULT_MAX_TIME_STEP_PER_BUCKET_SNAPSHOT_SEGMENT_SECONDS,
+    )
     _check_int("delayedDeliveryMaxTimeStepPerBucketSnapshotSegmentSeconds", step_seconds, 0)
     try:
         return BucketDelayedDeliveryTracker(
@@ -1050,11 +1109,13 @@ def new_delayed_delivery_tracker(
             read_more_entries,
             snapshot_storage=snapshot_storage,
             cursor_properties=cursor_properties,
-            min_index_count_per_bucket=conf.get("delayedDeliveryMinIndexCountPerBucket",
-                                                DEFAULT_MIN_INDEX_COUNT_PER_BUCKET),
+            min_index_count_per_bucket=conf.get(
+                "delayedDeliveryMinIndexCountPerBucket", DEFAULT_MIN_INDEX_COUNT_PER_BUCKET
+            ),
             time_step_per_bucket_snapshot_segment_millis=step_seconds * 1000,
-            max_indexes_per_bucket_snapshot_segment=conf.get("delayedDeliveryMaxIndexesPerBucketSnapshotSegment",
-                                                             DEFAULT_MAX_INDEXES_PER_BUCKET_SNAPSHOT_SEGMENT),
+            max_indexes_per_bucket_snapshot_segment=conf.get(
+                "delayedDeliveryMaxIndexesPerBucketSnapshotSegment", DEFAULT_MAX_INDEXES_PER_BUCKET_SNAPSHOT_SEGMENT
+            ),
             max_num_buckets=conf.get("delayedDeliveryMaxNumBuckets", DEFAULT_MAX_NUM_BUCKETS),
             name=name,
             events=events,
@@ -1062,8 +1123,15 @@ def new_delayed_delivery_tracker(
         )
     except RecoverDelayedDeliveryTrackerException as err:
         if events is not None:
-            events.append(SNAPSHOT_FAILED, (clock or scheduler.now)(), tracker=name, start=-1, end=-1,
-                          op="recover (falling back to InMemoryDelayedDeliveryTracker)", error=str(err))
+            events.append(
+                SNAPSHOT_FAILED,
+                (clock or scheduler.now)(),
+                tracker=name,
+                start=-1,
+                end=-1,
+                op="recover (falling back to InMemoryDelayedDeliveryTracker)",
+                error=str(err),
+            )
         return InMemoryDelayedDeliveryTracker(scheduler, read_more_entries, **in_memory)
 
 
