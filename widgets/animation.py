@@ -1,0 +1,107 @@
+"""A player or a figure as static HTML: plotly figures that a page steps through without a kernel.
+
+Models no Pulsar class. `player_html` draws every frame of a `Player`'s timeline with each of its views, as the
+live player draws it when stepping forward (frame ``i`` gets the events since frame ``i - 1``), and writes them with
+the frame's label (number, time, event kind, the one-line explanation) into the page. There the script
+``static/static_player.js`` shows them as a plotly animation: the first figure carries a plotly slider over the
+frames and play / pause buttons, the other views follow it, and → / ← / space / Home / End work as in the live
+player once the player has the focus.
+
+Simplifies: a frame is drawn once, as reached by a step forward; the live player's jump (slider) gives a view the
+events of every frame passed, the page shows the stored frame. The script applies a frame with ``Plotly.react``,
+a full redraw of that frame, rather than ``Plotly.animate``, which merges a frame into the figure shown and leaves
+traces, annotations and shapes of the previous frame behind when frames differ in them (our views' frames do).
+Figures inside the page share one plotly template per view instead of one per frame.
+"""
+
+from __future__ import annotations
+
+import html
+import itertools
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import plotly.graph_objects as go
+from plotly.io.json import to_json_plotly
+
+from pulsarlab_widgets.player import events_between
+
+if TYPE_CHECKING:
+    from pulsarlab_widgets.player import Player
+
+STATIC = Path(__file__).with_name("static")
+_ids = itertools.count(1)
+
+
+def page_script() -> str:
+    """The script a page needs (once, after plotly.js) to draw `player_html` and `figure_html` output."""
+    return (STATIC / "static_player.js").read_text()
+
+
+def page_css() -> str:
+    """The styles of the static players and figures."""
+    return (STATIC / "static_player.css").read_text()
+
+
+def _json_for_script(obj: Any) -> str:
+    """JSON that is safe inside <script type="application/json"> (no ``</script>`` or ``<!--`` can occur)."""
+    return to_json_plotly(obj).replace("</", "<\\/").replace("<!--", "<\\u0021--")
+
+
+def _split_template(fig: go.Figure) -> tuple[dict, dict]:
+    spec = fig.to_plotly_json()
+    layout = dict(spec.get("layout") or {})
+    template = layout.pop("template", None) or {}
+    return {"data": spec.get("data") or [], "layout": layout}, template
+
+
+def player_spec(player: Player) -> dict[str, Any]:
+    """Every frame the player can show (0..its slider's max) drawn by each of its views, and each frame's label."""
+    last = player.slider.max
+    views: list[dict[str, Any]] = [{"template": None, "frames": []} for _ in player.views]
+    labels = []
+    for i in range(last + 1):
+        snapshot = player.timeline[i].snapshot
+        events = events_between(player.timeline, i - 1 if i else None, i)
+        for view, out in zip(player.views, views):
+            frame, template = _split_template(view(snapshot, events))
+            if out["template"] is None:
+                out["template"] = template
+            out["frames"].append(frame)
+        labels.append(player._label_html(i))
+    return {"start": min(player.index, last), "interval": player.base_interval, "labels": labels, "views": views}
+
+
+def player_html(player: Player, div_id: str | None = None) -> str:
+    """The player as a static block: label, one plotly figure per view, the frames as JSON for the page script."""
+    spec = player_spec(player)
+    div_id = div_id or f"pulsarlab-player-{next(_ids)}"
+    title = f'<div class="pl-title"><b>{html.escape(player.title)}</b></div>' if player.title else ""
+    views = "".join(f'<div class="pl-view" data-view="{v}"></div>' for v in range(len(spec["views"])))
+    return (
+        f'<div class="pulsarlab-static-player" id="{html.escape(div_id)}" tabindex="0" data-frame="{spec["start"]}">'
+        f'{title}<div class="pl-label">{spec["labels"][spec["start"]]}</div>{views}'
+        f'<script type="application/json" class="pl-spec">{_json_for_script(spec)}</script></div>'
+    )
+
+
+def figure_html(fig: go.Figure | dict, div_id: str | None = None) -> str:
+    """A plotly figure as a static block the page script draws."""
+    spec = fig.to_plotly_json() if isinstance(fig, go.Figure) else dict(fig)
+    spec = {"data": spec.get("data") or [], "layout": spec.get("layout") or {}}
+    div_id = div_id or f"pulsarlab-figure-{next(_ids)}"
+    return (
+        f'<div class="pulsarlab-static-figure" id="{html.escape(div_id)}">'
+        f'<script type="application/json" class="pl-spec">{_json_for_script(spec)}</script></div>'
+    )
+
+
+def spec_of(html_text: str) -> dict[str, Any]:
+    """The JSON a `player_html` or `figure_html` block carries (for tests and tools)."""
+    start = html_text.index('class="pl-spec">') + len('class="pl-spec">')
+    end = html_text.index("</script>", start)
+    return json.loads(html_text[start:end])
+
+
+__all__ = ["figure_html", "page_css", "page_script", "player_html", "player_spec", "spec_of"]

@@ -1,0 +1,139 @@
+/* pulsarlab's static players and figures: draws the blocks of pulsarlab_widgets.animation with plotly.js, no kernel.
+   A player's first figure carries a plotly slider over the frames and play / pause buttons; the other views follow.
+   A frame is applied with Plotly.react (a full redraw of that frame). Keys, once the player has the focus (click it):
+   -> / <- step, space play / pause, Home / End. */
+(function () {
+  "use strict";
+  if (window.pulsarlabStatic) return;
+  var CONFIG = { responsive: true, displaylogo: false };
+  var CONTROLS_PX = 100;
+
+  function spec(root) {
+    return JSON.parse(root.querySelector("script.pl-spec").textContent);
+  }
+
+  function copy(obj) {
+    return JSON.parse(JSON.stringify(obj));
+  }
+
+  function controls(n, active) {
+    var steps = [];
+    var every = Math.max(1, Math.ceil(n / 20));
+    for (var i = 0; i < n; i++) {
+      var labelled = i % every === 0 ? i < n - every / 2 || i === n - 1 : i === n - 1;
+      steps.push({ label: labelled ? String(i) : "", method: "skip", args: [i], value: String(i) });
+    }
+    return {
+      sliders: [{
+        active: active, steps: steps, x: 0.16, len: 0.84, y: 0, yanchor: "top", pad: { t: 55, b: 0 },
+        currentvalue: { visible: false }, ticklen: 4, font: { size: 11 }, transition: { duration: 0 },
+      }],
+      updatemenus: [{
+        type: "buttons", direction: "left", showactive: false, x: 0, xanchor: "left", y: 0, yanchor: "top",
+        pad: { t: 60, r: 10 },
+        buttons: [
+          { label: "▶ play", method: "skip", args: ["play"] },
+          { label: "❚❚ pause", method: "skip", args: ["pause"] },
+        ],
+      }],
+    };
+  }
+
+  function setupPlayer(root) {
+    var s = spec(root);
+    var n = s.labels.length;
+    var label = root.querySelector(".pl-label");
+    var views = Array.prototype.slice.call(root.querySelectorAll(".pl-view"));
+    var state = { i: s.start, timer: null };
+
+    function layoutFor(v, i) {
+      var layout = copy(s.views[v].frames[i].layout);
+      layout.template = s.views[v].template;
+      if (v === 0) {
+        var c = controls(n, i);
+        layout.sliders = c.sliders;
+        layout.updatemenus = (layout.updatemenus || []).concat(c.updatemenus);
+        layout.height = (layout.height || 450) + CONTROLS_PX;
+        layout.margin = Object.assign({}, layout.margin || {});
+        layout.margin.b = (layout.margin.b === undefined ? 80 : layout.margin.b) + CONTROLS_PX;
+      }
+      return layout;
+    }
+
+    function show(i) {
+      i = Math.max(0, Math.min(n - 1, i));
+      state.i = i;
+      root.setAttribute("data-frame", String(i));
+      label.innerHTML = s.labels[i];
+      views.forEach(function (div, v) {
+        Plotly.react(div, copy(s.views[v].frames[i].data), layoutFor(v, i), CONFIG);
+      });
+    }
+
+    function pause() {
+      if (state.timer !== null) clearInterval(state.timer);
+      state.timer = null;
+      root.classList.remove("pl-playing");
+    }
+
+    function play() {
+      pause();
+      if (state.i >= n - 1) show(0);
+      root.classList.add("pl-playing");
+      state.timer = setInterval(function () {
+        if (state.i >= n - 1) pause();
+        else show(state.i + 1);
+      }, s.interval || 800);
+    }
+
+    show(state.i);
+    var first = views[0];
+    first.on("plotly_sliderchange", function (e) {
+      var i = Number(e.step.args[0]);
+      pause();
+      setTimeout(function () { show(i); }, 0);
+    });
+    first.on("plotly_buttonclicked", function (e) {
+      var what = e.button.args[0];
+      setTimeout(function () { if (what === "play") play(); else pause(); }, 0);
+    });
+    root.addEventListener("keydown", function (e) {
+      if (e.altKey || e.ctrlKey || e.metaKey) return;
+      var acts = {
+        ArrowRight: function () { pause(); show(state.i + 1); },
+        ArrowLeft: function () { pause(); show(state.i - 1); },
+        " ": function () { if (state.timer === null) play(); else pause(); },
+        Home: function () { pause(); show(0); },
+        End: function () { pause(); show(n - 1); },
+      };
+      if (!acts[e.key]) return;
+      e.preventDefault();
+      acts[e.key]();
+    });
+    root.addEventListener("mousedown", function () { root.focus({ preventScroll: true }); });
+    root.pulsarlab = { show: show, play: play, pause: pause, frames: n, get index() { return state.i; } };
+  }
+
+  function setupFigure(root) {
+    var s = spec(root);
+    var div = document.createElement("div");
+    root.appendChild(div);
+    Plotly.newPlot(div, s.data, s.layout, CONFIG);
+  }
+
+  function init(scope) {
+    scope = scope || document;
+    scope.querySelectorAll(".pulsarlab-static-player:not(.pl-ready)").forEach(function (root) {
+      root.classList.add("pl-ready");
+      setupPlayer(root);
+    });
+    scope.querySelectorAll(".pulsarlab-static-figure:not(.pl-ready)").forEach(function (root) {
+      root.classList.add("pl-ready");
+      setupFigure(root);
+    });
+  }
+
+  window.pulsarlabStatic = { init: init };
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", function () { init(); });
+  else init();
+})();
