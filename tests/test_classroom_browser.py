@@ -5,14 +5,18 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import signal
+import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import nbformat
 import pytest
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import sync_playwright
@@ -96,7 +100,8 @@ def test_exported_page_draws_and_steps_offline_without_a_kernel(exported, browse
         page.screenshot(path=str(ARTIFACTS / "export-not-drawn.png"), full_page=True)
         pytest.fail(f"not every figure was drawn ({drawn.count()} svg); page errors: {record['errors']}")
     assert page.locator(".jp-CodeCell .jp-InputArea").count() == 0, "code is shown without --with-code"
-    assert "import" not in page.locator("body").inner_text(), "code is shown without --with-code"
+    source = next(c.source for c in nbformat.read(LAB, as_version=4).cells if c.cell_type == "code")
+    assert source.splitlines()[0] not in page.locator("body").inner_text(), "code is shown without --with-code"
     assert page.get_by_text("Lab 4", exact=False).first.is_visible(), "the teaching text is missing"
     page.screenshot(path=str(ARTIFACTS / "export-04.png"))
 
@@ -133,3 +138,120 @@ def test_exported_page_draws_and_steps_offline_without_a_kernel(exported, browse
     assert record["errors"] == [], f"page errors: {record['errors']}"
 
 
+
+
+class PresentServer:
+    """``pulsarlab present`` on a free loopback port with a known token (the CLI becomes the Voilà process)."""
+
+    def __init__(self, notebook: Path) -> None:
+        self.port = free_port()
+        self.token = secrets.token_hex(16)
+        self.url = f"http://127.0.0.1:{self.port}/"
+        ARTIFACTS.mkdir(exist_ok=True)
+        self.log_path = ARTIFACTS / "present.log"
+        self._log = open(self.log_path, "w")
+        cmd = [sys.executable, "-m", "pulsarlab", "present", str(notebook), "--port", str(self.port),
+               "--token", self.token]
+        env = dict(os.environ, PYDEVD_DISABLE_FILE_VALIDATION="1")
+        self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, env=env)
+
+    def status(self, query: str = "") -> int:
+        class NoRedirect(urllib.request.HTTPRedirectHandler):
+            def redirect_request(self, *args, **kwargs):
+                return None
+
+        opener = urllib.request.build_opener(NoRedirect)
+        try:
+            with opener.open(self.url + query, timeout=10) as resp:
+                return resp.status
+        except urllib.error.HTTPError as e:
+            return e.code
+
+    def wait_ready(self) -> None:
+        deadline = time.monotonic() + SERVER_START_S
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                pytest.fail(f"pulsarlab present exited with {self.proc.returncode}:\n{self.log_path.read_text()[-3000:]}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                    return
+            except OSError:
+                time.sleep(0.3)
+        pytest.fail(f"pulsarlab present did not listen on {self.port} within {SERVER_START_S}s")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._log.close()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def present_server():
+    server = PresentServer(LAB)
+    try:
+        server.wait_ready()
+        yield server
+    finally:
+        server.stop()
+
+
+def _player_label(player) -> str:
+    return player.locator(".widget-html-content", has_text="frame ").first.inner_text()
+
+
+def test_presenter_mode_hides_code_and_steps_with_the_arrow_keys(present_server, browser_page):
+    page, route, record = browser_page
+    route(lambda url: url.startswith(("data:", "blob:")) or urlsplit(url).hostname in LOCAL_HOSTS)
+    assert present_server.status() in (302, 401, 403), "the presenter server answers without its token"
+
+    page.goto(f"{present_server.url}?token={present_server.token}", wait_until="domcontentloaded")
+    try:
+        page.locator(".pulsarlab-player .js-plotly-plot .main-svg").first.wait_for(timeout=DRAW_MS)
+    except PlaywrightError:
+        page.screenshot(path=str(ARTIFACTS / "present-not-drawn.png"), full_page=True)
+        pytest.fail(f"no player drawn; page errors: {record['errors']}\n{present_server.log_path.read_text()[-3000:]}")
+    players = page.locator(".pulsarlab-player")
+    assert players.count() == 2
+    assert "pulsarlab-present" in page.evaluate("document.body.className")
+    source = next(c.source for c in nbformat.read(LAB, as_version=4).cells if c.cell_type == "code")
+    text = page.locator("body").inner_text()
+    assert source.splitlines()[0] not in text, "the code is shown"
+    assert page.locator(".jp-CodeCell .jp-InputArea-editor, .jp-CodeCell .highlight").count() == 0
+    size = page.evaluate("parseFloat(getComputedStyle(document.querySelector('.jp-RenderedMarkdown p')).fontSize)")
+    assert size >= 20, f"markdown text is {size}px, not projector-sized"
+
+    # no focus anywhere: the keys go to the player that fills most of the window
+    second = players.nth(1)
+    second.evaluate("e => e.scrollIntoView({block: 'start'})")
+    page.mouse.move(5, 5)
+    figure = second.locator(".js-plotly-plot").first
+    label, drawn = _player_label(second), figure.inner_html()
+    frame = int(label.split("frame ", 1)[1].split()[0])
+    page.keyboard.press("ArrowRight")
+    page.wait_for_function("([el, f]) => el.innerText.includes('frame ' + (f + 1) + ' of')",
+                           arg=[second.element_handle(), frame], timeout=15_000)
+    assert _player_label(second) != label
+    page.wait_for_function("([el, old]) => el.innerHTML !== old", arg=[figure.element_handle(), drawn],
+                           timeout=15_000)
+    page.keyboard.press("ArrowLeft")
+    page.wait_for_function("([el, f]) => el.innerText.includes('frame ' + f + ' of')",
+                           arg=[second.element_handle(), frame], timeout=15_000)
+    page.keyboard.press("End")
+    last = second.evaluate("el => el.innerText.match(/frame \\d+ of 0–(\\d+)/)[1]")
+    page.wait_for_function("([el, f]) => el.innerText.includes('frame ' + f + ' of')",
+                           arg=[second.element_handle(), last], timeout=15_000)
+    # the first player did not move
+    assert "frame 2 of" in _player_label(players.nth(0))
+    page.screenshot(path=str(ARTIFACTS / "present-04.png"))
+    assert [u for u in record["blocked"] if "127.0.0.1" in u] == []
