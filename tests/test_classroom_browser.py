@@ -40,8 +40,16 @@ def exported(tmp_path_factory):
     out = tmp_path_factory.mktemp("export") / "04-failover.html"
     result = export_lab(LAB, out)
     ARTIFACTS.mkdir(exist_ok=True)
-    (ARTIFACTS / "export-04.json").write_text(json.dumps({"bytes": result.bytes, "seconds": round(result.seconds, 1),
-                                                          "players": result.players, "figures": result.figures}))
+    (ARTIFACTS / "export-04.json").write_text(
+        json.dumps(
+            {
+                "bytes": result.bytes,
+                "seconds": round(result.seconds, 1),
+                "players": result.players,
+                "figures": result.figures,
+            }
+        )
+    )
     return result
 
 
@@ -95,7 +103,9 @@ def test_exported_page_draws_and_steps_offline_without_a_kernel(exported, browse
     try:
         page.wait_for_function(
             "() => Array.from(document.querySelectorAll('.pl-view, .pulsarlab-static-figure'))"
-            ".every(d => d.querySelector('.main-svg'))", timeout=DRAW_MS)
+            ".every(d => d.querySelector('.main-svg'))",
+            timeout=DRAW_MS,
+        )
     except PlaywrightError:
         page.screenshot(path=str(ARTIFACTS / "export-not-drawn.png"), full_page=True)
         pytest.fail(f"not every figure was drawn ({drawn.count()} svg); page errors: {record['errors']}")
@@ -110,8 +120,9 @@ def test_exported_page_draws_and_steps_offline_without_a_kernel(exported, browse
     first.scroll_into_view_if_needed()
     start, before, label = _frame(first), _figure_data(first), first.locator(".pl-label").inner_text()
     first.locator(".updatemenu-button", has_text="play").click()
-    page.wait_for_function("el => Number(el.getAttribute('data-frame')) >= %d" % (start + 2), arg=first.element_handle(),
-                           timeout=30_000)
+    page.wait_for_function(
+        "el => Number(el.getAttribute('data-frame')) >= %d" % (start + 2), arg=first.element_handle(), timeout=30_000
+    )
     first.locator(".updatemenu-button", has_text="pause").click()
     assert _figure_data(first) != before, "the figures did not change while playing"
     assert first.locator(".pl-label").inner_text() != label, "the explanation did not change while playing"
@@ -123,8 +134,9 @@ def test_exported_page_draws_and_steps_offline_without_a_kernel(exported, browse
     start, before = _frame(second), _figure_data(second)
     rail = second.locator(".slider-rail-rect").first.bounding_box()
     page.mouse.click(rail["x"] + rail["width"] - 2, rail["y"] + rail["height"] / 2)
-    page.wait_for_function("el => Number(el.getAttribute('data-frame')) === %d" % (frames - 1),
-                           arg=second.element_handle(), timeout=10_000)
+    page.wait_for_function(
+        "el => Number(el.getAttribute('data-frame')) === %d" % (frames - 1), arg=second.element_handle(), timeout=10_000
+    )
     after = json.loads(_figure_data(second))
     assert len(after) == 2 and after != json.loads(before)
     # and its keys: Home, then → steps one frame
@@ -138,8 +150,6 @@ def test_exported_page_draws_and_steps_offline_without_a_kernel(exported, browse
     assert record["errors"] == [], f"page errors: {record['errors']}"
 
 
-
-
 class PresentServer:
     """``pulsarlab present`` on a free loopback port with a known token (the CLI becomes the Voilà process)."""
 
@@ -150,8 +160,17 @@ class PresentServer:
         ARTIFACTS.mkdir(exist_ok=True)
         self.log_path = ARTIFACTS / "present.log"
         self._log = open(self.log_path, "w")
-        cmd = [sys.executable, "-m", "pulsarlab", "present", str(notebook), "--port", str(self.port),
-               "--token", self.token]
+        cmd = [
+            sys.executable,
+            "-m",
+            "pulsarlab",
+            "present",
+            str(notebook),
+            "--port",
+            str(self.port),
+            "--token",
+            self.token,
+        ]
         env = dict(os.environ, PYDEVD_DISABLE_FILE_VALIDATION="1")
         self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, env=env)
 
@@ -171,7 +190,9 @@ class PresentServer:
         deadline = time.monotonic() + SERVER_START_S
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                pytest.fail(f"pulsarlab present exited with {self.proc.returncode}:\n{self.log_path.read_text()[-3000:]}")
+                pytest.fail(
+                    f"pulsarlab present exited with {self.proc.returncode}:\n{self.log_path.read_text()[-3000:]}"
+                )
             try:
                 with socket.create_connection(("127.0.0.1", self.port), timeout=1):
                     return
@@ -239,18 +260,22 @@ def test_presenter_mode_hides_code_and_steps_with_the_arrow_keys(present_server,
     label, drawn = _player_label(second), figure.inner_html()
     frame = int(label.split("frame ", 1)[1].split()[0])
     page.keyboard.press("ArrowRight")
-    page.wait_for_function("([el, f]) => el.innerText.includes('frame ' + (f + 1) + ' of')",
-                           arg=[second.element_handle(), frame], timeout=15_000)
+    page.wait_for_function(
+        "([el, f]) => el.innerText.includes('frame ' + (f + 1) + ' of')",
+        arg=[second.element_handle(), frame],
+        timeout=15_000,
+    )
     assert _player_label(second) != label
-    page.wait_for_function("([el, old]) => el.innerHTML !== old", arg=[figure.element_handle(), drawn],
-                           timeout=15_000)
+    page.wait_for_function("([el, old]) => el.innerHTML !== old", arg=[figure.element_handle(), drawn], timeout=15_000)
     page.keyboard.press("ArrowLeft")
-    page.wait_for_function("([el, f]) => el.innerText.includes('frame ' + f + ' of')",
-                           arg=[second.element_handle(), frame], timeout=15_000)
+    page.wait_for_function(
+        "([el, f]) => el.innerText.includes('frame ' + f + ' of')", arg=[second.element_handle(), frame], timeout=15_000
+    )
     page.keyboard.press("End")
     last = second.evaluate("el => el.innerText.match(/frame \\d+ of 0–(\\d+)/)[1]")
-    page.wait_for_function("([el, f]) => el.innerText.includes('frame ' + f + ' of')",
-                           arg=[second.element_handle(), last], timeout=15_000)
+    page.wait_for_function(
+        "([el, f]) => el.innerText.includes('frame ' + f + ' of')", arg=[second.element_handle(), last], timeout=15_000
+    )
     # the first player did not move
     assert "frame 2 of" in _player_label(players.nth(0))
     page.screenshot(path=str(ARTIFACTS / "present-04.png"))

@@ -19,6 +19,7 @@ from __future__ import annotations
 import html
 import itertools
 import json
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -99,9 +100,10 @@ def figure_html(fig: go.Figure | dict, div_id: str | None = None) -> str:
 
 def spec_of(html_text: str) -> dict[str, Any]:
     """The JSON a `player_html` or `figure_html` block carries (for tests and tools)."""
-    start = html_text.index('class="pl-spec">') + len('class="pl-spec">')
-    end = html_text.index("</script>", start)
-    return json.loads(html_text[start:end])
+    found = re.search(r'<script\b[^>]*class="pl-spec"[^>]*>(.*?)</script>', html_text, flags=re.S)
+    if found is None:
+        raise ValueError("no pulsarlab player or figure block in this HTML")
+    return json.loads(found.group(1))
 
 
 __all__ = ["figure_html", "page_css", "page_script", "player_html", "player_spec", "spec_of"]

@@ -58,7 +58,7 @@ class ExportResult:
 
 # -- kernel side ------------------------------------------------------------------------------------------------
 def static_widget_html(widget: Any) -> str:
-    """HTML that stands for ``widget`` in a page without a kernel ("" for a control that needs one)."""
+    """HTML that stands for ``widget`` in a page without a kernel (a short note for a control that needs one)."""
     import ipywidgets as widgets
     import plotly.graph_objects as go
 
@@ -79,7 +79,12 @@ def static_widget_html(widget: Any) -> str:
     if isinstance(widget, widgets.Output):
         return "".join(_output_html(o) for o in widget.outputs)
     if isinstance(widget, widgets.Box):
-        return "".join(static_widget_html(c) for c in widget.children)
+        inner = "".join(static_widget_html(c) for c in widget.children)
+        while NEEDS_KERNEL * 2 in inner:  # a row of controls gets one note
+            inner = inner.replace(NEEDS_KERNEL * 2, NEEDS_KERNEL)
+        return inner
+    if isinstance(widget, (widgets.ValueWidget, widgets.Button)):
+        return NEEDS_KERNEL
     return ""
 
 
@@ -153,12 +158,23 @@ def execute(nb: Any, cwd: Path, timeout: int = CELL_TIMEOUT_S) -> dict[str, str]
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
-    for key, value in (("SPARK_LOCAL_IP", "127.0.0.1"), ("PYSPARK_PYTHON", sys.executable),
-                       ("PYSPARK_DRIVER_PYTHON", sys.executable), ("PYDEVD_DISABLE_FILE_VALIDATION", "1")):
+    for key, value in (
+        ("SPARK_LOCAL_IP", "127.0.0.1"),
+        ("PYSPARK_PYTHON", sys.executable),
+        ("PYSPARK_DRIVER_PYTHON", sys.executable),
+        ("PYDEVD_DISABLE_FILE_VALIDATION", "1"),
+    ):
         os.environ.setdefault(key, value)
     nb.cells.insert(0, nbformat.v4.new_code_cell(_SETUP_CELL))
-    client = NotebookClient(nb, kernel_name="python3", timeout=timeout, startup_timeout=180, allow_errors=False,
-                            record_timing=False, resources={"metadata": {"path": str(cwd)}})
+    client = NotebookClient(
+        nb,
+        kernel_name="python3",
+        timeout=timeout,
+        startup_timeout=180,
+        allow_errors=False,
+        record_timing=False,
+        resources={"metadata": {"path": str(cwd)}},
+    )
     current = {"index": 0}
     client.on_cell_start = lambda cell, cell_index: current.update(index=cell_index)
     try:
@@ -172,8 +188,10 @@ def execute(nb: Any, cwd: Path, timeout: int = CELL_TIMEOUT_S) -> dict[str, str]
         cell = nb.cells[current["index"]]
         first = cell.source.strip().splitlines()[0][:100] if cell.source.strip() else ""
         detail = ANSI.sub("", str(e)).strip().splitlines()
-        raise LabError(f"code cell {current['index']} of the lab failed ({type(e).__name__}) at: {first}\n"
-                          + "\n".join(detail[-12:])) from None
+        # the setup cell is at 0, so the index is the failing cell's place in the lab counting from 1
+        raise LabError(
+            f"cell {current['index']} of the lab failed ({type(e).__name__}) at: {first}\n" + "\n".join(detail[-12:])
+        ) from None
     finally:
         nb.cells.pop(0)
     collect = nb.cells.pop()
@@ -217,8 +235,13 @@ def to_html(nb: Any, with_code: bool = False) -> str:
 
     from pulsarlab_widgets.animation import page_css, page_script
 
-    exporter = HTMLExporter(template_name="pulsarlab_export", extra_template_basedirs=[str(TEMPLATES)],
-                            exclude_input=not with_code, exclude_input_prompt=True, exclude_output_prompt=True)
+    exporter = HTMLExporter(
+        template_name="pulsarlab_export",
+        extra_template_basedirs=[str(TEMPLATES)],
+        exclude_input=not with_code,
+        exclude_input_prompt=True,
+        exclude_output_prompt=True,
+    )
     resources = {"pulsarlab": {"plotly_js": get_plotlyjs(), "player_js": page_script(), "css": page_css()}}
     body, _ = exporter.from_notebook_node(nb, resources=resources)
     return body
@@ -239,8 +262,9 @@ def write_atomically(out: Path, text: str) -> None:
         raise
 
 
-def export_lab(notebook: Path | str, out: Path | str, with_code: bool = False,
-               timeout: int = CELL_TIMEOUT_S) -> ExportResult:
+def export_lab(
+    notebook: Path | str, out: Path | str, with_code: bool = False, timeout: int = CELL_TIMEOUT_S
+) -> ExportResult:
     """Execute the lab ``notebook`` and write it to ``out`` as one self-contained HTML page."""
     started = time.perf_counter()
     notebook, out = Path(notebook), Path(out)
@@ -268,9 +292,11 @@ def write_site_index(folder: Path, pages: list[Path]) -> Path:
         if source.is_file():
             title = _title(nbformat.read(source, as_version=4), source)
         items.append(f'<li><a href="{html.escape(page.name)}">{html.escape(title)}</a></li>')
-    text = ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>pulsarlab labs</title></head>"
-            "<body style=\"font: 18px/1.5 sans-serif; max-width: 50em; margin: 2em auto\"><h1>pulsarlab labs</h1>"
-            f"<p>Each page works offline, without Python.</p><ul>{''.join(items)}</ul></body></html>\n")
+    text = (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>pulsarlab labs</title></head>'
+        '<body style="font: 18px/1.5 sans-serif; max-width: 50em; margin: 2em auto"><h1>pulsarlab labs</h1>'
+        f"<p>Each page works offline, without Python.</p><ul>{''.join(items)}</ul></body></html>\n"
+    )
     index = folder / "index.html"
     write_atomically(index, text)
     return index
@@ -285,4 +311,12 @@ def _title(nb: Any, path: Path) -> str:
     return path.stem
 
 
-__all__ = ["write_site_index", "LabError", "ExportResult", "export_lab", "publish_static_widgets", "read_lab", "static_widget_html"]
+__all__ = [
+    "write_site_index",
+    "LabError",
+    "ExportResult",
+    "export_lab",
+    "publish_static_widgets",
+    "read_lab",
+    "static_widget_html",
+]

@@ -55,14 +55,23 @@ def free_port(host: str = "127.0.0.1") -> int:
         return s.getsockname()[1]
 
 
-def presentation(notebook: Path | str, port: int = 8866, host: str = "127.0.0.1", token: str | None = None,
-                 no_token: bool = False, allow_remote: bool = False, one_view: bool = False) -> Presentation:
+def presentation(
+    notebook: Path | str,
+    port: int = 8866,
+    host: str = "127.0.0.1",
+    token: str | None = None,
+    no_token: bool = False,
+    allow_remote: bool = False,
+    one_view: bool = False,
+) -> Presentation:
     """The Voilà command that presents ``notebook`` (checked to be a lab) on ``host:port`` (0: a free port)."""
     notebook = Path(notebook)
     read_lab(notebook)
     if not allow_remote and not _loopback(host):
-        raise LabError(f"--host {host} is not a loopback address: the presented lab runs code on this machine "
-                          "for every visitor; pass --allow-remote to serve it to the network anyway")
+        raise LabError(
+            f"--host {host} is not a loopback address: the presented lab runs code on this machine "
+            "for every visitor; pass --allow-remote to serve it to the network anyway"
+        )
     if not 0 <= port <= 65535:
         raise LabError(f"--port must be 0..65535, got {port}")
     if no_token and token:
@@ -70,9 +79,17 @@ def presentation(notebook: Path | str, port: int = 8866, host: str = "127.0.0.1"
     port = port or free_port(host)
     token = "" if no_token else (token or secrets.token_urlsafe(24))
     argv = [
-        sys.executable, "-m", "voila", notebook.name,
-        f"--Voila.ip={host}", f"--port={port}", "--Voila.port_retries=0", "--no-browser",
-        f"--template={TEMPLATE}", "--strip_sources=True", "--theme=light",
+        sys.executable,
+        "-m",
+        "voila",
+        notebook.name,
+        f"--Voila.ip={host}",
+        f"--port={port}",
+        "--Voila.port_retries=0",
+        "--no-browser",
+        f"--template={TEMPLATE}",
+        "--strip_sources=True",
+        "--theme=light",
         f"--Voila.token={token}",
     ]
     env = {"JUPYTER_PATH": os.pathsep.join(p for p in (str(TEMPLATES), os.environ.get("JUPYTER_PATH")) if p)}
