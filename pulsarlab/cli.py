@@ -117,7 +117,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
         try:
             if args.out_dir:
                 Path(args.out_dir).mkdir(parents=True, exist_ok=True)
-            result = export_lab(path, out, with_code=args.with_code)
+            result = export_lab(path, out, with_code=args.with_code, max_frames=args.max_frames or None)
         except LabError as e:
             print(f"pulsarlab export: {e}", file=sys.stderr)
             status = 1
@@ -181,6 +181,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default=None, metavar="LAB.html", help="the page to write (one lab)")
     p.add_argument("--out-dir", default=None, metavar="FOLDER", help="write FOLDER/<lab>.html and FOLDER/index.html")
     p.add_argument("--with-code", action="store_true", help="show the code cells (hidden by default)")
+    p.add_argument("--max-frames", type=int, default=200, metavar="N",
+                   help="frames per player at most, evenly spread (0: all; default 200)")
     p.set_defaults(func=_cmd_export)
     return parser
 

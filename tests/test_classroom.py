@@ -91,6 +91,14 @@ def test_static_frames_are_the_figures_the_player_draws_stepping_forward():
     for i in range(n):
         assert html.escape(sc.timeline[i].explanation) in spec["labels"][i]
         assert f"frame {i} of 0–{n - 1}" in spec["labels"][i]
+    assert spec["indices"] == list(range(n))
+    few = player_spec(player, max_frames=4)
+    assert few["indices"][0] == 0 and few["indices"][-1] == n - 1 and 2 in few["indices"] and len(few["indices"]) <= 5
+    assert few["start"] == few["indices"].index(2) and "of the" in few["labels"][0]
+    k = few["indices"][1]
+    jumped = render(player.views[0], sc.timeline, k, few["indices"][0]).to_plotly_json()  # as a jump from the last
+    jumped["layout"].pop("template", None)
+    assert plain(few["views"][0]["frames"][1]) == plain({"data": jumped["data"], "layout": jumped["layout"]})
     page = player.static_html("p1")
     assert spec_of(page)["labels"] == spec["labels"] and "three join, one leaves" in page
     assert page.count("</script>") == 1  # the frames' JSON cannot close its script tag early

@@ -57,26 +57,55 @@ def _split_template(fig: go.Figure) -> tuple[dict, dict]:
     return {"data": spec.get("data") or [], "layout": layout}, template
 
 
-def player_spec(player: Player) -> dict[str, Any]:
-    """Every frame the player can show (0..its slider's max) drawn by each of its views, and each frame's label."""
+MAX_FRAMES = 200
+
+
+def frame_indices(last: int, start: int, max_frames: int | None = MAX_FRAMES) -> list[int]:
+    """The frames a page carries: all of 0..last, or ``max_frames`` of them evenly spread (first, start and last
+    always among them) when there are more."""
+    if max_frames is not None and max_frames < 2:
+        raise ValueError(f"max_frames must be at least 2, got {max_frames}")
+    if max_frames is None or last + 1 <= max_frames:
+        return list(range(last + 1))
+    picked = {round(j * last / (max_frames - 1)) for j in range(max_frames - 1)} | {start, last}
+    return sorted(picked)
+
+
+def player_spec(player: Player, max_frames: int | None = MAX_FRAMES) -> dict[str, Any]:
+    """The frames the player can show (0..its slider's max; at most ``max_frames`` of them, evenly spread) drawn by
+    each of its views, and each frame's label. A frame gets the events since the frame carried before it, as after
+    a step (every frame carried) or a jump (some left out) in the live player."""
     last = player.slider.max
+    start = min(player.index, last)
+    indices = frame_indices(last, start, max_frames)
     views: list[dict[str, Any]] = [{"template": None, "frames": []} for _ in player.views]
     labels = []
-    for i in range(last + 1):
+    previous = None
+    for i in indices:
         snapshot = player.timeline[i].snapshot
-        events = events_between(player.timeline, i - 1 if i else None, i)
+        events = events_between(player.timeline, previous, i)
+        previous = i
         for view, out in zip(player.views, views):
             frame, template = _split_template(view(snapshot, events))
             if out["template"] is None:
                 out["template"] = template
             out["frames"].append(frame)
-        labels.append(player._label_html(i))
-    return {"start": min(player.index, last), "interval": player.base_interval, "labels": labels, "views": views}
+        label = player._label_html(i)
+        if len(indices) < last + 1:
+            label += f' <span class="pl-sampled">({len(indices)} of the {last + 1} frames on this page)</span>'
+        labels.append(label)
+    return {
+        "start": indices.index(start),
+        "interval": player.base_interval,
+        "indices": indices,
+        "labels": labels,
+        "views": views,
+    }
 
 
-def player_html(player: Player, div_id: str | None = None) -> str:
+def player_html(player: Player, div_id: str | None = None, max_frames: int | None = MAX_FRAMES) -> str:
     """The player as a static block: label, one plotly figure per view, the frames as JSON for the page script."""
-    spec = player_spec(player)
+    spec = player_spec(player, max_frames)
     div_id = div_id or f"pulsarlab-player-{next(_ids)}"
     title = f'<div class="pl-title"><b>{html.escape(player.title)}</b></div>' if player.title else ""
     views = "".join(f'<div class="pl-view" data-view="{v}"></div>' for v in range(len(spec["views"])))
@@ -106,4 +135,13 @@ def spec_of(html_text: str) -> dict[str, Any]:
     return json.loads(found.group(1))
 
 
-__all__ = ["figure_html", "page_css", "page_script", "player_html", "player_spec", "spec_of"]
+__all__ = [
+    "MAX_FRAMES",
+    "frame_indices",
+    "figure_html",
+    "page_css",
+    "page_script",
+    "player_html",
+    "player_spec",
+    "spec_of",
+]

@@ -39,7 +39,9 @@ NEEDS_KERNEL = (
 )
 
 _SETUP_CELL = "import plotly.io as _pio\n_pio.renderers.default = 'plotly_mimetype'\ndel _pio"
-_COLLECT_CELL = "from pulsarlab_widgets.export import publish_static_widgets\npublish_static_widgets({ids!r})"
+_COLLECT_CELL = (
+    "from pulsarlab_widgets.export import publish_static_widgets\npublish_static_widgets({ids!r}, {max_frames!r})"
+)
 
 
 class LabError(Exception):
@@ -57,7 +59,7 @@ class ExportResult:
 
 
 # -- kernel side ------------------------------------------------------------------------------------------------
-def static_widget_html(widget: Any) -> str:
+def static_widget_html(widget: Any, max_frames: int | None = 200) -> str:
     """HTML that stands for ``widget`` in a page without a kernel (a short note for a control that needs one)."""
     import ipywidgets as widgets
     import plotly.graph_objects as go
@@ -67,7 +69,7 @@ def static_widget_html(widget: Any) -> str:
     from pulsarlab_widgets.player import Player
 
     if isinstance(widget, Player):
-        return widget.static_html()
+        return widget.static_html(max_frames=max_frames)
     if isinstance(widget, go.FigureWidget):
         return figure_html(go.Figure(widget))
     if isinstance(widget, PlayerKeys):
@@ -79,7 +81,7 @@ def static_widget_html(widget: Any) -> str:
     if isinstance(widget, widgets.Output):
         return "".join(_output_html(o) for o in widget.outputs)
     if isinstance(widget, widgets.Box):
-        inner = "".join(static_widget_html(c) for c in widget.children)
+        inner = "".join(static_widget_html(c, max_frames) for c in widget.children)
         while NEEDS_KERNEL * 2 in inner:  # a row of controls gets one note
             inner = inner.replace(NEEDS_KERNEL * 2, NEEDS_KERNEL)
         return inner
@@ -105,20 +107,20 @@ def _output_html(output: dict) -> str:
     return ""
 
 
-def _static_for_id(model_id: Any) -> str:
+def _static_for_id(model_id: Any, max_frames: int | None = 200) -> str:
     from ipywidgets.widgets.widget import _instances
 
     widget = _instances.get(model_id)
     if widget is None:
         return NEEDS_KERNEL
-    return static_widget_html(widget) or NEEDS_KERNEL
+    return static_widget_html(widget, max_frames) or NEEDS_KERNEL
 
 
-def publish_static_widgets(model_ids: list[str]) -> None:
+def publish_static_widgets(model_ids: list[str], max_frames: int | None = 200) -> None:
     """Display (in the exporting kernel) the static HTML of each widget id, for the exporter to put in its place."""
     from IPython.display import display
 
-    display({STATIC_MIME: {mid: _static_for_id(mid) for mid in model_ids}}, raw=True)
+    display({STATIC_MIME: {mid: _static_for_id(mid, max_frames) for mid in model_ids}}, raw=True)
 
 
 # -- exporter side ------------------------------------------------------------------------------------------------
@@ -152,7 +154,7 @@ def _widget_ids(nb: Any) -> list[str]:
     return ids
 
 
-def execute(nb: Any, cwd: Path, timeout: int = CELL_TIMEOUT_S) -> dict[str, str]:
+def execute(nb: Any, cwd: Path, timeout: int = CELL_TIMEOUT_S, max_frames: int | None = 200) -> dict[str, str]:
     """Run ``nb`` in place in a fresh kernel started in ``cwd``; the static HTML of every widget it displayed."""
     import nbformat
     from nbclient import NotebookClient
@@ -181,7 +183,7 @@ def execute(nb: Any, cwd: Path, timeout: int = CELL_TIMEOUT_S) -> dict[str, str]
         with client.setup_kernel():
             for index, cell in enumerate(nb.cells):
                 client.execute_cell(cell, index)
-            collect = nbformat.v4.new_code_cell(_COLLECT_CELL.format(ids=_widget_ids(nb)))
+            collect = nbformat.v4.new_code_cell(_COLLECT_CELL.format(ids=_widget_ids(nb), max_frames=max_frames))
             nb.cells.append(collect)
             client.execute_cell(collect, len(nb.cells) - 1)
     except (CellExecutionError, CellTimeoutError, DeadKernelError) as e:
@@ -256,6 +258,9 @@ def write_atomically(out: Path, text: str) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes it private; a page is for sharing
         os.replace(tmp, out)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -263,18 +268,25 @@ def write_atomically(out: Path, text: str) -> None:
 
 
 def export_lab(
-    notebook: Path | str, out: Path | str, with_code: bool = False, timeout: int = CELL_TIMEOUT_S
+    notebook: Path | str,
+    out: Path | str,
+    with_code: bool = False,
+    timeout: int = CELL_TIMEOUT_S,
+    max_frames: int | None = 200,
 ) -> ExportResult:
-    """Execute the lab ``notebook`` and write it to ``out`` as one self-contained HTML page."""
+    """Execute the lab ``notebook`` and write it to ``out`` as one self-contained HTML page; a player carries at
+    most ``max_frames`` frames, evenly spread (None: all; a long recording makes a big, slow page)."""
     started = time.perf_counter()
     notebook, out = Path(notebook), Path(out)
+    if max_frames is not None and max_frames < 2:
+        raise LabError(f"--max-frames must be at least 2, got {max_frames}")
     if out.suffix.lower() not in (".html", ".htm"):
         raise LabError(f"{out}: the page is HTML; name it .html")
     if out.exists() and out.is_dir():
         raise LabError(f"{out}: is a folder")
     nb = read_lab(notebook)
     nb.metadata.setdefault("title", _title(nb, notebook))
-    widgets_html = execute(nb, notebook.resolve().parent, timeout)
+    widgets_html = execute(nb, notebook.resolve().parent, timeout, max_frames)
     players, figures = make_static(nb, widgets_html)
     page = to_html(nb, with_code)
     write_atomically(out, page)

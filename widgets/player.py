@@ -216,12 +216,12 @@ class Player(widgets.VBox):
         else:
             raise ValueError(f"the player knows the keys ArrowRight, ArrowLeft, ' ', Home and End; got {key!r}")
 
-    def static_html(self, div_id: str | None = None) -> str:
-        """The player as HTML for a page without a kernel: its figures as plotly figures whose frames the page's
-        slider and play button step through (`pulsarlab_widgets.animation`)."""
+    def static_html(self, div_id: str | None = None, max_frames: int | None = 200) -> str:
+        """The player as HTML for a page without a kernel: its figures as plotly figures whose frames (at most
+        ``max_frames``, evenly spread) the page's slider and play button step through (`..animation`)."""
         from pulsarlab_widgets.animation import player_html
 
-        return player_html(self, div_id)
+        return player_html(self, div_id, max_frames)
 
     def kinds(self) -> list[str]:
         """Event kinds in the timeline, in order of first appearance."""

@@ -16,12 +16,13 @@
     return JSON.parse(JSON.stringify(obj));
   }
 
-  function controls(n, active) {
+  function controls(n, active, indices) {
     var steps = [];
     var every = Math.max(1, Math.ceil(n / 20));
     for (var i = 0; i < n; i++) {
       var labelled = i % every === 0 ? i < n - every / 2 || i === n - 1 : i === n - 1;
-      steps.push({ label: labelled ? String(i) : "", method: "skip", args: [i], value: String(i) });
+      var shown = indices ? indices[i] : i;
+      steps.push({ label: labelled ? String(shown) : "", method: "skip", args: [i], value: String(i) });
     }
     return {
       sliders: [{
@@ -50,7 +51,7 @@
       var layout = copy(s.views[v].frames[i].layout);
       layout.template = s.views[v].template;
       if (v === 0) {
-        var c = controls(n, i);
+        var c = controls(n, i, s.indices);
         layout.sliders = c.sliders;
         layout.updatemenus = (layout.updatemenus || []).concat(c.updatemenus);
         layout.height = (layout.height || 450) + CONTROLS_PX;
