@@ -17,7 +17,7 @@ from plotly.io.json import to_json_plotly
 from pulsarlab.cli import main
 from pulsarlab.scenarios.key_shared import KeySharedScenario
 from pulsarlab_widgets import export
-from pulsarlab_widgets.animation import player_spec, spec_of
+from pulsarlab_widgets.animation import delta, player_spec, spec_of, undelta
 from pulsarlab_widgets.export import LabError, export_lab, read_lab, write_atomically
 from pulsarlab_widgets.player import Player, render
 from pulsarlab_widgets.present import presentation
@@ -40,6 +40,31 @@ def write_notebook(path: Path, *sources: str, markdown: str = "# A small lab") -
     nb.cells = [nbformat.v4.new_markdown_cell(markdown)] + [nbformat.v4.new_code_cell(s) for s in sources]
     nbformat.write(nb, path)
     return path
+
+
+def decoded(frames, i):
+    """Frame i of a view's frames (0 whole, later ones deltas from the one before)."""
+    frame = frames[0]
+    for d in frames[1 : i + 1]:
+        frame = undelta(frame, d)
+    return frame
+
+
+def test_delta_round_trips_and_shrinks_a_growing_history():
+    history = [
+        {"data": [{"x": list(range(n)), "y": [i * i for i in range(n)], "name": "c1"}], "layout": {"title": f"t{n}"}}
+        for n in range(200, 240)
+    ]
+    previous = None
+    size = 0
+    for frame in history:
+        d = frame if previous is None else delta(previous, frame)
+        assert undelta(previous, d) == frame if previous is not None else d == frame
+        size += len(json.dumps(d))
+        previous = frame
+    assert size < sum(len(json.dumps(f)) for f in history) / 10
+    assert delta([1, 2], [3]) == [3] and delta({"a": 1}, {"b": 2}) == {"$dict": {"b": 2}}
+    assert undelta({"a": 1}, {"$dict": {"b": 2}}) == {"b": 2}
 
 
 def plain(obj):
@@ -86,7 +111,7 @@ def test_static_frames_are_the_figures_the_player_draws_stepping_forward():
         for i in (0, 1, n // 2, n - 1):
             expected = render(view, sc.timeline, i, i - 1 if i else None).to_plotly_json()
             expected["layout"].pop("template", None)
-            got = spec["views"][v]["frames"][i]
+            got = decoded(spec["views"][v]["frames"], i)
             assert plain(got) == plain({"data": expected["data"], "layout": expected["layout"]}), (v, i)
     for i in range(n):
         assert html.escape(sc.timeline[i].explanation) in spec["labels"][i]
@@ -98,7 +123,7 @@ def test_static_frames_are_the_figures_the_player_draws_stepping_forward():
     k = few["indices"][1]
     jumped = render(player.views[0], sc.timeline, k, few["indices"][0]).to_plotly_json()  # as a jump from the last
     jumped["layout"].pop("template", None)
-    assert plain(few["views"][0]["frames"][1]) == plain({"data": jumped["data"], "layout": jumped["layout"]})
+    assert plain(decoded(few["views"][0]["frames"], 1)) == plain({"data": jumped["data"], "layout": jumped["layout"]})
     page = player.static_html("p1")
     assert spec_of(page)["labels"] == spec["labels"] and "three join, one leaves" in page
     assert page.count("</script>") == 1  # the frames' JSON cannot close its script tag early

@@ -71,14 +71,47 @@ def frame_indices(last: int, start: int, max_frames: int | None = MAX_FRAMES) ->
     return sorted(picked)
 
 
+def delta(prev: Any, cur: Any) -> Any:
+    """``cur`` written against ``prev`` (plain JSON values): ``{"$same": 1}`` for an equal value, ``{"$ext": tail}``
+    for a list that extends ``prev``, ``{"$list": [...]}`` / ``{"$dict": {...}}`` for lists of the same length and
+    dicts taken apart. Plotly figures carry no ``$`` keys, so a plain dict never reads as one of these."""
+    if prev == cur:
+        return {"$same": 1}
+    if isinstance(prev, dict) and isinstance(cur, dict):
+        return {"$dict": {k: delta(prev[k], v) if k in prev else v for k, v in cur.items()}}
+    if isinstance(prev, list) and isinstance(cur, list) and prev:
+        if len(cur) > len(prev) and cur[: len(prev)] == prev:
+            return {"$ext": cur[len(prev) :]}
+        if len(cur) == len(prev):
+            return {"$list": [delta(a, b) for a, b in zip(prev, cur)]}
+    return cur
+
+
+def undelta(prev: Any, d: Any) -> Any:
+    """The value `delta` wrote (what the page script does to show a frame)."""
+    if isinstance(d, dict) and len(d) == 1:
+        ((key, value),) = d.items()
+        if key == "$same":
+            return prev
+        if key == "$ext":
+            return prev + value
+        if key == "$list":
+            return [undelta(a, b) for a, b in zip(prev, value)]
+        if key == "$dict":
+            return {k: undelta(prev[k], v) if k in prev else v for k, v in value.items()}
+    return d
+
+
 def player_spec(player: Player, max_frames: int | None = MAX_FRAMES) -> dict[str, Any]:
     """The frames the player can show (0..its slider's max; at most ``max_frames`` of them, evenly spread) drawn by
-    each of its views, and each frame's label. A frame gets the events since the frame carried before it, as after
+    each of its views, and each frame's label. Frame 0 of a view is whole, each later one its `delta` from the one
+    before (a growing timeline repeats its history in every frame: lab 06's 200 frames are 220 MB whole).
+    A frame gets the events since the frame carried before it, as after
     a step (every frame carried) or a jump (some left out) in the live player."""
     last = player.slider.max
     start = min(player.index, last)
     indices = frame_indices(last, start, max_frames)
-    views: list[dict[str, Any]] = [{"template": None, "frames": []} for _ in player.views]
+    views: list[dict[str, Any]] = [{"template": None, "frames": [], "last": None} for _ in player.views]
     labels = []
     previous = None
     for i in indices:
@@ -89,7 +122,9 @@ def player_spec(player: Player, max_frames: int | None = MAX_FRAMES) -> dict[str
             frame, template = _split_template(view(snapshot, events))
             if out["template"] is None:
                 out["template"] = template
-            out["frames"].append(frame)
+            frame = json.loads(to_json_plotly(frame))
+            out["frames"].append(frame if out["last"] is None else delta(out["last"], frame))
+            out["last"] = frame
         label = player._label_html(i)
         if len(indices) < last + 1:
             label += f' <span class="pl-sampled">({len(indices)} of the {last + 1} frames on this page)</span>'

@@ -40,15 +40,50 @@
     };
   }
 
+  // frames after the first are deltas from the frame before (pulsarlab_widgets.animation.delta)
+  function undelta(prev, d) {
+    if (d !== null && typeof d === "object" && !Array.isArray(d)) {
+      var keys = Object.keys(d);
+      if (keys.length === 1) {
+        var v = d[keys[0]];
+        if (keys[0] === "$same") return prev;
+        if (keys[0] === "$ext") return prev.concat(v);
+        if (keys[0] === "$list") return v.map(function (x, i) { return undelta(prev[i], x); });
+        if (keys[0] === "$dict") {
+          var out = {};
+          Object.keys(v).forEach(function (k) { out[k] = k in prev ? undelta(prev[k], v[k]) : v[k]; });
+          return out;
+        }
+      }
+    }
+    return d;
+  }
+
+  // frame i of a view, decoded forward from the nearest kept one (every 16th frame is kept)
+  function frames(view) {
+    var kept = { 0: view.frames[0] };
+    return function (i) {
+      var from = i - (i % 16);
+      while (!(from in kept)) from -= 16;
+      var f = kept[from];
+      for (var j = from + 1; j <= i; j++) {
+        f = undelta(f, view.frames[j]);
+        if (j % 16 === 0) kept[j] = f;
+      }
+      return f;
+    };
+  }
+
   function setupPlayer(root) {
     var s = spec(root);
     var n = s.labels.length;
     var label = root.querySelector(".pl-label");
     var views = Array.prototype.slice.call(root.querySelectorAll(".pl-view"));
     var state = { i: s.start, timer: null };
+    var frameOf = s.views.map(frames);
 
-    function layoutFor(v, i) {
-      var layout = copy(s.views[v].frames[i].layout);
+    function layoutFor(v, i, frame) {
+      var layout = copy(frame.layout);
       layout.template = s.views[v].template;
       if (v === 0) {
         var c = controls(n, i, s.indices);
@@ -67,7 +102,8 @@
       root.setAttribute("data-frame", String(i));
       label.innerHTML = s.labels[i];
       views.forEach(function (div, v) {
-        Plotly.react(div, copy(s.views[v].frames[i].data), layoutFor(v, i), CONFIG);
+        var frame = frameOf[v](i);
+        Plotly.react(div, copy(frame.data), layoutFor(v, i, frame), CONFIG);
       });
     }
 
