@@ -87,11 +87,15 @@
       layout.template = s.views[v].template;
       if (v === 0) {
         var c = controls(n, i, s.indices);
+        // a legend under the plot: the controls go below it
+        var low = layout.legend && layout.legend.y !== undefined && layout.legend.y < 0 ? 45 : 0;
+        c.sliders[0].pad.t += low;
+        c.updatemenus[0].pad.t += low;
         layout.sliders = c.sliders;
         layout.updatemenus = (layout.updatemenus || []).concat(c.updatemenus);
-        layout.height = (layout.height || 450) + CONTROLS_PX;
+        layout.height = (layout.height || 450) + CONTROLS_PX + low;
         layout.margin = Object.assign({}, layout.margin || {});
-        layout.margin.b = (layout.margin.b === undefined ? 80 : layout.margin.b) + CONTROLS_PX;
+        layout.margin.b = (layout.margin.b === undefined ? 80 : layout.margin.b) + CONTROLS_PX + low;
       }
       return layout;
     }
