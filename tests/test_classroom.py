@@ -17,7 +17,7 @@ from plotly.io.json import to_json_plotly
 from pulsarlab.cli import main
 from pulsarlab.scenarios.key_shared import KeySharedScenario
 from pulsarlab_widgets import export
-from pulsarlab_widgets.animation import delta, player_spec, spec_of, undelta
+from pulsarlab_widgets.animation import delta, player_html, player_spec, spec_of, undelta
 from pulsarlab_widgets.export import LabError, export_lab, read_lab, write_atomically
 from pulsarlab_widgets.player import Player, render
 from pulsarlab_widgets.present import presentation
@@ -124,7 +124,7 @@ def test_static_frames_are_the_figures_the_player_draws_stepping_forward():
     jumped = render(player.views[0], sc.timeline, k, few["indices"][0]).to_plotly_json()  # as a jump from the last
     jumped["layout"].pop("template", None)
     assert plain(decoded(few["views"][0]["frames"], 1)) == plain({"data": jumped["data"], "layout": jumped["layout"]})
-    page = player.static_html("p1")
+    page = player_html(player, "p1")
     assert spec_of(page)["labels"] == spec["labels"] and "three join, one leaves" in page
     assert page.count("</script>") == 1  # the frames' JSON cannot close its script tag early
 

@@ -64,12 +64,12 @@ def static_widget_html(widget: Any, max_frames: int | None = 200) -> str:
     import ipywidgets as widgets
     import plotly.graph_objects as go
 
-    from pulsarlab_widgets.animation import figure_html
+    from pulsarlab_widgets.animation import figure_html, player_html
     from pulsarlab_widgets.keys import PlayerKeys
     from pulsarlab_widgets.player import Player
 
     if isinstance(widget, Player):
-        return widget.static_html(max_frames=max_frames)
+        return player_html(widget, max_frames=max_frames)
     if isinstance(widget, go.FigureWidget):
         return figure_html(go.Figure(widget))
     if isinstance(widget, PlayerKeys):
@@ -284,6 +284,8 @@ def export_lab(
         raise LabError(f"{out}: the page is HTML; name it .html")
     if out.exists() and out.is_dir():
         raise LabError(f"{out}: is a folder")
+    if not out.parent.is_dir():
+        raise LabError(f"{out}: the folder {out.parent} does not exist")
     nb = read_lab(notebook)
     nb.metadata.setdefault("title", _title(nb, notebook))
     widgets_html = execute(nb, notebook.resolve().parent, timeout, max_frames)

@@ -109,7 +109,8 @@ class Player(widgets.VBox):
 
     ``Player(scenario.timeline, [hash_range_view])``; ``step()``, ``back()``, ``jump(i)``,
     ``jump_to_kind("range_split")`` do from Python what the buttons do, ``press(key)`` what the keyboard does
-    (→ / ← step, space play/pause, Home / End). `static_html` draws it for a page without a kernel.
+    (→ / ← step, space play/pause, Home / End). `pulsarlab_widgets.animation.player_html` draws it for a page
+    without a kernel.
     """
 
     def __init__(
@@ -215,13 +216,6 @@ class Player(widgets.VBox):
             self.jump(self.slider.max)
         else:
             raise ValueError(f"the player knows the keys ArrowRight, ArrowLeft, ' ', Home and End; got {key!r}")
-
-    def static_html(self, div_id: str | None = None, max_frames: int | None = 200) -> str:
-        """The player as HTML for a page without a kernel: its figures as plotly figures whose frames (at most
-        ``max_frames``, evenly spread) the page's slider and play button step through (`..animation`)."""
-        from pulsarlab_widgets.animation import player_html
-
-        return player_html(self, div_id, max_frames)
 
     def kinds(self) -> list[str]:
         """Event kinds in the timeline, in order of first appearance."""
