@@ -14,7 +14,7 @@ export PYSPARK_DRIVER_PYTHON := $(abspath $(BIN)/python)
 NEED_311 = import sys; v = sys.version_info; sys.exit(0 if v >= (3, 11) else \
   f"pulsarlab needs Python 3.11 or newer; {sys.executable} is {v.major}.{v.minor}.{v.micro}. Run: make PYTHON=python3.11 ...")
 
-.PHONY: install lab test lint chromium conformance bench clean
+.PHONY: install lab present site test lint chromium conformance bench clean
 .DELETE_ON_ERROR:
 
 $(BIN)/python:
@@ -32,6 +32,17 @@ install: $(STAMP)
 
 lab: install
 	$(BIN)/python -m jupyter lab --ip 127.0.0.1 --ServerApp.root_dir=labs $(if $(filter 0,$(shell id -u)),--allow-root)
+
+# `make present LAB=01`: the lab whose file name starts with 01, served with the code hidden (pulsarlab present)
+present: install
+	@test -n "$(LAB)" || { echo "error: say which lab, e.g. make present LAB=01" >&2; exit 1; }
+	@set -- $(wildcard labs/$(LAB)*.ipynb); \
+	  test $$# -eq 1 || { echo "error: LAB=$(LAB) matches $$# labs in labs/ (need exactly one): $$*" >&2; exit 1; }; \
+	  $(BIN)/pulsarlab present "$$1" $(if $(PORT),--port $(PORT))
+
+# `make site`: every lab executed and written as an offline page into site/ (site/index.html lists them)
+site: install
+	$(BIN)/pulsarlab export labs/*.ipynb --out-dir site
 
 chromium:
 	@if command -v chromium >/dev/null 2>&1; then \
@@ -63,4 +74,4 @@ bench: install
 	@set -e; for b in $(wildcard bench/*.py); do echo "== $$b"; $(BIN)/python "$$b"; done
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis .test-artifacts spark-warehouse metastore_db derby.log build dist
+	rm -rf $(VENV) .pytest_cache .hypothesis .test-artifacts site spark-warehouse metastore_db derby.log build dist

@@ -153,6 +153,61 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_export(args: argparse.Namespace) -> int:
+    # the views layer (nbclient, nbconvert, plotly) is imported only when asked for
+    from pulsarlab_widgets.export import LabError, export_lab, write_site_index
+
+    if args.out and len(args.notebooks) > 1:
+        print("pulsarlab export: --out names one page; use --out-dir for several labs", file=sys.stderr)
+        return 2
+    if not args.out and not args.out_dir:
+        print("pulsarlab export: say where the page goes: --out LAB.html or --out-dir FOLDER", file=sys.stderr)
+        return 2
+    status = 0
+    done = []
+    for name in args.notebooks:
+        path = Path(name)
+        out = Path(args.out) if args.out else Path(args.out_dir) / f"{path.stem}.html"
+        try:
+            if args.out_dir:
+                Path(args.out_dir).mkdir(parents=True, exist_ok=True)
+            result = export_lab(path, out, with_code=args.with_code, max_frames=args.max_frames or None)
+        except LabError as e:
+            print(f"pulsarlab export: {e}", file=sys.stderr)
+            status = 1
+            continue
+        done.append(result)
+        print(
+            f"pulsarlab export: {result.out} ({result.bytes / 1e6:.1f} MB, {result.players} player(s), "
+            f"{result.figures} other figure(s), {result.seconds:.1f} s)",
+            flush=True,
+        )
+    if args.out_dir and done:
+        index = write_site_index(Path(args.out_dir), [r.out for r in done])
+        print(f"pulsarlab export: {index}", flush=True)
+    return status
+
+
+def _cmd_present(args: argparse.Namespace) -> int:
+    from pulsarlab_widgets.export import LabError
+    from pulsarlab_widgets.present import presentation, run
+
+    try:
+        p = presentation(
+            args.notebook,
+            port=args.port,
+            host=args.host,
+            token=args.token,
+            no_token=args.no_token,
+            allow_remote=args.allow_remote,
+            one_view=args.one_view,
+        )
+    except LabError as e:
+        print(f"pulsarlab present: {e}", file=sys.stderr)
+        return 2
+    return run(p)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pulsarlab", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -186,6 +241,28 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     p.set_defaults(func=_cmd_serve)
+    p = sub.add_parser("present", help="serve a lab for a projector: code hidden, big text, players on the keyboard")
+    p.add_argument("notebook", metavar="LAB.ipynb")
+    p.add_argument("--port", type=int, default=8866, help="TCP port (0 picks a free one)")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (loopback unless --allow-remote)")
+    p.add_argument("--allow-remote", action="store_true", help="allow a non-loopback --host")
+    p.add_argument("--token", default=None, help="the access token (default: a random one, printed in the URL)")
+    p.add_argument("--no-token", action="store_true", help="no token: anyone who reaches the port gets the lab")
+    p.add_argument("--one-view", action="store_true", help="open with one view per screen (key v toggles it)")
+    p.set_defaults(func=_cmd_present)
+    p = sub.add_parser("export", help="execute labs and write each as one self-contained HTML page")
+    p.add_argument("notebooks", nargs="+", metavar="LAB.ipynb")
+    p.add_argument("--out", default=None, metavar="LAB.html", help="the page to write (one lab)")
+    p.add_argument("--out-dir", default=None, metavar="FOLDER", help="write FOLDER/<lab>.html and FOLDER/index.html")
+    p.add_argument("--with-code", action="store_true", help="show the code cells (hidden by default)")
+    p.add_argument(
+        "--max-frames",
+        type=int,
+        default=200,
+        metavar="N",
+        help="frames per player at most, evenly spread (0: all; default 200)",
+    )
+    p.set_defaults(func=_cmd_export)
     return parser
 
 

@@ -16,6 +16,8 @@ from typing import Any, Callable, Protocol, Sequence
 import ipywidgets as widgets
 import plotly.graph_objects as go
 
+from pulsarlab_widgets.keys import PlayerKeys
+
 
 class FrameLike(Protocol):
     """One step of a timeline."""
@@ -106,7 +108,9 @@ class Player(widgets.VBox):
     """Controls plus one live figure per view, all showing the same frame of ``timeline``.
 
     ``Player(scenario.timeline, [hash_range_view])``; ``step()``, ``back()``, ``jump(i)``,
-    ``jump_to_kind("range_split")`` do from Python what the buttons do.
+    ``jump_to_kind("range_split")`` do from Python what the buttons do, ``press(key)`` what the keyboard does
+    (→ / ← step, space play/pause, Home / End). `pulsarlab_widgets.animation.player_html` draws it for a page
+    without a kernel.
     """
 
     def __init__(
@@ -123,6 +127,7 @@ class Player(widgets.VBox):
             raise TypeError("views must be a view function or a list of them: view(snapshot, events) -> go.Figure")
         self.timeline = timeline
         self.views = views
+        self.title = title
         self.base_interval = int(interval_ms)
         start = _index(timeline, start)
         self._shown = start
@@ -171,6 +176,7 @@ class Player(widgets.VBox):
         self.prev_kind_button.on_click(lambda _b: self._jump_kind_clicked(-1))
         self.next_kind_button.on_click(lambda _b: self._jump_kind_clicked(+1))
         self._update_label()
+        self.keyboard = PlayerKeys(self.press)
 
         rows: list[widgets.Widget] = []
         if title:
@@ -180,7 +186,9 @@ class Player(widgets.VBox):
             rows.append(widgets.HBox([self.kind, self.prev_kind_button, self.next_kind_button]))
         rows.append(self.label)
         rows.extend(self.figures)
+        rows.append(self.keyboard)
         super().__init__(rows)
+        self.add_class("pulsarlab-player")
 
     # -- navigation ---------------------------------------------------------------------------
     @property
@@ -203,6 +211,27 @@ class Player(widgets.VBox):
     def back(self) -> None:
         if self._shown > 0:
             self.jump(self._shown - 1)
+
+    def press(self, key: str) -> None:
+        """What a key does: ``ArrowRight`` / ``ArrowLeft`` step, ``" "`` plays or pauses (from the first frame
+        when at the last), ``Home`` / ``End`` jump to the first / last frame."""
+        if key == "ArrowRight":
+            self.step()
+        elif key == "ArrowLeft":
+            self.back()
+        elif key == " ":
+            if self.play.playing:
+                self.play.playing = False
+            else:
+                if self._shown >= len(self.timeline) - 1:
+                    self.jump(0)
+                self.play.playing = True
+        elif key == "Home":
+            self.jump(0)
+        elif key == "End":
+            self.jump(self.slider.max)
+        else:
+            raise ValueError(f"the player knows the keys ArrowRight, ArrowLeft, ' ', Home and End; got {key!r}")
 
     def kinds(self) -> list[str]:
         """Event kinds in the timeline, in order of first appearance."""
@@ -261,16 +290,15 @@ class Player(widgets.VBox):
             where = "after" if direction > 0 else "before"
             self.label.value = self._label_html() + f"<br><i>no {html.escape(self.kind.value)} {where} this frame</i>"
 
-    def _label_html(self) -> str:
-        frame = self.timeline[self._shown]
+    def _label_html(self, i: int | None = None) -> str:
+        """The label over the figures for frame ``i`` (the frame shown when None)."""
+        i = self._shown if i is None else i
+        frame = self.timeline[i]
         event = frame_event(frame)
         when = f" · t = {event.time} ms" if hasattr(event, "time") else ""
         kind = frame_kind(frame)
         kind_text = f" · <code>{html.escape(kind)}</code>" if kind else ""
-        return (
-            f"<b>frame {self._shown} of 0–{len(self.timeline) - 1}</b>{when}{kind_text}<br>"
-            f"{html.escape(frame.explanation)}"
-        )
+        return f"<b>frame {i} of 0–{self.slider.max}</b>{when}{kind_text}<br>{html.escape(frame.explanation)}"
 
     def _update_label(self) -> None:
         self.label.value = self._label_html()

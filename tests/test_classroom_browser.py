@@ -1,0 +1,282 @@
+"""Issue 14 in headless chromium: an exported lab works from a file with the network blocked and no kernel, and
+presenter mode (Voilà) hides the code and steps a player with the arrow keys."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import nbformat
+import pytest
+from playwright.sync_api import Error as PlaywrightError
+from playwright.sync_api import sync_playwright
+from test_browser import CHROMIUM_FLAGS, LOCAL_HOSTS, chromium_path
+
+from pulsarlab_widgets.export import export_lab
+
+pytestmark = pytest.mark.browser
+
+REPO = Path(__file__).resolve().parents[1]
+LABS = REPO / "labs"
+ARTIFACTS = REPO / ".test-artifacts"
+# lab 04: two players, one of them with two views; no Spark, so the export takes seconds
+LAB = LABS / "04-failover.ipynb"
+SERVER_START_S = 90
+DRAW_MS = 60_000
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    out = tmp_path_factory.mktemp("export") / "04-failover.html"
+    result = export_lab(LAB, out)
+    ARTIFACTS.mkdir(exist_ok=True)
+    (ARTIFACTS / "export-04.json").write_text(
+        json.dumps(
+            {
+                "bytes": result.bytes,
+                "seconds": round(result.seconds, 1),
+                "players": result.players,
+                "figures": result.figures,
+            }
+        )
+    )
+    return result
+
+
+@pytest.fixture
+def browser_page(tmp_path):
+    """A chromium page whose every request leaves a record; ``allowed(url)`` decides which may load."""
+    executable = chromium_path()
+    record: dict[str, list[str]] = {"blocked": [], "errors": []}
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_FLAGS)
+        context = browser.new_context(viewport={"width": 1280, "height": 720})
+        page = context.new_page()
+        page.on("pageerror", lambda err: record["errors"].append(str(err)))
+        page.on("console", lambda msg: msg.type == "error" and record["errors"].append(msg.text))
+
+        def route(allowed):
+            def handler(r):
+                if allowed(r.request.url):
+                    r.continue_()
+                else:
+                    record["blocked"].append(r.request.url)
+                    r.abort()
+
+            context.route("**/*", handler)
+
+        try:
+            yield page, route, record
+        finally:
+            context.close()
+            browser.close()
+
+
+def _frame(player) -> int:
+    return int(player.get_attribute("data-frame"))
+
+
+def _figure_data(player) -> str:
+    return player.evaluate("root => JSON.stringify(Array.from(root.querySelectorAll('.pl-view')).map(d => d.data))")
+
+
+def test_exported_page_draws_and_steps_offline_without_a_kernel(exported, browser_page):
+    page, route, record = browser_page
+    route(lambda url: url.startswith(("file:", "data:", "blob:")))
+    page.goto(exported.out.resolve().as_uri())
+
+    players = page.locator(".pulsarlab-static-player")
+    figures = page.locator(".pulsarlab-static-figure")
+    assert players.count() == exported.players >= 2
+    assert figures.count() == exported.figures
+    drawn = page.locator(".pulsarlab-static-player .pl-view .main-svg, .pulsarlab-static-figure .main-svg")
+    try:
+        page.wait_for_function(
+            "() => Array.from(document.querySelectorAll('.pl-view, .pulsarlab-static-figure'))"
+            ".every(d => d.querySelector('.main-svg'))",
+            timeout=DRAW_MS,
+        )
+    except PlaywrightError:
+        page.screenshot(path=str(ARTIFACTS / "export-not-drawn.png"), full_page=True)
+        pytest.fail(f"not every figure was drawn ({drawn.count()} svg); page errors: {record['errors']}")
+    assert page.locator(".jp-CodeCell .jp-InputArea").count() == 0, "code is shown without --with-code"
+    source = next(c.source for c in nbformat.read(LAB, as_version=4).cells if c.cell_type == "code")
+    assert source.splitlines()[0] not in page.locator("body").inner_text(), "code is shown without --with-code"
+    assert page.get_by_text("Lab 4", exact=False).first.is_visible(), "the teaching text is missing"
+    page.screenshot(path=str(ARTIFACTS / "export-04.png"))
+
+    # the play button of the first player runs through its frames
+    first = players.nth(0)
+    first.scroll_into_view_if_needed()
+    start, before, label = _frame(first), _figure_data(first), first.locator(".pl-label").inner_text()
+    first.locator(".updatemenu-button", has_text="play").click()
+    page.wait_for_function(
+        "el => Number(el.getAttribute('data-frame')) >= %d" % (start + 2), arg=first.element_handle(), timeout=30_000
+    )
+    first.locator(".updatemenu-button", has_text="pause").click()
+    assert _figure_data(first) != before, "the figures did not change while playing"
+    assert first.locator(".pl-label").inner_text() != label, "the explanation did not change while playing"
+
+    # the slider of the second player (two views) jumps to its last frames; both views follow
+    second = players.nth(1)
+    second.scroll_into_view_if_needed()
+    frames = second.evaluate("root => root.pulsarlab.frames")
+    start, before = _frame(second), _figure_data(second)
+    rail = second.locator(".slider-rail-rect").first.bounding_box()
+    page.mouse.click(rail["x"] + rail["width"] - 2, rail["y"] + rail["height"] / 2)
+    page.wait_for_function(
+        "el => Number(el.getAttribute('data-frame')) === %d" % (frames - 1), arg=second.element_handle(), timeout=10_000
+    )
+    after = json.loads(_figure_data(second))
+    assert len(after) == 2 and after != json.loads(before)
+    # and its keys: Home, then → steps one frame
+    second.locator(".pl-label").click()
+    page.keyboard.press("Home")
+    assert _frame(second) == 0
+    page.keyboard.press("ArrowRight")
+    assert _frame(second) == 1
+
+    assert record["blocked"] == [], f"the page asked the network for {record['blocked']}"
+    assert record["errors"] == [], f"page errors: {record['errors']}"
+
+
+class PresentServer:
+    """``pulsarlab present`` on a free loopback port with a known token (the CLI becomes the Voilà process)."""
+
+    def __init__(self, notebook: Path) -> None:
+        self.port = free_port()
+        self.token = secrets.token_hex(16)
+        self.url = f"http://127.0.0.1:{self.port}/"
+        ARTIFACTS.mkdir(exist_ok=True)
+        self.log_path = ARTIFACTS / "present.log"
+        self._log = open(self.log_path, "w")
+        cmd = [
+            sys.executable,
+            "-m",
+            "pulsarlab",
+            "present",
+            str(notebook),
+            "--port",
+            str(self.port),
+            "--token",
+            self.token,
+        ]
+        env = dict(os.environ, PYDEVD_DISABLE_FILE_VALIDATION="1")
+        self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, env=env)
+
+    def status(self, query: str = "") -> int:
+        class NoRedirect(urllib.request.HTTPRedirectHandler):
+            def redirect_request(self, *args, **kwargs):
+                return None
+
+        opener = urllib.request.build_opener(NoRedirect)
+        try:
+            with opener.open(self.url + query, timeout=10) as resp:
+                return resp.status
+        except urllib.error.HTTPError as e:
+            return e.code
+
+    def wait_ready(self) -> None:
+        deadline = time.monotonic() + SERVER_START_S
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                pytest.fail(
+                    f"pulsarlab present exited with {self.proc.returncode}:\n{self.log_path.read_text()[-3000:]}"
+                )
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                    return
+            except OSError:
+                time.sleep(0.3)
+        pytest.fail(f"pulsarlab present did not listen on {self.port} within {SERVER_START_S}s")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._log.close()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def present_server():
+    server = PresentServer(LAB)
+    try:
+        server.wait_ready()
+        yield server
+    finally:
+        server.stop()
+
+
+def _player_label(player) -> str:
+    return player.locator(".widget-html-content", has_text="frame ").first.inner_text()
+
+
+def test_presenter_mode_hides_code_and_steps_with_the_arrow_keys(present_server, browser_page):
+    page, route, record = browser_page
+    route(lambda url: url.startswith(("data:", "blob:")) or urlsplit(url).hostname in LOCAL_HOSTS)
+    assert present_server.status() in (302, 401, 403), "the presenter server answers without its token"
+
+    page.goto(f"{present_server.url}?token={present_server.token}", wait_until="domcontentloaded")
+    try:
+        page.locator(".pulsarlab-player .js-plotly-plot .main-svg").first.wait_for(timeout=DRAW_MS)
+    except PlaywrightError:
+        page.screenshot(path=str(ARTIFACTS / "present-not-drawn.png"), full_page=True)
+        pytest.fail(f"no player drawn; page errors: {record['errors']}\n{present_server.log_path.read_text()[-3000:]}")
+    players = page.locator(".pulsarlab-player")
+    assert players.count() == 2
+    assert "pulsarlab-present" in page.evaluate("document.body.className")
+    source = next(c.source for c in nbformat.read(LAB, as_version=4).cells if c.cell_type == "code")
+    text = page.locator("body").inner_text()
+    assert source.splitlines()[0] not in text, "the code is shown"
+    assert page.locator(".jp-CodeCell .jp-InputArea-editor, .jp-CodeCell .highlight").count() == 0
+    size = page.evaluate("parseFloat(getComputedStyle(document.querySelector('.jp-RenderedMarkdown p')).fontSize)")
+    assert size >= 20, f"markdown text is {size}px, not projector-sized"
+
+    # no focus anywhere: the keys go to the player that fills most of the window
+    second = players.nth(1)
+    second.evaluate("e => e.scrollIntoView({block: 'start'})")
+    page.mouse.move(5, 5)
+    figure = second.locator(".js-plotly-plot").first
+    label, drawn = _player_label(second), figure.inner_html()
+    frame = int(label.split("frame ", 1)[1].split()[0])
+    page.keyboard.press("ArrowRight")
+    page.wait_for_function(
+        "([el, f]) => el.innerText.includes('frame ' + (f + 1) + ' of')",
+        arg=[second.element_handle(), frame],
+        timeout=15_000,
+    )
+    assert _player_label(second) != label
+    page.wait_for_function("([el, old]) => el.innerHTML !== old", arg=[figure.element_handle(), drawn], timeout=15_000)
+    page.keyboard.press("ArrowLeft")
+    page.wait_for_function(
+        "([el, f]) => el.innerText.includes('frame ' + f + ' of')", arg=[second.element_handle(), frame], timeout=15_000
+    )
+    page.keyboard.press("End")
+    last = second.evaluate("el => el.innerText.match(/frame \\d+ of 0–(\\d+)/)[1]")
+    page.wait_for_function(
+        "([el, f]) => el.innerText.includes('frame ' + f + ' of')", arg=[second.element_handle(), last], timeout=15_000
+    )
+    # the first player did not move
+    assert "frame 2 of" in _player_label(players.nth(0))
+    page.screenshot(path=str(ARTIFACTS / "present-04.png"))
+    assert [u for u in record["blocked"] if "127.0.0.1" in u] == []
