@@ -102,7 +102,7 @@ class PersistentSubscription:
             self.dispatcher.remove_consumer(consumer)
 
     def consumer_flow(self, consumer: "Consumer", n: int) -> None:
-        self.last_consumed_flow_timestamp = self.topic.service.scheduler.now()
+        self.last_consumed_flow_timestamp = self.topic.service.scheduler.now_ms
         self.dispatcher.consumer_flow(consumer, n)
 
     def add_unacked_messages(self, n: int) -> None:
@@ -118,7 +118,7 @@ class PersistentSubscription:
         events = self.topic.service.events
         if events.enabled:
             rp = cursor.read_position
-            events.append_row(ev.CURSOR_REWOUND, self.topic.service.scheduler.now(), self.id, rp.ledger_id,
+            events.append_row(ev.CURSOR_REWOUND, self.topic.service.scheduler.now_ms, self.id, rp.ledger_id,
                               rp.entry_id)
 
     def set_waiting(self, waiting: bool) -> None:
@@ -154,7 +154,7 @@ class PersistentSubscription:
 
     def _message_acked(self, consumer: "Consumer", cmd: AckCommand) -> None:
         svc = self.topic.service
-        consumer.last_acked_timestamp = svc.scheduler.now()
+        consumer.last_acked_timestamp = svc.scheduler.now_ms
         cursor = self.cursor
         md_before = cursor.mark_delete_position
         if cmd.ack_type is AckType.CUMULATIVE:
@@ -241,7 +241,7 @@ class PersistentSubscription:
         svc = self.topic.service
         md = self.cursor.mark_delete_position
         if svc.events.enabled:
-            svc.events.append_row(ev.ACK_APPLIED, svc.scheduler.now(), self.id, ledger, entry, int(cumulative),
+            svc.events.append_row(ev.ACK_APPLIED, svc.scheduler.now_ms, self.id, ledger, entry, int(cumulative),
                                   int(partial), md.entry_id)
         moved = md != md_before
         if self.dispatcher is not None:

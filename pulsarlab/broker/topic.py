@@ -73,7 +73,7 @@ class PersistentTopic:
         self.delayed_messages_published = False  # a stored entry has a deliverAt time (dispatchers check delays)
 
     def add_producer(self, producer_id: int, name: str) -> ProducerHandle:
-        handle = ProducerHandle(producer_id, name, self, self.service.scheduler.now())
+        handle = ProducerHandle(producer_id, name, self, self.service.scheduler.now_ms)
         self.producers[producer_id] = handle
         return handle
 
@@ -95,7 +95,7 @@ class PersistentTopic:
         service = self.service
         events = service.events
         if events.enabled:
-            events.append_row(self._entry_ev, service.scheduler.now(), self.id, pos.ledger_id, pos.entry_id, n,
+            events.append_row(self._entry_ev, service.scheduler.now_ms, self.id, pos.ledger_id, pos.entry_id, n,
                               handle.producer_id, meta.sequence_id)
         for sub in tuple(self.subscriptions.values()):
             d = sub.dispatcher
@@ -111,7 +111,7 @@ class PersistentTopic:
         if settings.enabled and limit > 0 and meta.deliver_at_time - meta.publish_time > limit:
             events = self.service.events
             if events.enabled:
-                events.append(DELIVERY_DELAY_REFUSED, self.service.scheduler.now(), topic=self.id,
+                events.append(DELIVERY_DELAY_REFUSED, self.service.scheduler.now_ms, topic=self.id,
                               producer=handle.producer_id, sequence_id=meta.sequence_id,
                               deliver_at=meta.deliver_at_time, max_delay=limit)
             raise NotAllowedException(f"Exceeds max allowed delivery delay of {limit} milliseconds", via="future")

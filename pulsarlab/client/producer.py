@@ -153,7 +153,7 @@ class _PartitionProducer:
         owner = self.owner
         if container is None or msg.deliver_at is not None:
             owner._check_size(msg)
-            self._persist([(non_batched_entry(owner._name, msg, owner._now(),
+            self._persist([(non_batched_entry(owner._name, msg, owner._scheduler.now_ms,
                                               client=owner._client_library), [msg])])
             return
         if not container.has_space_for(msg):
@@ -349,7 +349,7 @@ class Producer:
         self._name_field = producer_name_field_size(self._name)
 
     def _now(self) -> int:
-        return self._scheduler.now()
+        return self._scheduler.now_ms
 
     def _check_size_java(self, msg: OutgoingMessage) -> None:
         if len(msg.payload) > self._max_message_size:
@@ -445,7 +445,7 @@ class Producer:
             raise TypeError(f"partition_key must be a str, not {type(partition_key).__name__}")
         if isinstance(ordering_key, str):
             ordering_key = ordering_key.encode("utf-8")
-        now = self._scheduler.now()
+        now = self._scheduler.now_ms
         when = None if deliver_at is None and deliver_after is None else _deliver_at_time(now, deliver_at, deliver_after)
         # OutgoingMessage(payload, sequence_id, properties, partition_key, ordering_key, event_time, deliver_at,
         # callback, publish_time)
