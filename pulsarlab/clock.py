@@ -37,17 +37,19 @@ class Scheduler:
     def __init__(self, start_ms: int = 0) -> None:
         if not isinstance(start_ms, int) or start_ms < 0:
             raise ValueError(f"start time must be a non-negative integer of milliseconds, got {start_ms!r}")
-        self._now = start_ms
+        # the current virtual time, what now() returns: read it directly on per-message paths (an attribute read
+        # costs a fraction of the call); only the scheduler moves it
+        self.now_ms = start_ms
         self._heap: list[Timer] = []
         self._seq = itertools.count()
 
     def now(self) -> int:
         """Current virtual time in milliseconds."""
-        return self._now
+        return self.now_ms
 
     def call_at(self, deadline: int, callback: Callable[[], Any], name: str = "") -> Timer:
         """Run ``callback`` when the clock reaches ``deadline`` (at once on the next run if past)."""
-        timer = Timer(max(int(deadline), self._now), next(self._seq), callback, name)
+        timer = Timer(max(int(deadline), self.now_ms), next(self._seq), callback, name)
         heapq.heappush(self._heap, timer)
         return timer
 
@@ -55,7 +57,7 @@ class Scheduler:
         """Run ``callback`` after ``delay`` ms (0 means: at the current time, after what is queued)."""
         if delay < 0:
             raise ValueError(f"delay must be >= 0 ms, got {delay}")
-        return self.call_at(self._now + int(delay), callback, name)
+        return self.call_at(self.now_ms + int(delay), callback, name)
 
     def next_deadline(self) -> int | None:
         """The deadline of the earliest live timer, or None when idle."""
@@ -73,22 +75,22 @@ class Scheduler:
         """
         if ms < 0:
             raise ValueError(f"cannot move the clock backwards ({ms} ms)")
-        return self.run_until(self._now + int(ms))
+        return self.run_until(self.now_ms + int(ms))
 
     def run_until(self, t: int) -> int:
         """Fire every timer with deadline <= t (including ones they schedule), then set the clock to t."""
-        if t < self._now:
-            raise ValueError(f"cannot move the clock backwards from {self._now} to {t}")
+        if t < self.now_ms:
+            raise ValueError(f"cannot move the clock backwards from {self.now_ms} to {t}")
         fired = 0
         while True:
             self._drop_cancelled()
             if not self._heap or self._heap[0].deadline > t:
                 break
             timer = heapq.heappop(self._heap)
-            self._now = timer.deadline
+            self.now_ms = timer.deadline
             timer.callback()
             fired += 1
-        self._now = t
+        self.now_ms = t
         return fired
 
     def run_until_idle(self, limit_ms: int | None = None, max_timers: int = 10_000_000) -> int:

@@ -178,20 +178,22 @@ class EventLog:
         if not self.enabled:
             return -1
         code = et.code
-        try:
-            pad = _PADS[code][len(values)]
-        except IndexError:  # more values than columns: the extra ones are not stored
-            values, pad = values[:MAX_FIELDS], ()
         pending = self._pending
         pending.append(time)
         pending.append(code)
-        pending += values
-        pending += pad
+        n = len(values)
+        if n == MAX_FIELDS:
+            pending += values
+        elif n < MAX_FIELDS:
+            pending += values
+            pending += _PADS[code][n]
+        else:  # more values than columns: the extra ones are not stored
+            pending += values[:MAX_FIELDS]
         seq = self._count
         self._count = seq + 1
-        if seq >= self._flush_at:
-            return self._flush_and_notify()
-        return seq
+        if seq < self._flush_at:
+            return seq
+        return self._flush_and_notify()
 
     def _flush_and_notify(self) -> int:
         self._flush()

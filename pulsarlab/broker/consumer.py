@@ -105,18 +105,18 @@ class Consumer:
         """``flowPermits``: add permits (or park them while blocked) and tell the dispatcher."""
         if n <= 0:
             raise ValueError(f"FLOW permits must be > 0, got {n}")
-        self.last_consumed_flow_timestamp = self._clock.now()
+        self.last_consumed_flow_timestamp = self._clock.now_ms
         if self.should_block_on_unacked and self.unacked_messages >= self.max_unacked_messages:
             self._set_blocked(True)
         if not self.blocked:
             self.available_permits += n
             if self._events is not None:
-                self._events.append_row(ev.FLOW, self._clock.now(), self.id, n, self.available_permits, 0)
+                self._events.append_row(ev.FLOW, self._clock.now_ms, self.id, n, self.available_permits, 0)
             self.subscription.consumer_flow(self, n)
         else:
             self.permits_received_while_blocked += n
             if self._events is not None:
-                self._events.append_row(ev.FLOW, self._clock.now(), self.id, n, self.available_permits, 1)
+                self._events.append_row(ev.FLOW, self._clock.now_ms, self.id, n, self.available_permits, 1)
 
     def flow_consumer_blocked_permits(self) -> None:
         """``flowConsumerBlockedPermits``: release the parked permits to the dispatcher."""
@@ -130,7 +130,7 @@ class Consumer:
             self.blocked = blocked
             if self._events is not None:
                 self._events.append_row(
-                    ev.CONSUMER_BLOCKED, self._clock.now(), self.id, int(blocked), self.unacked_messages
+                    ev.CONSUMER_BLOCKED, self._clock.now_ms, self.id, int(blocked), self.unacked_messages
                 )
 
     # --- MESSAGE ------------------------------------------------------------------------------------
@@ -150,7 +150,7 @@ class Consumer:
         """
         add_pending_ack = self.pending_acks.add_pending_ack_if_allowed if self.pending_acks is not None else None
         events = self._events
-        now = self._clock.now()
+        now = self._clock.now_ms
         message_received = self.cnx.message_received
         redelivery_count = redelivery_tracker.get if redelivery_tracker is not None else None
         total_messages = 0
@@ -199,7 +199,7 @@ class Consumer:
             )
         if self.individual_ack_mode:
             self.unacked_messages += unacked
-            self.subscription.add_unacked_messages(unacked)
+            self.subscription.dispatcher.add_unacked_messages(unacked)  # the subscription's, without its call
             if self.max_unacked_messages > 0 and self.unacked_messages >= self.max_unacked_messages:
                 self._set_blocked(True)
         self.msg_out_counter += total_messages
@@ -246,7 +246,7 @@ class Consumer:
         """``addAndGetUnAckedMsgs`` for this consumer and the subscription."""
         if self.individual_ack_mode:
             self.unacked_messages += n
-            self.subscription.add_unacked_messages(n)
+            self.subscription.dispatcher.add_unacked_messages(n)  # the subscription's, without its call
 
     def clear_unacked(self) -> None:
         n = self.unacked_messages
@@ -263,7 +263,7 @@ class Consumer:
             "msgThroughputOut": 0.0,
             "bytesOutCounter": self.bytes_out_counter,
             "msgOutCounter": self.msg_out_counter,
-            "msgRateRedeliver": self.msg_redeliver.rate(self._clock.now()),
+            "msgRateRedeliver": self.msg_redeliver.rate(self._clock.now_ms),
             "messageAckRate": 0.0,
             "chunkedMessageRate": 0.0,
             "consumerName": self.name,

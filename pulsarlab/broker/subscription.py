@@ -111,7 +111,7 @@ class PersistentSubscription:
             self.dispatcher.remove_consumer(consumer)
 
     def consumer_flow(self, consumer: "Consumer", n: int) -> None:
-        self.last_consumed_flow_timestamp = self.topic.service.scheduler.now()
+        self.last_consumed_flow_timestamp = self.topic.service.scheduler.now_ms
         self.dispatcher.consumer_flow(consumer, n)
 
     def add_unacked_messages(self, n: int) -> None:
@@ -127,7 +127,9 @@ class PersistentSubscription:
         events = self.topic.service.events
         if events.enabled:
             rp = cursor.read_position
-            events.append_row(ev.CURSOR_REWOUND, self.topic.service.scheduler.now(), self.id, rp.ledger_id, rp.entry_id)
+            events.append_row(
+                ev.CURSOR_REWOUND, self.topic.service.scheduler.now_ms, self.id, rp.ledger_id, rp.entry_id
+            )
 
     def set_waiting(self, waiting: bool) -> None:
         self.cursor.waiting_read_op = waiting
@@ -162,7 +164,7 @@ class PersistentSubscription:
 
     def _message_acked(self, consumer: "Consumer", cmd: AckCommand) -> None:
         svc = self.topic.service
-        consumer.last_acked_timestamp = svc.scheduler.now()
+        consumer.last_acked_timestamp = svc.scheduler.now_ms
         cursor = self.cursor
         md_before = cursor.mark_delete_position
         if cmd.ack_type is AckType.CUMULATIVE:
@@ -255,7 +257,7 @@ class PersistentSubscription:
         md = self.cursor.mark_delete_position
         if svc.events.enabled:
             svc.events.append_row(
-                ev.ACK_APPLIED, svc.scheduler.now(), self.id, ledger, entry, int(cumulative), int(partial), md.entry_id
+                ev.ACK_APPLIED, svc.scheduler.now_ms, self.id, ledger, entry, int(cumulative), int(partial), md.entry_id
             )
         moved = md != md_before
         if self.dispatcher is not None:

@@ -72,7 +72,7 @@ class PersistentTopic:
         self.delayed_messages_published = False  # a stored entry has a deliverAt time (dispatchers check delays)
 
     def add_producer(self, producer_id: int, name: str) -> ProducerHandle:
-        handle = ProducerHandle(producer_id, name, self, self.service.scheduler.now())
+        handle = ProducerHandle(producer_id, name, self, self.service.scheduler.now_ms)
         self.producers[producer_id] = handle
         return handle
 
@@ -96,7 +96,7 @@ class PersistentTopic:
         if events.enabled:
             events.append_row(
                 self._entry_ev,
-                service.scheduler.now(),
+                service.scheduler.now_ms,
                 self.id,
                 pos.ledger_id,
                 pos.entry_id,
@@ -120,7 +120,7 @@ class PersistentTopic:
             if events.enabled:
                 events.append(
                     DELIVERY_DELAY_REFUSED,
-                    self.service.scheduler.now(),
+                    self.service.scheduler.now_ms,
                     topic=self.id,
                     producer=handle.producer_id,
                     sequence_id=meta.sequence_id,

@@ -132,7 +132,7 @@ class AcknowledgmentsGroupingTracker:
             self._cumulative_sid = self._sid[AckType.CUMULATIVE.label]
             self._consumer_sid = intern(consumer_name)
         self._grouping = group_time_ms > 0
-        self._epoch = scheduler.now()  # the fixed-delay task's phase: it runs at epoch + k * group time
+        self._epoch = scheduler.now_ms  # the fixed-delay task's phase: it runs at epoch + k * group time
         self._timer: Timer | None = None
         self._closed = False
         self._pending: set[Key] = set()  # pendingIndividualAcks
@@ -196,7 +196,7 @@ class AcknowledgmentsGroupingTracker:
                     # `_log_queued(_INDIVIDUAL, key, batch_index, BIT_CLEARED)`, inlined (one call per message)
                     append_row(
                         ACK_QUEUED,
-                        self._scheduler.now(),
+                        self._scheduler.now_ms,
                         self._consumer_sid,
                         self._individual_sid,
                         ledger,
@@ -338,7 +338,21 @@ class AcknowledgmentsGroupingTracker:
         if self._batch_pending:
             self._batch_pending.pop(key, None)
         if self._log_each_ack:
-            self._log_queued(_INDIVIDUAL, key, batch_index, QUEUED)
+            append_row = self._append_row
+            if append_row is not None and self._events.enabled:
+                # `_log_queued(_INDIVIDUAL, key, batch_index, QUEUED)`, inlined (one call per acked message)
+                append_row(
+                    ACK_QUEUED,
+                    self._scheduler.now_ms,
+                    self._consumer_sid,
+                    self._individual_sid,
+                    key[0],
+                    key[1],
+                    batch_index,
+                    self._sid[QUEUED],
+                )
+            else:
+                self._log_queued(_INDIVIDUAL, key, batch_index, QUEUED)
         if len(pending) >= self.max_group_size:
             self._flush("size")
         if self._timer is None and pending:
@@ -440,7 +454,7 @@ class AcknowledgmentsGroupingTracker:
         if self._closed or not self._grouping:
             return
         g = self.group_time_ms
-        now = self._scheduler.now()
+        now = self._scheduler.now_ms
         deadline = self._epoch + ((now - self._epoch) // g + 1) * g
         self._timer = self._scheduler.call_at(deadline, self._on_timer, "AcknowledgmentsGroupingTracker flush")
 
@@ -458,7 +472,7 @@ class AcknowledgmentsGroupingTracker:
         if append_row is not None:
             append_row(
                 ACK_QUEUED,
-                self._scheduler.now(),
+                self._scheduler.now_ms,
                 self._consumer_sid,
                 self._individual_sid if ack_type is _INDIVIDUAL else self._cumulative_sid,
                 key[0],
@@ -469,7 +483,7 @@ class AcknowledgmentsGroupingTracker:
         else:
             events.append(
                 ACK_QUEUED,
-                self._scheduler.now(),
+                self._scheduler.now_ms,
                 consumer=self.consumer_name,
                 ack_type=ack_type.label,
                 ledger=key[0],
@@ -496,12 +510,12 @@ class AcknowledgmentsGroupingTracker:
         if append_row is not None:
             if cumulative is None:
                 append_row(
-                    kind, self._scheduler.now(), self._consumer_sid, events.intern(reason), individual, batch
+                    kind, self._scheduler.now_ms, self._consumer_sid, events.intern(reason), individual, batch
                 )  # the cumulative fields stay None
             else:
                 append_row(
                     kind,
-                    self._scheduler.now(),
+                    self._scheduler.now_ms,
                     self._consumer_sid,
                     events.intern(reason),
                     individual,
@@ -512,7 +526,7 @@ class AcknowledgmentsGroupingTracker:
             return
         events.append(
             kind,
-            self._scheduler.now(),
+            self._scheduler.now_ms,
             consumer=self.consumer_name,
             reason=reason,
             individual=individual,

@@ -228,10 +228,14 @@ class _ConsumerImpl:
         n = meta.num_messages_in_batch
         events = parent._events
         if n is None:
-            mid = trusted_message_id(ledger, entry, self.partition, -1)
+            mid = _new_id(MessageId)  # trusted_message_id(ledger, entry, self.partition, -1), inlined
+            _set_ledger(mid, ledger)
+            _set_entry(mid, entry)
+            _set_partition(mid, self.partition)
+            _set_batch_index(mid, -1)
             if self.tracker.is_duplicate(mid):
                 if events is not None:
-                    events.append_row(ev.DUPLICATE_DROPPED, parent._scheduler.now(), parent._id, ledger, entry, -1)
+                    events.append_row(ev.DUPLICATE_DROPPED, parent._scheduler.now_ms, parent._id, ledger, entry, -1)
                 self.increase_available_permits(1)
                 return
             if meta.uuid is not None and meta.is_chunk:
@@ -293,7 +297,7 @@ class _ConsumerImpl:
             if check_duplicates and tracker.is_duplicate(mid):
                 skipped += 1
                 if events is not None:
-                    events.append_row(ev.DUPLICATE_DROPPED, parent._scheduler.now(), parent._id, ledger, entry, i)
+                    events.append_row(ev.DUPLICATE_DROPPED, parent._scheduler.now_ms, parent._id, ledger, entry, i)
                 continue
             queue.append(msg)
         if batch_messages:
@@ -364,7 +368,7 @@ class _ConsumerImpl:
             shown = ids if ids and not cumulative else (last,)
             parent._events.append(
                 CHUNKED_MESSAGE_ACKED,
-                parent._scheduler.now(),
+                parent._scheduler.now_ms,
                 consumer=parent._id,
                 message_id=str(mid),
                 chunks=len(ids) if ids else 1,
@@ -424,7 +428,7 @@ class _ConsumerImpl:
         if events is not None and (ids or held):
             events.append_row(
                 rev.NACK_TIMER_FIRED,
-                self.parent._scheduler.now(),
+                self.parent._scheduler.now_ms,
                 self.parent._id,
                 len(ids),
                 held,
@@ -774,7 +778,7 @@ class Consumer:
         if not queue:
             if timeout_millis == 0:
                 raise Timeout("Pulsar error: TimeOut")
-            deadline = None if timeout_millis is None else self._scheduler.now() + timeout_millis
+            deadline = None if timeout_millis is None else self._scheduler.now_ms + timeout_millis
             self._lab.wait_for(lambda: bool(queue) or self._closed, deadline, what="a message", raise_on_idle=False)
             self._raise_pending_error()
             self._check_open()
@@ -790,7 +794,7 @@ class Consumer:
         events = self._events
         if events is not None:
             events.append_row(
-                _RECEIVED, self._scheduler.now(), self._id, mid.ledger, mid.entry, mid.batch_index, len(queue)
+                _RECEIVED, self._scheduler.now_ms, self._id, mid.ledger, mid.entry, mid.batch_index, len(queue)
             )
         if self._receiver_queue_size > 0:  # increase_available_permits(1), inlined
             permits = impl.available_permits = impl.available_permits + 1
@@ -849,7 +853,9 @@ class Consumer:
             mid, batch_size, impl = self._resolve(message)
         events = self._events
         if events is not None:
-            events.append_row(_ACKNOWLEDGED, self._scheduler.now(), self._id, mid.ledger, mid.entry, mid.batch_index, 0)
+            events.append_row(
+                _ACKNOWLEDGED, self._scheduler.now_ms, self._id, mid.ledger, mid.entry, mid.batch_index, 0
+            )
         if type(mid) is _ChunkMessageId:
             impl.acknowledge_chunked(mid, False)
             return
@@ -869,7 +875,7 @@ class Consumer:
     def _ack_entry(self, impl: _ConsumerImpl, mid: MessageId) -> None:
         """``acknowledgeAsync(entry id)`` from inside the client (a message written to the DLQ)."""
         if self._events is not None:
-            self._events.append_row(_ACKNOWLEDGED, self._scheduler.now(), self._id, mid.ledger, mid.entry, -1, 0)
+            self._events.append_row(_ACKNOWLEDGED, self._scheduler.now_ms, self._id, mid.ledger, mid.entry, -1, 0)
         impl.tracker.add_acknowledgment(mid, 0, _INDIVIDUAL)
         self._after_individual_ack(impl, mid, 0)
 
@@ -884,7 +890,7 @@ class Consumer:
     def _ack_cumulative(self, impl: _ConsumerImpl, mid: MessageId, batch_size: int) -> None:
         if self._events is not None:
             self._events.append_row(
-                ev.ACKNOWLEDGED, self._scheduler.now(), self._id, mid.ledger, mid.entry, mid.batch_index, 1
+                ev.ACKNOWLEDGED, self._scheduler.now_ms, self._id, mid.ledger, mid.entry, mid.batch_index, 1
             )
         if type(mid) is _ChunkMessageId:
             impl.acknowledge_chunked(mid, True)
@@ -932,7 +938,7 @@ class Consumer:
         if self._events is not None:
             self._events.append_row(
                 rev.NEGATIVE_ACKED,
-                self._scheduler.now(),
+                self._scheduler.now_ms,
                 self._id,
                 mid.ledger,
                 mid.entry,
@@ -981,7 +987,7 @@ class Consumer:
         mid = message._id
         if self._events is not None:
             self._events.append_row(
-                _ACKNOWLEDGED, self._scheduler.now(), self._id, mid.ledger, mid.entry, mid.batch_index, 0
+                _ACKNOWLEDGED, self._scheduler.now_ms, self._id, mid.ledger, mid.entry, mid.batch_index, 0
             )
         impl.tracker.add_acknowledgment(mid, message._batch_size, _INDIVIDUAL)
         # the parent's unAckedMessageTracker.remove(topicMessageId) drops one message's id: with entry-level ids
@@ -1026,7 +1032,7 @@ class Consumer:
         tracked = self._unacked.size() if self._unacked is not None else 0
         if events is not None and (ids or tracked):
             events.append_row(
-                rev.ACK_TIMEOUT_TICK, self._scheduler.now(), self._id, len(ids), tracked, events.intern(_ids_json(ids))
+                rev.ACK_TIMEOUT_TICK, self._scheduler.now_ms, self._id, len(ids), tracked, events.intern(_ids_json(ids))
             )
 
     def _remove_expired_from_queue(self, ids: list[MessageId]) -> int:

@@ -167,7 +167,9 @@ class _PartitionProducer:
         owner = self.owner
         if container is None or msg.deliver_at is not None:
             owner._check_size(msg)
-            self._persist([(non_batched_entry(owner._name, msg, owner._now(), client=owner._client_library), [msg])])
+            self._persist(
+                [(non_batched_entry(owner._name, msg, owner._scheduler.now_ms, client=owner._client_library), [msg])]
+            )
             return
         if not container.has_space_for(msg):
             self.flush()
@@ -395,7 +397,7 @@ class Producer:
         self._name_field = producer_name_field_size(self._name)
 
     def _now(self) -> int:
-        return self._scheduler.now()
+        return self._scheduler.now_ms
 
     def _check_size_java(self, msg: OutgoingMessage) -> None:
         if len(msg.payload) > self._max_message_size:
@@ -509,7 +511,7 @@ class Producer:
             raise TypeError(f"partition_key must be a str, not {type(partition_key).__name__}")
         if isinstance(ordering_key, str):
             ordering_key = ordering_key.encode("utf-8")
-        now = self._scheduler.now()
+        now = self._scheduler.now_ms
         when = (
             None if deliver_at is None and deliver_after is None else _deliver_at_time(now, deliver_at, deliver_after)
         )

@@ -117,7 +117,7 @@ class ManagedCursor:
         self.state = "NoLedger"
         self.active = True  # openCursor calls setActive()
         self.waiting_read_op = False
-        self.last_ledger_switch_timestamp = ledger.scheduler.now()
+        self.last_ledger_switch_timestamp = ledger.scheduler.now_ms
         # when the mark-delete position last moved (PersistentSubscription.lastMarkDeleteAdvancedTimestamp), 0 never
         self.last_mark_delete_advanced_timestamp = 0
         self._closed = False
@@ -352,7 +352,7 @@ class ManagedCursor:
         if log is not None and log.enabled:
             log.append_row(
                 CURSOR_RESET,
-                ml.scheduler.now(),
+                ml.scheduler.now_ms,
                 self._event_sid(log),
                 new_md.ledger_id,
                 new_md.entry_id,
@@ -407,7 +407,7 @@ class ManagedCursor:
                         batch[(l, e)] = bits
                         if log is not None:
                             log.append_row(
-                                BATCH_INDEX_DELETED, ml.scheduler.now(), self._event_sid(log), l, e, bits.bit_count()
+                                BATCH_INDEX_DELETED, ml.scheduler.now_ms, self._event_sid(log), l, e, bits.bit_count()
                             )
                         continue
                     batch.pop((l, e), None)
@@ -444,7 +444,7 @@ class ManagedCursor:
                 if (lk, lv) <= (md_l, md_e) or ml._count(md_l, md_e, False, lk, lv, True) <= 0:
                     self._set_acknowledged_position(uk, uv, WHY_INDIVIDUAL, None)
         if log is not None:
-            now = ml.scheduler.now()
+            now = ml.scheduler.now_ms
             new = self.mark_delete_position
             if acked:
                 sid = self._event_sid(log)
@@ -475,7 +475,7 @@ class ManagedCursor:
     def _commit_fast_advance(self, l: int, e: int) -> None:
         """The fast path's mark-delete move: the same end state `setAcknowledgedPosition` reaches with an empty set."""
         self.mark_delete_position = self._ledger.position_of(l, e)
-        self.last_mark_delete_advanced_timestamp = self._ledger.scheduler.now()
+        self.last_mark_delete_advanced_timestamp = self._ledger.scheduler.now_ms
         self._forget_up_to(l, e)
 
     def _forget_up_to(self, l: int, e: int) -> None:
@@ -561,7 +561,7 @@ class ManagedCursor:
             self.messages_consumed_counter += skipped
             new = ml.position_of(l, e)
             self.mark_delete_position = new
-            self.last_mark_delete_advanced_timestamp = ml.scheduler.now()
+            self.last_mark_delete_advanced_timestamp = ml.scheduler.now_ms
         else:
             new = old
         if not idm.is_empty():
@@ -569,7 +569,7 @@ class ManagedCursor:
         self._forget_up_to(l, e)
         if log is not None and new is not old:
             log.append_row(
-                MARK_DELETE_MOVED, ml.scheduler.now(), self._event_sid(log), old_l, old_e, l, e, log.intern(why)
+                MARK_DELETE_MOVED, ml.scheduler.now_ms, self._event_sid(log), old_l, old_e, l, e, log.intern(why)
             )
 
     # ------------------------------------------------------------------ properties
@@ -652,7 +652,7 @@ class ManagedCursor:
         self.properties = properties
         self.state = "NoLedger"
         self.waiting_read_op = False
-        self.last_ledger_switch_timestamp = ml.scheduler.now()
+        self.last_ledger_switch_timestamp = ml.scheduler.now_ms
         self.last_mark_delete_advanced_timestamp = 0  # a reloaded topic's subscription has not seen it move
 
     # ------------------------------------------------------------------ stats

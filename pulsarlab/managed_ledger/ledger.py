@@ -225,13 +225,13 @@ class ManagedLedger:
                 name_sid = self._name_sid = log.intern(self.name)
             n = data.metadata.num_messages_in_batch
             log.append_row(
-                ENTRY_WRITTEN, self.scheduler.now(), name_sid, lid, pos.entry_id, 1 if n is None else n, size
+                ENTRY_WRITTEN, self.scheduler.now_ms, name_sid, lid, pos.entry_id, 1 if n is None else n, size
             )
         # currentLedgerIsFull(), asked only when a limit may be reached (the common write reaches none)
         if (
             self.current_ledger_entries >= self.max_entries_per_ledger
             or self.current_ledger_size >= self._max_ledger_bytes
-            or self.scheduler.now() - self.last_ledger_created_timestamp >= self._max_rollover_ms
+            or self.scheduler.now_ms - self.last_ledger_created_timestamp >= self._max_rollover_ms
         ):
             why = self._current_ledger_full()
             if why is not None:
@@ -245,12 +245,12 @@ class ManagedLedger:
         elif self.current_ledger_size >= self._max_ledger_bytes:
             why = ROLLED_SIZE
         else:
-            age = self.scheduler.now() - self.last_ledger_created_timestamp
+            age = self.scheduler.now_ms - self.last_ledger_created_timestamp
             if age < self._max_rollover_ms:
                 return None
             why = ROLLED_TIME
         if self._min_rollover_ms > 0 and not (
-            self.scheduler.now() - self.last_ledger_created_timestamp > self._min_rollover_ms
+            self.scheduler.now_ms - self.last_ledger_created_timestamp > self._min_rollover_ms
         ):
             return None
         return why
@@ -269,7 +269,7 @@ class ManagedLedger:
         self._current_entries = self._entries[lid] = _StoredEntries()
         self.current_ledger_entries = 0
         self.current_ledger_size = 0
-        self.last_ledger_created_timestamp = self.scheduler.now()
+        self.last_ledger_created_timestamp = self.scheduler.now_ms
         lce = Position(lid, -1)
         for older in reversed(self._ids[:-1]):
             entries = self._info[older].entries
@@ -288,7 +288,7 @@ class ManagedLedger:
         if log is not None and log.enabled:
             log.append(
                 LEDGER_ROLLED,
-                self.scheduler.now(),
+                self.scheduler.now_ms,
                 topic=self.name,
                 closed=closed,
                 entries=entries,

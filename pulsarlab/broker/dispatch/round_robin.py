@@ -114,7 +114,8 @@ class SharedConsumerList:
             self.round_robin_index = 0
         rr = self.round_robin_index
         form = self.form
-        priority = consumers[rr].priority
+        current = consumers[rr]
+        priority = current.priority
         if priority != 0:
             # a strictly higher priority consumer before rr wins; the scan stops at the first one that is not
             for i in range(rr):
@@ -124,6 +125,14 @@ class SharedConsumerList:
                 if is_consumer_available(c, form):
                     self.round_robin_index = i + 1
                     return c
+        # _same_or_lower_level's first answer (rr itself is available), inlined: the common turn
+        if (
+            not current.blocked
+            and current.available_permits > 0
+            and (current.cnx_active or form is SharedDispatcherForm.V3)
+        ):
+            self.round_robin_index = rr + 1
+            return current
         index = self._same_or_lower_level(rr)
         if index < 0:
             return None

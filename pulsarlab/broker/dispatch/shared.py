@@ -102,6 +102,14 @@ class SharedDispatcher:
         self._batch_fn = classic_batch_entries if form is SharedDispatcherForm.V3 else get_max_entries_in_this_batch
         self.delayed = DelayedDelivery(self)
         self._topic = subscription.topic
+        self._replay_positions = self.redelivery_messages.position_hashes()  # len() is the replay set's size
+        # the read hooks are this class's own (not Key_Shared's): `_read_once` may skip their calls
+        cls = type(self)
+        self._plain_read_hooks = (
+            cls.messages_to_replay_now is SharedDispatcher.messages_to_replay_now
+            and cls.max_entries_read_limit is SharedDispatcher.max_entries_read_limit
+            and cls.is_normal_read_allowed is SharedDispatcher.is_normal_read_allowed
+        )
         self.chunk_assignor: SharedConsumerAssignor | None = None  # made at the first read holding a chunk
 
     def _uses_classic(self) -> bool:
@@ -186,7 +194,7 @@ class SharedDispatcher:
         if self.events.enabled:
             self.events.append_row(
                 ev.DISPATCHER_BLOCKED,
-                self.scheduler.now(),
+                self.scheduler.now_ms,
                 self.subscription.id,
                 int(blocked),
                 self.total_unacked_messages,
@@ -201,7 +209,7 @@ class SharedDispatcher:
         added = self.redelivery_messages.add(ledger, entry, sticky_hash)
         if added and self.events.enabled:
             self.events.append_row(
-                ev.REPLAY_ADDED, self.scheduler.now(), self.subscription.id, ledger, entry, sticky_hash
+                ev.REPLAY_ADDED, self.scheduler.now_ms, self.subscription.id, ledger, entry, sticky_hash
             )
         return added
 
@@ -252,13 +260,20 @@ class SharedDispatcher:
             self._reading = False
 
     def _read_once(self) -> bool:
-        if self.delayed.tracker is not None and self.delayed.should_pause():
+        delayed_tracker = self.delayed.tracker
+        if delayed_tracker is not None and self.delayed.should_pause():
             return False
         if self.closed or self.total_available_permits <= 0 or not self.is_at_least_one_consumer_available():
             return False
+        cursor = self.cursor
+        if self._plain_read_hooks and delayed_tracker is None and not self._replay_positions:
+            # this class's max_entries_read_limit, messages_to_replay_now (empty: nothing to replay, no delayed
+            # tracker) and is_normal_read_allowed, inlined: the read of every published entry asks them
+            if self.blocked_on_unacked or self.waiting:
+                return False
+            return self._read_normal(cursor, min(self.total_available_permits, self.read_batch_size))
         to_read = min(self.total_available_permits, self.read_batch_size, self.max_entries_read_limit())
         replay = self.messages_to_replay_now(to_read)
-        cursor = self.cursor
         if replay:
             entries = cursor.replay_entries([Position(l, e) for l, e in replay])
             if len(entries) != len(replay):  # already acked: drop them from the replay set
@@ -270,7 +285,7 @@ class SharedDispatcher:
                 first = entries[0][0]
                 self.events.append_row(
                     ev.ENTRIES_READ,
-                    self.scheduler.now(),
+                    self.scheduler.now_ms,
                     self.subscription.id,
                     1,
                     len(entries),
@@ -287,6 +302,11 @@ class SharedDispatcher:
             return False
         if self.waiting:
             return False
+        return self._read_normal(cursor, to_read)
+
+    def _read_normal(self, cursor: Any, to_read: int) -> bool:
+        """The normal read of `_read_once` (nothing to replay): up to ``to_read`` entries from the read position,
+        or wait for new entries at the end of the topic."""
         if not cursor.has_more_entries():
             self.waiting = True
             self.subscription.set_waiting(True)
@@ -302,7 +322,7 @@ class SharedDispatcher:
             first = entries[0][0]
             self.events.append_row(
                 ev.ENTRIES_READ,
-                self.scheduler.now(),
+                self.scheduler.now_ms,
                 self.subscription.id,
                 0,
                 len(entries),
@@ -338,27 +358,41 @@ class SharedDispatcher:
         batch_fn = self._batch_fn
         next_consumer = self.consumer_list.next_consumer
         replay_set = self.redelivery_messages
-        ack_sets_for = self.subscription.batch_ack_sets
+        subscription = self.subscription
+        ack_sets_for = subscription.batch_ack_sets if subscription.batch_index_level else None  # else None sets
         tracker = self.redelivery_tracker
         max_rr = self.max_round_robin
-        delayed = self.delayed.filter if self.delayed.needed else None
+        consumers = self.consumer_list.consumers
+        delayed = self.delayed
+        delayed = delayed.filter if delayed.tracker is not None or self._topic.delayed_messages_published else None
         while start < n_entries:
-            first_permits = self.first_available_consumer_permits()
+            first_permits = 0
+            for c in consumers:  # first_available_consumer_permits(), inlined
+                if not c.blocked and c.available_permits > 0:
+                    first_permits = c.available_permits
+                    break
             if not (max(self.total_available_permits, first_permits) > 0 and first_permits > 0):
                 break
             c = next_consumer()
             if c is None:  # cannot happen while one is available; Pulsar rewinds here
-                self.subscription.rewind_cursor()
+                subscription.rewind_cursor()
                 return sent_any
-            count = batch_fn(remaining, c.max_unacked_messages, c.unacked_messages, avg, c.available_permits, max_rr)
-            end = min(start + count, n_entries)
+            if start == n_entries - 1:  # the last entry goes whatever batch_fn says (it is >= 1), not asked
+                end = n_entries
+            else:
+                count = batch_fn(
+                    remaining, c.max_unacked_messages, c.unacked_messages, avg, c.available_permits, max_rr
+                )
+                end = min(start + count, n_entries)
             batch = entries[start:end]
             if read_type == REPLAY:
                 for pos, _ in batch:
                     replay_set.remove(pos.ledger_id, pos.entry_id)
             if delayed is not None:
                 batch = delayed(batch)
-            _, msgs, acked = c.send_messages(batch, None, tracker, ack_sets_for(batch))
+            _, msgs, acked = c.send_messages(
+                batch, None, tracker, ack_sets_for(batch) if ack_sets_for is not None else None
+            )
             remaining -= msgs
             start = end
             self.total_available_permits -= msgs - acked
@@ -392,7 +426,7 @@ class SharedDispatcher:
                     if meta.chunk_id == 0 and meta.uuid is not None:  # CHUNK_PINNED's fields, in order
                         events.append_row(
                             CHUNK_PINNED,
-                            self.scheduler.now(),
+                            self.scheduler.now_ms,
                             self.subscription.id,
                             c.id,
                             events.intern(meta.uuid),
@@ -427,7 +461,7 @@ class SharedDispatcher:
                     meta = data.metadata
                     events.append(
                         CHUNK_LOST,
-                        self.scheduler.now(),
+                        self.scheduler.now_ms,
                         subscription=self.subscription.id,
                         consumer=c.id,
                         uuid=meta.uuid if meta.uuid is not None else "",
@@ -449,7 +483,7 @@ class SharedDispatcher:
         pinned = assignor.pinned_consumer(meta.uuid)
         events.append(
             CHUNK_HELD,
-            self.scheduler.now(),
+            self.scheduler.now_ms,
             subscription=self.subscription.id,
             consumer=pinned.id if pinned is not None else -1,
             uuid=meta.uuid,
@@ -498,7 +532,7 @@ class SharedDispatcher:
         if positions is not None:
             consumer.add_unacked(-total)
             consumer._set_blocked(False)
-        now = self.scheduler.now()
+        now = self.scheduler.now_ms
         consumer.msg_redeliver.record(now, total)
         keep_hash = self.redelivery_keeps_hash()
         tracker = self.redelivery_tracker
