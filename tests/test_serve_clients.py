@@ -476,6 +476,32 @@ def test_seek_by_message_id_and_by_time():
     assert resets == [(3, 1), (3, -1)]
 
 
+def test_seek_to_a_messages_own_publish_time_reads_that_message_first():
+    """``seek(msg.publish_timestamp())`` starts at ``msg``, whatever else shares its millisecond: Pulsar resets to
+    the first entry published at or after t. The sends are spaced so each message has its own millisecond and
+    a tie with the neighbour cannot hide the rule."""
+    with served_lab() as (lab, server), client_for(server) as client:
+        c = client.subscribe(TOPIC, "st", initial_position=pulsar.InitialPosition.Earliest)
+        p = client.create_producer(TOPIC)
+        for i in range(5):
+            p.send(f"m{i}".encode())
+            time.sleep(0.005)
+        stamps = []
+        for _ in range(5):
+            m = c.receive(RECEIVE_MS)
+            stamps.append(m.publish_timestamp())
+            c.acknowledge(m)
+        assert len(set(stamps)) == 5
+        got = []
+        for k in (3, 1):
+            c.seek(stamps[k])
+            got.append(c.receive(RECEIVE_MS).data())
+        c.seek(stamps[4] + 1)  # after every message: nothing to read
+        with pytest.raises(pulsar.Timeout):
+            c.receive(200)
+    assert got == [b"m3", b"m1"]
+
+
 def test_reader_partitions_regex_last_message_id_and_unsubscribe():
     with served_lab() as (lab, server), client_for(server) as client:
         server.call(lab.admin.topics.create_partitioned_topic, "parted", 3)

@@ -87,3 +87,20 @@ def test_reset_cursor_by_publish_time_earliest_and_latest():
     assert str(service.reset_cursor(sub.consumers()[0], publish_time=10_000)) == "3:4"  # after every entry
     assert str(sub.cursor.reset_cursor(EARLIEST)) == "3:0" and str(sub.cursor.mark_delete_position) == "3:-1"
     assert str(sub.cursor.reset_cursor(LATEST)) == "3:4" and str(sub.cursor.mark_delete_position) == "3:3"
+
+
+def test_reset_cursor_by_publish_time_keeps_a_message_published_in_that_millisecond():
+    """PersistentMessageFinder matches entries published strictly before t, so a seek to a message's own publish
+    time reads that message again (a real client's ``seek(msg.publish_timestamp())`` gets ``msg`` first)."""
+    lab = pl.Lab(version="4.0", seed=1)
+    client = lab.client()
+    client.subscribe(TOPIC, "t")
+    p = client.create_producer(TOPIC)
+    for i in range(3):
+        p.send(f"m{i}".encode())
+        lab.advance(100)  # publish times 0, 100, 200
+    sub = lab.service.topics[TOPIC].subscriptions["t"]
+    at_m1 = str(lab.service.reset_cursor(sub.consumers()[0], publish_time=100))  # m1's own publish time
+    client.subscribe(TOPIC, "t")  # the seek disconnected the consumer
+    just_after_m1 = str(lab.service.reset_cursor(sub.consumers()[0], publish_time=101))
+    assert (at_m1, just_after_m1) == ("3:1", "3:2")

@@ -434,8 +434,8 @@ class BrokerService:
         """SEEK (`PersistentSubscription.resetCursor`): every consumer of the subscription is disconnected
         (``cnx.closed_by_broker()``: a real client re-subscribes), then the cursor reads again from ``position``
         (a `Position`, or a client's ``(ledger, entry)`` message id: see `message_id_position`), or - by
-        ``publish_time`` - from the entry after the newest one published at or before it (the first entry when
-        none is). Returns the new read position."""
+        ``publish_time`` - from the entry after the newest one published strictly before it, i.e. the first entry
+        published at or after it (the first entry when none is). Returns the new read position."""
         sub = consumer.subscription
         if isinstance(position, tuple):
             position = message_id_position(*position)
@@ -455,12 +455,14 @@ class BrokerService:
 
     @staticmethod
     def _position_after_publish_time(topic: PersistentTopic, publish_time: int) -> Position:
-        """`PersistentMessageFinder`: the position after the newest entry with publish time <= ``publish_time``."""
+        """`PersistentMessageFinder`: the position after the newest entry published before ``publish_time``
+        (`MessageImpl.isEntryPublishedEarlierThan` is ``entryTimestamp < timestamp``), so an entry published in
+        that very millisecond is read again."""
         ml = topic.ledger
         for info in reversed(list(ml.ledgers)):
             entries = ml.entries_of(info.ledger_id)
             for e in range(len(entries) - 1, -1, -1):
-                if entries[e].metadata.publish_time <= publish_time:
+                if entries[e].metadata.publish_time < publish_time:
                     return Position(info.ledger_id, e + 1)
         return ml.first_position()
 
