@@ -64,6 +64,9 @@ GRID_SCHEMA = "run int, row string"
 STRING_KIND = "string"
 BATCH_EVENTS = 1 << 17  # events per Arrow record batch out of a worker
 RUN_KEYS = ("scenario", "version", "run")
+# the event kinds `metrics_sql` reads
+METRIC_KINDS = ("message_published", "dead_lettered", "app_received", "entry_persisted", "mark_delete_moved",
+                "individually_deleted", "hash_blocked", "dispatched", STRING_KIND)
 # Parquet writer settings: zstd pages; v2 pages let parquet-mr pick delta encodings for the integer columns
 PARQUET_OPTIONS = {"compression": "zstd", "parquet.writer.version": "v2", "parquet.enable.dictionary": "true"}
 
@@ -137,8 +140,13 @@ def _f(kind: str, name: str) -> str:
     return field_columns(kind)[name]
 
 
-def metrics_sql(events_view: str = "sweep_events") -> str:
-    """Spark SQL computing `pulsarlab.scenarios.sweep_metrics.METRIC_COLUMNS` per run over the event dataset."""
+def metrics_sql(events_view: str = "sweep_events", all_events: str | None = None) -> str:
+    """Spark SQL computing `pulsarlab.scenarios.sweep_metrics.METRIC_COLUMNS` per run over the event dataset.
+
+    ``events_view`` needs only the kinds in `METRIC_KINDS`; ``all_events`` (default: the same view) is read for
+    the time of each run's last event.
+    """
+    all_events = all_events or events_view
     k = "scenario, version, run"
     pos = "* 4294967296 + "
     app = {n: _f("app_received", n) for n in ("msg", "key", "redelivery_count", "action")}
@@ -156,7 +164,7 @@ WITH ev AS (SELECT * FROM {events_view}),
 base AS (
   SELECT {k}, SUM(IF(kind = 'message_published', 1, 0)) AS published,
          SUM(IF(kind = 'dead_lettered', 1, 0)) AS dead_lettered, MAX(time) AS end_ms
-  FROM ev WHERE kind <> '{STRING_KIND}' GROUP BY {k}),
+  FROM {all_events} WHERE kind <> '{STRING_KIND}' GROUP BY {k}),
 app AS (
   SELECT {k}, seq, {app['msg']} AS msg, {app['key']} AS key, {app['redelivery_count']} AS rc,
          {app['action']} AS action
@@ -463,12 +471,19 @@ def read_metrics(out: str | Path) -> pd.DataFrame:
 
 def compute_metrics(spark, events_dir: str | Path, specs: Any = None) -> pd.DataFrame:
     """`METRIC_COLUMNS` per run with Spark SQL over an event dataset; with ``specs``, joined to their grid rows."""
+    from pyspark.sql import functions as F
+
     view = f"pulsarlab_sweep_events_{int(time.time() * 1000)}"
-    read_events(spark, events_dir).createOrReplaceTempView(view)
+    # the query reads the events about fifteen times: keep the kinds it needs in memory, decoded once
+    events = read_events(spark, events_dir).where(F.col("kind").isin(*METRIC_KINDS)).cache()
+    events.createOrReplaceTempView(view)
+    read_events(spark, events_dir).createOrReplaceTempView(f"{view}_all")
     try:
-        result = spark.sql(metrics_sql(view)).toPandas()
+        result = spark.sql(metrics_sql(view, f"{view}_all")).toPandas()
     finally:
         spark.catalog.dropTempView(view)
+        spark.catalog.dropTempView(f"{view}_all")
+        events.unpersist()
     result = result.astype({c: "Int64" for c in METRIC_COLUMNS})
     if specs is None:
         return result.sort_values(list(RUN_KEYS)).reset_index(drop=True)
