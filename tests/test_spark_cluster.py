@@ -18,10 +18,10 @@ import time
 import urllib.request
 from pathlib import Path
 
+import cluster_probe
 import pandas as pd
 import pytest
 
-import cluster_probe
 from pulsarlab.spark.delayed_sweep import delayed_sweep
 from pulsarlab.spark.keydist import key_distribution
 from pulsarlab.spark.sweep import read_metrics, sweep

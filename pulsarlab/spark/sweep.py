@@ -7,10 +7,11 @@ Models no Pulsar class. ``sweep(spark, spec, out)``:
    an ``out`` that already holds a sweep unless ``overwrite``;
 2. spreads the grid rows over Spark tasks; each task runs its rows with `pulsarlab.scenarios.run.run_row` inside
    ``mapInArrow`` (the Arrow-batch form of ``mapInPandas``; no RDD API, so it also runs on Spark Connect) and
-   streams each run's event log out as Arrow record batches built straight from the log's numpy columns
-   (`EventLog.columns`: no Python object per event);
-3. writes them to ``out/events/`` (Parquet, zstd, partitioned by ``scenario`` and ``version``, rows sorted by run
-   and sequence number);
+   streams each run's event log as Arrow record batches built straight from the log's numpy columns
+   (`EventLog.columns`: no Python object per event) into Parquet files (pyarrow: zstd, v2 pages, delta-encoded
+   seq/time, dictionary-encoded kinds and fields); only one small row per run goes back through Spark;
+3. the files form ``out/events/``, partitioned by ``scenario`` and ``version`` (one file per task and partition,
+   rows in run then sequence-number order; a file appears, by rename, only once complete);
 4. computes the metrics of `pulsarlab.scenarios.sweep_metrics` with Spark SQL over ``out/events/`` (`METRICS_SQL`),
    joins them to the grid rows and writes ``out/metrics/`` (Parquet, one row per run); returns them as pandas.
 
@@ -32,11 +33,13 @@ text       string        only on ``kind = 'string'`` rows: the text whose id is 
 =========  ============  ===============================================================================
 
 `field_columns(kind)` maps field names to f0..f5 for one kind; `events_view` gives a DataFrame of one kind with its
-fields named (str fields decoded). Parquet pages use Spark's dictionary encodings (v2 pages: delta encodings for
-the integer columns) and zstd; about 5-7 bytes per event (``bench/scenarios.py``).
+fields named (str fields decoded). About 3.5-4.5 bytes per event on disk (``bench/scenarios.py``).
 
-Simplification: on a real cluster ``out`` must be a path every executor and the driver share (HDFS, S3, NFS), as
-for any Spark write; workers need the same pulsarlab installed (see the README).
+Simplifications: the tasks write the event files themselves (pyarrow) rather than through Spark's writer, which
+turned every event into a JVM row and cost more than the model run (bench/scenarios.py); so ``out`` must be a local
+path every executor and the driver share (one machine, or NFS), and a task attempt that Spark re-runs after it
+finished writing (speculation, a lost executor) leaves its earlier files beside the new ones. Workers need the same
+pulsarlab installed (see the README).
 """
 
 from __future__ import annotations
@@ -45,21 +48,28 @@ import json
 import shutil
 import threading
 import time
+import uuid
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from pulsarlab.events import MAX_FIELDS, NONE_VALUE, get_event_type
 from pulsarlab.scenarios.spec import ROW_FIELDS, GridRow, ScenarioSpec, load_spec
 from pulsarlab.scenarios.sweep_metrics import METRIC_COLUMNS, ORDERING_REASONS
 
 FIELD_COLUMNS = [f"f{i}" for i in range(MAX_FIELDS)]
-EVENT_COLUMNS = ["run", "seq", "time", "kind", *FIELD_COLUMNS, "text", "scenario", "version"]
+FILE_COLUMNS = ["run", "seq", "time", "kind", *FIELD_COLUMNS, "text"]  # in each Parquet file
+EVENT_COLUMNS = [*FILE_COLUMNS, "scenario", "version"]  # read back: the partition columns last
+FILE_SCHEMA = pa.schema([("run", pa.int32()), ("seq", pa.int32()), ("time", pa.int64()), ("kind", pa.string()),
+                         *((c, pa.int64()) for c in FIELD_COLUMNS), ("text", pa.string())])
 EVENTS_SCHEMA = ("run int, seq int, time long, kind string, "
                  + ", ".join(f"{c} long" for c in FIELD_COLUMNS) + ", text string, scenario string, version string")
+RUNS_SCHEMA = "scenario string, version string, run int, rows long"
+ROW_GROUP_EVENTS = 1 << 20  # events buffered per file before a row group is written
 GRID_SCHEMA = "run int, row string"
 STRING_KIND = "string"
 BATCH_EVENTS = 1 << 17  # events per Arrow record batch out of a worker
@@ -67,8 +77,14 @@ RUN_KEYS = ("scenario", "version", "run")
 # the event kinds `metrics_sql` reads
 METRIC_KINDS = ("message_published", "dead_lettered", "app_received", "entry_persisted", "mark_delete_moved",
                 "individually_deleted", "hash_blocked", "dispatched", STRING_KIND)
-# Parquet writer settings: zstd pages; v2 pages let parquet-mr pick delta encodings for the integer columns
-PARQUET_OPTIONS = {"compression": "zstd", "parquet.writer.version": "v2", "parquet.enable.dictionary": "true"}
+# the event files (pyarrow, in the tasks): zstd, v2 pages; run sequence number and time delta-encoded (they grow by
+# small steps), the field columns and kinds dictionary-encoded (few distinct values per page)
+PARQUET_FILE_OPTIONS = dict(
+    compression="zstd", data_page_version="2.0", use_dictionary=["run", "kind", "text", *FIELD_COLUMNS],
+    column_encoding={"seq": "DELTA_BINARY_PACKED", "time": "DELTA_BINARY_PACKED"},
+)
+# the metrics table (Spark's writer)
+PARQUET_OPTIONS = {"compression": "zstd"}
 
 
 class SweepOutputExists(FileExistsError):
@@ -92,7 +108,7 @@ def _nullable(values: np.ndarray) -> pa.Array:
 
 
 def run_batches(row: GridRow) -> Iterator[pa.RecordBatch]:
-    """Run one grid row and yield its event log as record batches of `EVENT_COLUMNS` (the string table last)."""
+    """Run one grid row and yield its event log as record batches of `FILE_COLUMNS` (the string table last)."""
     from pulsarlab.scenarios.run import run_row
 
     cols = run_row(row).events.columns()
@@ -109,17 +125,15 @@ def run_batches(row: GridRow) -> Iterator[pa.RecordBatch]:
             kinds.cast(pa.string()),
             *(_nullable(f[start:stop]) for f in cols.fields),
             pa.nulls(m, pa.string()),
-            _constant(row.scenario, m),
-            _constant(row.version, m),
-        ], names=EVENT_COLUMNS)
+        ], names=FILE_COLUMNS)
     k = len(cols.strings)
     if k:
         nothing = pa.nulls(k, pa.int64())
         yield pa.RecordBatch.from_arrays([
             pa.array(np.full(k, row.run, dtype=np.int32)), pa.nulls(k, pa.int32()), nothing,
             _constant(STRING_KIND, k), pa.array(np.arange(k, dtype=np.int64)), *([nothing] * (MAX_FIELDS - 1)),
-            pa.array(list(cols.strings), type=pa.string()), _constant(row.scenario, k), _constant(row.version, k),
-        ], names=EVENT_COLUMNS)
+            pa.array(list(cols.strings), type=pa.string()),
+        ], names=FILE_COLUMNS)
 
 
 def row_from_json(text: str) -> GridRow:
@@ -128,10 +142,80 @@ def row_from_json(text: str) -> GridRow:
     return GridRow(**data)
 
 
-def _run_grid(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    for batch in batches:
-        for text in batch.column("row").to_pylist():
-            yield from run_batches(row_from_json(text))
+class _DatasetWriter:
+    """The Parquet files one task writes: one per (scenario, version) it ran, rows in run then seq order.
+
+    Each file is written under a hidden name (``.part-<uuid>.parquet``, which readers skip) and renamed into place
+    when the task's last run is in, so a file either is complete or is not there.
+    """
+
+    def __init__(self, events_dir: str) -> None:
+        self.events_dir = Path(events_dir)
+        self.open: dict[tuple[str, str], tuple[Any, Path, Path, list]] = {}
+
+    def write(self, row: GridRow, batch: pa.RecordBatch) -> None:
+        key = (row.scenario, row.version)
+        if key not in self.open:
+            folder = self.events_dir / f"scenario={row.scenario}" / f"version={row.version}"
+            folder.mkdir(parents=True, exist_ok=True)
+            name = f"part-{uuid.uuid4().hex}.parquet"
+            hidden = folder / f".{name}"
+            writer = pq.ParquetWriter(hidden, FILE_SCHEMA, **PARQUET_FILE_OPTIONS)
+            self.open[key] = (writer, hidden, folder / name, [])
+        writer, _hidden, _final, pending = self.open[key]
+        pending.append(batch)
+        if sum(b.num_rows for b in pending) >= ROW_GROUP_EVENTS:
+            self._flush(key)
+
+    def _flush(self, key: tuple[str, str]) -> None:
+        writer, _hidden, _final, pending = self.open[key]
+        if pending:
+            writer.write_table(pa.Table.from_batches(pending, schema=FILE_SCHEMA))
+            pending.clear()
+
+    def close(self) -> list[str]:
+        done = []
+        for key, (writer, hidden, final, _pending) in self.open.items():
+            self._flush(key)
+            writer.close()
+            hidden.rename(final)
+            done.append(str(final))
+        self.open.clear()
+        return done
+
+    def abandon(self) -> None:
+        for writer, hidden, _final, _pending in self.open.values():
+            try:
+                writer.close()
+            finally:
+                hidden.unlink(missing_ok=True)
+        self.open.clear()
+
+
+def _write_grid(events_dir: str) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        writer = _DatasetWriter(events_dir)
+        done: list[tuple[str, str, int, int]] = []
+        try:
+            for batch in batches:
+                for text in batch.column("row").to_pylist():
+                    row = row_from_json(text)
+                    events = 0
+                    for out in run_batches(row):
+                        writer.write(row, out)
+                        events += out.num_rows
+                    done.append((row.scenario, row.version, row.run, events))
+            writer.close()
+        except BaseException:
+            writer.abandon()
+            raise
+        if done:
+            scenarios, versions, runs, counts = zip(*done)
+            yield pa.RecordBatch.from_arrays(
+                [pa.array(scenarios, pa.string()), pa.array(versions, pa.string()), pa.array(runs, pa.int32()),
+                 pa.array(counts, pa.int64())], names=["scenario", "version", "run", "rows"])
+
+    return run
 
 
 # ----------------------------------------------------------------------------------------------- metrics in SQL
@@ -414,15 +498,16 @@ def grid_frame(specs: Any) -> pd.DataFrame:
     return pd.DataFrame([r.as_dict() for spec in load_specs(specs) for r in spec.rows()], columns=ROW_FIELDS)
 
 
-def run_events(spark, specs: Any, partitions: int | None = None):
-    """The events DataFrame of the specs' grids (lazy: nothing runs until it is written) and its task count."""
+def run_events(spark, specs: Any, events_dir: str | Path, partitions: int | None = None):
+    """The Spark job that runs the specs' grids and writes ``events_dir`` (lazy: `write_events` runs it), and
+    its task count. Each row of the job's result is one run: scenario, version, run, rows written."""
     rows = [r for spec in load_specs(specs) for r in spec.rows()]
     tasks = partitions if partitions is not None else min(len(rows), 4 * _parallelism(spark))
     if not isinstance(tasks, int) or isinstance(tasks, bool) or tasks < 1:
         raise ValueError(f"partitions must be an int >= 1, got {partitions!r}")
     grid = pd.DataFrame({"run": [r.run for r in rows], "row": [json.dumps(r.as_dict()) for r in rows]})
     source = spark.createDataFrame(grid, GRID_SCHEMA).repartition(tasks)
-    return source.mapInArrow(_run_grid, EVENTS_SCHEMA), tasks
+    return source.mapInArrow(_write_grid(str(Path(events_dir).resolve())), RUNS_SCHEMA), tasks
 
 
 def sweep(spark, specs: Any, out: str | Path, *, overwrite: bool = False, partitions: int | None = None,
@@ -440,16 +525,16 @@ def sweep(spark, specs: Any, out: str | Path, *, overwrite: bool = False, partit
     if partitions is not None and (not isinstance(partitions, int) or isinstance(partitions, bool) or partitions < 1):
         raise ValueError(f"partitions must be an int >= 1, got {partitions!r}")
     path = _prepare_out(out, overwrite)
-    events, tasks = run_events(spark, specs, partitions)
+    job, tasks = run_events(spark, specs, path / "events", partitions)
     bar = _Progress(sum(len(s) for s in specs), tasks, progress)
     bar.show(0)
     stop = _watch(spark, bar)
     try:
-        (events.sortWithinPartitions("scenario", "version", "run", "seq")
-         .write.mode("overwrite").options(**PARQUET_OPTIONS).partitionBy("scenario", "version")
-         .parquet(str(path / "events")))
+        written = write_events(job)
     finally:
         stop()
+    if len(written) != bar.total_runs:
+        raise RuntimeError(f"the sweep wrote {len(written)} of {bar.total_runs} runs")
     bar.show(tasks, final=True)
     metrics = compute_metrics(spark, path / "events", specs)
     spark.createDataFrame(metrics).coalesce(1).write.mode("overwrite").options(**PARQUET_OPTIONS).parquet(
@@ -457,9 +542,15 @@ def sweep(spark, specs: Any, out: str | Path, *, overwrite: bool = False, partit
     return metrics
 
 
+def write_events(job) -> pd.DataFrame:
+    """Run a `run_events` job: every task writes its runs' Parquet files; returns one row per run written."""
+    return job.toPandas()
+
+
 def read_events(spark, events_dir: str | Path):
-    """The event dataset of a sweep as a DataFrame."""
-    return spark.read.parquet(str(events_dir))
+    """The event dataset of a sweep as a DataFrame (`EVENTS_SCHEMA`: scenario and version are strings, never
+    inferred from the folder names as numbers)."""
+    return spark.read.schema(EVENTS_SCHEMA).parquet(str(events_dir))
 
 
 def read_metrics(out: str | Path) -> pd.DataFrame:
@@ -520,5 +611,5 @@ def events_view(spark, events_dir: str | Path, kind: str):
 __all__ = [
     "EVENTS_SCHEMA", "EVENT_COLUMNS", "FIELD_COLUMNS", "SweepOutputExists", "check_out", "compute_metrics",
     "events_view", "field_columns", "grid_frame", "load_specs", "metrics_sql", "read_events", "read_metrics",
-    "run_batches", "run_events", "sweep",
+    "run_batches", "run_events", "sweep", "write_events",
 ]
