@@ -44,9 +44,18 @@ from pulsarlab.scenarios.spec import load_spec  # noqa: E402
 
 def spec_for(runs: int, messages: int) -> dict:
     seeds = max(1, runs // 4)
-    return {"name": "bench", "versions": ["3.0", "4.0"], "subscription_type": ["Shared", "Key_Shared"],
-            "seeds": {"count": seeds}, "messages": messages, "keys": 50, "consumers": 3, "nack_rate": 0.05,
-            "max_redeliver_count": 3, "consumer_churn_every_ms": 500}
+    return {
+        "name": "bench",
+        "versions": ["3.0", "4.0"],
+        "subscription_type": ["Shared", "Key_Shared"],
+        "seeds": {"count": seeds},
+        "messages": messages,
+        "keys": 50,
+        "consumers": 3,
+        "nack_rate": 0.05,
+        "max_redeliver_count": 3,
+        "consumer_churn_every_ms": 500,
+    }
 
 
 def in_process(spec) -> tuple[float, int]:
@@ -67,8 +76,15 @@ def on_spark(spec, master: str, out: Path) -> tuple[float, float]:
     try:
         cores = int(master[6:-1])
         # warm-up: one run per core starts the Python workers and their imports (a one-off per session)
-        warm = load_spec({**spec.to_dict(), "seeds": list(range(cores)), "versions": ["4.0"],
-                          "subscription_type": "Shared", "messages": 10})
+        warm = load_spec(
+            {
+                **spec.to_dict(),
+                "seeds": list(range(cores)),
+                "versions": ["4.0"],
+                "subscription_type": "Shared",
+                "messages": 10,
+            }
+        )
         write_events(run_events(spark, warm, out / "warm", partitions=cores)[0])
         job, _tasks = run_events(spark, spec, out / "events", partitions=4 * cores)
         start = time.perf_counter()
@@ -90,8 +106,10 @@ def main() -> None:
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     spec = load_spec(spec_for(args.runs, args.messages))
     messages = len(spec) * args.messages
-    print(f"sweep: {len(spec)} runs x {args.messages:,} messages (Shared + Key_Shared, 3.0 + 4.0, 5 % nacks, "
-          f"churn every 500 ms)")
+    print(
+        f"sweep: {len(spec)} runs x {args.messages:,} messages (Shared + Key_Shared, 3.0 + 4.0, 5 % nacks, "
+        f"churn every 500 ms)"
+    )
     seconds, published = in_process(spec)
     assert published == messages
     inprocess = messages / seconds
@@ -103,8 +121,10 @@ def main() -> None:
             out = tmp / f"local{cores}"
             seconds, metrics_seconds[cores] = on_spark(spec, f"local[{cores}]", out)
             rates[cores] = messages / seconds
-            print(f"  Spark local[{cores}]  {rates[cores]:>9,.0f} msgs/s  ({seconds:5.1f} s; SQL metrics "
-                  f"{metrics_seconds[cores]:4.1f} s)")
+            print(
+                f"  Spark local[{cores}]  {rates[cores]:>9,.0f} msgs/s  ({seconds:5.1f} s; SQL metrics "
+                f"{metrics_seconds[cores]:4.1f} s)"
+            )
         files = list((tmp / "local2" / "events").rglob("*.parquet"))
         import pyarrow.dataset as ds
 
@@ -121,12 +141,21 @@ def main() -> None:
     print(f"goal local[2] >= 1.7 x local[1]: {rates[2] / rates[1]:.2f} x, {goal(rates[2] >= 1.7 * rates[1])}")
     print(f"goal local[1] >= 0.8 x in process: {rates[1] / inprocess:.2f} x, {goal(rates[1] >= 0.8 * inprocess)}")
     print(f"goal <= 12 bytes per event: {goal(bytes_per_event <= 12)}")
-    print(json.dumps({
-        "sweep_msgs_per_s_local1": round(rates[1]), "sweep_msgs_per_s_local2": round(rates[2]),
-        "inprocess_msgs_per_s": round(inprocess), "parquet_bytes_per_event": round(bytes_per_event, 2),
-        "metrics_seconds_local1": round(metrics_seconds[1], 1), "metrics_seconds_local2": round(metrics_seconds[2], 1),
-        "runs": len(spec), "messages": messages, "events": events,
-    }))
+    print(
+        json.dumps(
+            {
+                "sweep_msgs_per_s_local1": round(rates[1]),
+                "sweep_msgs_per_s_local2": round(rates[2]),
+                "inprocess_msgs_per_s": round(inprocess),
+                "parquet_bytes_per_event": round(bytes_per_event, 2),
+                "metrics_seconds_local1": round(metrics_seconds[1], 1),
+                "metrics_seconds_local2": round(metrics_seconds[2], 1),
+                "runs": len(spec),
+                "messages": messages,
+                "events": events,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -14,11 +14,21 @@ import sys
 from pathlib import Path
 
 # the same small workloads the test computes locally
-KEYDIST = dict(n_keys=20_000, selectors=("auto_split", "consistent_hashing"), consumer_counts=(2, 4),
-               version=("3.0", "4.0"))
+KEYDIST = dict(
+    n_keys=20_000, selectors=("auto_split", "consistent_hashing"), consumer_counts=(2, 4), version=("3.0", "4.0")
+)
 DELAYED = dict(messages=(400,), spreads_ms=(3_600_000,), seeds=(0, 1))
-SWEEP = {"name": "cluster", "versions": ["3.0", "4.0"], "subscription_type": "Key_Shared", "seeds": [1],
-         "messages": 200, "keys": 10, "consumers": 2, "nack_rate": 0.1, "consumer_churn_every_ms": 100}
+SWEEP = {
+    "name": "cluster",
+    "versions": ["3.0", "4.0"],
+    "subscription_type": "Key_Shared",
+    "seeds": [1],
+    "messages": 200,
+    "keys": 10,
+    "consumers": 2,
+    "nack_rate": 0.1,
+    "consumer_churn_every_ms": 100,
+}
 
 
 def main(master: str, out: Path) -> None:

@@ -18,26 +18,29 @@ def one_row(**fields):
     return rows[0]
 
 
-@pytest.mark.parametrize("data, field, text", [
-    ({"nack_rat": 0.1}, "nack_rat", "did you mean 'nack_rate'"),
-    ({"nack_rate": 1.5}, "nack_rate", "between 0 and 1"),
-    ({"nack_rate": True}, "nack_rate", "between 0 and 1"),
-    ({"versions": ["4.0", "9.9"]}, "versions", "9.9"),
-    ({"versions": []}, "versions", "empty list"),
-    ({"seeds": [1, 1]}, "seeds", "twice"),
-    ({"seeds": {"count": 0}}, "seeds", "count an int >= 1"),
-    ({"subscription_type": "Sharde"}, "subscription_type", "Key_Shared"),
-    ({"messages": 0}, "messages", ">= 1"),
-    ({"unacked_messages_timeout_ms": 500}, "unacked_messages_timeout_ms", ">= 1000"),
-    ({"max_redeliver_count": 0}, "max_redeliver_count", ">= 1 or null"),
-    ({"consumer_churn_every_ms": -5}, "consumer_churn_every_ms", ">= 1"),
-    ({"chunked_fraction": 0.1, "batching": [False, True]}, "chunked_fraction", "batching off"),
-    ({"subscription_type": "Exclusive", "consumers": 2}, "subscription_type", "one consumer"),
-    ({"broker_config": {"noSuchSetting": 1}}, "broker_config", "noSuchSetting"),
-    ({"broker_config": [1]}, "broker_config", "mapping"),
-    ({"name": "a/b"}, "name", "Parquet partition"),
-    ({"seeds": {"count": 1001}, "messages": list(range(1, 1001))}, "<grid>", "1,001,000 runs"),
-])
+@pytest.mark.parametrize(
+    "data, field, text",
+    [
+        ({"nack_rat": 0.1}, "nack_rat", "did you mean 'nack_rate'"),
+        ({"nack_rate": 1.5}, "nack_rate", "between 0 and 1"),
+        ({"nack_rate": True}, "nack_rate", "between 0 and 1"),
+        ({"versions": ["4.0", "9.9"]}, "versions", "9.9"),
+        ({"versions": []}, "versions", "empty list"),
+        ({"seeds": [1, 1]}, "seeds", "twice"),
+        ({"seeds": {"count": 0}}, "seeds", "count an int >= 1"),
+        ({"subscription_type": "Sharde"}, "subscription_type", "Key_Shared"),
+        ({"messages": 0}, "messages", ">= 1"),
+        ({"unacked_messages_timeout_ms": 500}, "unacked_messages_timeout_ms", ">= 1000"),
+        ({"max_redeliver_count": 0}, "max_redeliver_count", ">= 1 or null"),
+        ({"consumer_churn_every_ms": -5}, "consumer_churn_every_ms", ">= 1"),
+        ({"chunked_fraction": 0.1, "batching": [False, True]}, "chunked_fraction", "batching off"),
+        ({"subscription_type": "Exclusive", "consumers": 2}, "subscription_type", "one consumer"),
+        ({"broker_config": {"noSuchSetting": 1}}, "broker_config", "noSuchSetting"),
+        ({"broker_config": [1]}, "broker_config", "mapping"),
+        ({"name": "a/b"}, "name", "Parquet partition"),
+        ({"seeds": {"count": 1001}, "messages": list(range(1, 1001))}, "<grid>", "1,001,000 runs"),
+    ],
+)
 def test_bad_specs_name_the_field(data, field, text):
     with pytest.raises(SpecError) as caught:
         load_spec(data)
@@ -46,8 +49,15 @@ def test_bad_specs_name_the_field(data, field, text):
 
 
 def test_the_grid_is_the_product_of_the_lists_in_field_order():
-    spec = load_spec({"name": "g", "versions": ["3.0", "4.0"], "seeds": {"start": 5, "count": 3},
-                      "nack_rate": [0, 0.5], "broker_config": {"dispatcherMaxReadBatchSize": 50}})
+    spec = load_spec(
+        {
+            "name": "g",
+            "versions": ["3.0", "4.0"],
+            "seeds": {"start": 5, "count": 3},
+            "nack_rate": [0, 0.5],
+            "broker_config": {"dispatcherMaxReadBatchSize": 50},
+        }
+    )
     rows = list(spec.rows())
     assert len(spec) == len(rows) == 12
     assert [r.run for r in rows] == list(range(12))
@@ -76,12 +86,28 @@ def test_specs_load_from_json_and_yaml(tmp_path):
 
 
 def test_a_row_runs_the_same_every_time_and_seeds_differ():
-    row = one_row(subscription_type="Key_Shared", messages=300, keys=20, consumers=3, nack_rate=0.1,
-                  consumer_churn_every_ms=100, crash_rate=0.01, seeds=[7])
+    row = one_row(
+        subscription_type="Key_Shared",
+        messages=300,
+        keys=20,
+        consumers=3,
+        nack_rate=0.1,
+        consumer_churn_every_ms=100,
+        crash_rate=0.01,
+        seeds=[7],
+    )
     a, b = run_row(row), run_row(row)
     assert a.events.digest() == b.events.digest()
-    other = one_row(subscription_type="Key_Shared", messages=300, keys=20, consumers=3, nack_rate=0.1,
-                    consumer_churn_every_ms=100, crash_rate=0.01, seeds=[8])
+    other = one_row(
+        subscription_type="Key_Shared",
+        messages=300,
+        keys=20,
+        consumers=3,
+        nack_rate=0.1,
+        consumer_churn_every_ms=100,
+        crash_rate=0.01,
+        seeds=[8],
+    )
     assert run_row(other).events.digest() != a.events.digest()
 
 
@@ -96,8 +122,9 @@ def test_a_quiet_shared_run_delivers_everything_once_in_order():
 
 
 def test_every_message_nacked_ends_in_the_dead_letter_topic():
-    result = run_row(one_row(messages=50, nack_rate=1.0, max_redeliver_count=2, seeds=[3],
-                             negative_ack_redelivery_delay_ms=100))
+    result = run_row(
+        one_row(messages=50, nack_rate=1.0, max_redeliver_count=2, seeds=[3], negative_ack_redelivery_delay_ms=100)
+    )
     m = run_metrics(result.events.columns())
     assert result.settled
     assert m["dead_lettered"] == 50 and m["acked"] == 0
@@ -109,8 +136,10 @@ def _ranges_brute_force(cols) -> int:
     """Max over the log of the individually-deleted range count, recomputed from scratch after every event."""
     d_seq, _, (d_c, d_l, d_e) = _select(cols, "individually_deleted", "cursor", "ledger", "entry")
     m_seq, _, (m_c, m_l, m_e) = _select(cols, "mark_delete_moved", "cursor", "to_ledger", "to_entry")
-    ops = sorted([(s, 0, c, position(ld, e)) for s, c, ld, e in zip(d_seq, d_c, d_l, d_e)]
-                 + [(s, 1, c, position(ld, e)) for s, c, ld, e in zip(m_seq, m_c, m_l, m_e)])
+    ops = sorted(
+        [(s, 0, c, position(ld, e)) for s, c, ld, e in zip(d_seq, d_c, d_l, d_e)]
+        + [(s, 1, c, position(ld, e)) for s, c, ld, e in zip(m_seq, m_c, m_l, m_e)]
+    )
     held, marks, best = {}, {}, 0
     for _s, op, c, pos in ops:
         s = held.setdefault(c, set())
@@ -124,12 +153,15 @@ def _ranges_brute_force(cols) -> int:
     return best
 
 
-@pytest.mark.parametrize("fields", [
-    dict(subscription_type="Shared", nack_rate=0.2, consumers=3, crash_rate=0.01),
-    dict(subscription_type="Key_Shared", nack_rate=0.05, consumer_churn_every_ms=150, versions=["3.0"]),
-    dict(subscription_type="Shared", partitions=2, nack_rate=0.1, batching=True, batching_max_messages=5),
-    dict(subscription_type="Failover", consumers=2, consumer_churn_every_ms=200, crash_rate=0.02),
-])
+@pytest.mark.parametrize(
+    "fields",
+    [
+        dict(subscription_type="Shared", nack_rate=0.2, consumers=3, crash_rate=0.01),
+        dict(subscription_type="Key_Shared", nack_rate=0.05, consumer_churn_every_ms=150, versions=["3.0"]),
+        dict(subscription_type="Shared", partitions=2, nack_rate=0.1, batching=True, batching_max_messages=5),
+        dict(subscription_type="Failover", consumers=2, consumer_churn_every_ms=200, crash_rate=0.02),
+    ],
+)
 def test_metric_definitions_hold_on_varied_runs(fields):
     result = run_row(one_row(messages=300, keys=10, seeds=[2], **fields))
     cols = result.events.columns()

@@ -55,9 +55,16 @@ def cluster_env(tmp: Path) -> dict[str, str]:
     env = dict(os.environ)
     env.pop("SPARK_REMOTE", None)
     env.pop("PULSARLAB_SPARK_MASTER", None)
-    env.update(SPARK_HOME=str(spark_home()), SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable,
-               PYSPARK_DRIVER_PYTHON=sys.executable, SPARK_LOG_DIR=str(tmp / "logs"), SPARK_PID_DIR=str(tmp),
-               SPARK_WORKER_DIR=str(tmp / "work"), SPARK_IDENT_STRING=f"pulsarlab-{os.getpid()}")
+    env.update(
+        SPARK_HOME=str(spark_home()),
+        SPARK_LOCAL_IP="127.0.0.1",
+        PYSPARK_PYTHON=sys.executable,
+        PYSPARK_DRIVER_PYTHON=sys.executable,
+        SPARK_LOG_DIR=str(tmp / "logs"),
+        SPARK_PID_DIR=str(tmp),
+        SPARK_WORKER_DIR=str(tmp / "work"),
+        SPARK_IDENT_STRING=f"pulsarlab-{os.getpid()}",
+    )
     return env
 
 
@@ -69,8 +76,9 @@ class Started:
 
     def start(self, name: str, argv: list[str], env: dict[str, str]) -> subprocess.Popen:
         log = open(self.tmp / f"{name}.log", "wb")
-        proc = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            argv, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+        )
         self.procs.append((name, proc, log))
         return proc
 
@@ -82,8 +90,9 @@ class Started:
             if ready():
                 return
             time.sleep(0.5)
-        pytest.fail(f"{what} not ready after {START_TIMEOUT_S} s:\n" + "\n".join(self.tail(n) for n, _p, _l in
-                                                                                 self.procs))
+        pytest.fail(
+            f"{what} not ready after {START_TIMEOUT_S} s:\n" + "\n".join(self.tail(n) for n, _p, _l in self.procs)
+        )
 
     def tail(self, name: str) -> str:
         return f"--- {name}\n" + (self.tmp / f"{name}.log").read_text(errors="replace")[-3000:]
@@ -118,24 +127,69 @@ def clusters(tmp_path_factory):
     started = Started(tmp)
     connect, master, master_ui, worker_ui = free_port(), free_port(), free_port(), free_port()
     try:
-        started.start("connect", [
-            str(home / "sbin" / "start-connect-server.sh"), "--wait", "--master", "local[2]",
-            "--conf", f"spark.connect.grpc.binding.port={connect}",
-            "--conf", "spark.connect.grpc.binding.address=127.0.0.1", "--conf", "spark.ui.enabled=false",
-            "--conf", "spark.sql.shuffle.partitions=4", "--driver-memory", "768m"], env)
-        started.start("master", [
-            str(home / "bin" / "spark-class"), "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-            "--port", str(master), "--webui-port", str(master_ui)], env)
+        started.start(
+            "connect",
+            [
+                str(home / "sbin" / "start-connect-server.sh"),
+                "--wait",
+                "--master",
+                "local[2]",
+                "--conf",
+                f"spark.connect.grpc.binding.port={connect}",
+                "--conf",
+                "spark.connect.grpc.binding.address=127.0.0.1",
+                "--conf",
+                "spark.ui.enabled=false",
+                "--conf",
+                "spark.sql.shuffle.partitions=4",
+                "--driver-memory",
+                "768m",
+            ],
+            env,
+        )
+        started.start(
+            "master",
+            [
+                str(home / "bin" / "spark-class"),
+                "org.apache.spark.deploy.master.Master",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(master),
+                "--webui-port",
+                str(master_ui),
+            ],
+            env,
+        )
         deadline = time.monotonic() + START_TIMEOUT_S
         started.wait_for("the standalone master", lambda: listening(master), deadline)
-        started.start("worker", [
-            str(home / "bin" / "spark-class"), "org.apache.spark.deploy.worker.Worker", f"spark://127.0.0.1:{master}",
-            "--host", "127.0.0.1", "--cores", "2", "--memory", "1g", "--webui-port", str(worker_ui),
-            "--work-dir", str(tmp / "work")], env)
+        started.start(
+            "worker",
+            [
+                str(home / "bin" / "spark-class"),
+                "org.apache.spark.deploy.worker.Worker",
+                f"spark://127.0.0.1:{master}",
+                "--host",
+                "127.0.0.1",
+                "--cores",
+                "2",
+                "--memory",
+                "1g",
+                "--webui-port",
+                str(worker_ui),
+                "--work-dir",
+                str(tmp / "work"),
+            ],
+            env,
+        )
         started.wait_for("a standalone worker", lambda: _workers_alive(master_ui), deadline)
         started.wait_for("the Spark Connect server", lambda: listening(connect), deadline)
-        yield {"connect": f"sc://127.0.0.1:{connect}", "standalone": f"spark://127.0.0.1:{master}", "env": env,
-               "started": started}
+        yield {
+            "connect": f"sc://127.0.0.1:{connect}",
+            "standalone": f"spark://127.0.0.1:{master}",
+            "env": env,
+            "started": started,
+        }
     finally:
         started.stop()
 
@@ -144,15 +198,23 @@ def clusters(tmp_path_factory):
 def local_results(spark, tmp_path_factory):
     out = tmp_path_factory.mktemp("local")
     sweep(spark, cluster_probe.SWEEP, out, progress=False)
-    return {"keydist": key_distribution(spark, **cluster_probe.KEYDIST),
-            "delayed": delayed_sweep(spark, **cluster_probe.DELAYED), "metrics": read_metrics(out)}
+    return {
+        "keydist": key_distribution(spark, **cluster_probe.KEYDIST),
+        "delayed": delayed_sweep(spark, **cluster_probe.DELAYED),
+        "metrics": read_metrics(out),
+    }
 
 
 @pytest.mark.parametrize("where", ["connect", "standalone"])
 def test_cluster_runs_equal_local_runs(clusters, local_results, where, tmp_path):
     out = tmp_path / where
-    done = subprocess.run([sys.executable, str(PROBE), clusters[where], str(out)], env=clusters["env"],
-                          capture_output=True, text=True, timeout=PROBE_TIMEOUT_S)
+    done = subprocess.run(
+        [sys.executable, str(PROBE), clusters[where], str(out)],
+        env=clusters["env"],
+        capture_output=True,
+        text=True,
+        timeout=PROBE_TIMEOUT_S,
+    )
     assert done.returncode == 0, done.stderr[-4000:]
     module = (out / "session.txt").read_text()
     assert ("connect" in module) == (where == "connect"), module

@@ -15,20 +15,57 @@ from pulsarlab.cli import main as cli_main
 from pulsarlab.scenarios.run import run_row
 from pulsarlab.scenarios.spec import ROW_FIELDS, load_spec
 from pulsarlab.scenarios.sweep_metrics import METRIC_COLUMNS, run_metrics
-from pulsarlab.spark.sweep import EVENT_COLUMNS, SweepOutputExists, events_view, field_columns, read_metrics, sweep
+from pulsarlab.spark.sweep import (
+    EVENT_COLUMNS,
+    SweepOutputExists,
+    drop_unlisted,
+    events_view,
+    field_columns,
+    read_metrics,
+    sweep,
+)
 
 # a few runs that exercise every metric: Key_Shared churn on both dispatchers, nacks into the DLQ, crashes,
 # a partitioned topic with batching, delayed and chunked messages
 SPECS = [
-    {"name": "churn", "versions": ["3.0", "4.0"], "subscription_type": "Key_Shared", "seeds": [1], "messages": 300,
-     "keys": 20, "consumers": 3, "nack_rate": 0.05, "consumer_churn_every_ms": 100, "crash_rate": 0.01,
-     "consume_rate_per_s": 400},
-    {"name": "dlq", "versions": ["4.0"], "subscription_type": "Shared", "seeds": [2], "messages": 200,
-     "nack_rate": [0.3], "max_redeliver_count": 2, "negative_ack_redelivery_delay_ms": 100, "partitions": 2,
-     "batching": True, "batching_max_messages": 4},
-    {"name": "delayed-chunked", "versions": ["4.0"], "subscription_type": "Shared", "seeds": [3], "messages": 150,
-     "delayed_fraction": 0.3, "delayed_spread_ms": 2000, "chunked_fraction": 0.2, "unacked_messages_timeout_ms": 1000,
-     "consume_rate_per_s": 100},
+    {
+        "name": "churn",
+        "versions": ["3.0", "4.0"],
+        "subscription_type": "Key_Shared",
+        "seeds": [1],
+        "messages": 300,
+        "keys": 20,
+        "consumers": 3,
+        "nack_rate": 0.05,
+        "consumer_churn_every_ms": 100,
+        "crash_rate": 0.01,
+        "consume_rate_per_s": 400,
+    },
+    {
+        "name": "dlq",
+        "versions": ["4.0"],
+        "subscription_type": "Shared",
+        "seeds": [2],
+        "messages": 200,
+        "nack_rate": [0.3],
+        "max_redeliver_count": 2,
+        "negative_ack_redelivery_delay_ms": 100,
+        "partitions": 2,
+        "batching": True,
+        "batching_max_messages": 4,
+    },
+    {
+        "name": "delayed-chunked",
+        "versions": ["4.0"],
+        "subscription_type": "Shared",
+        "seeds": [3],
+        "messages": 150,
+        "delayed_fraction": 0.3,
+        "delayed_spread_ms": 2000,
+        "chunked_fraction": 0.2,
+        "unacked_messages_timeout_ms": 1000,
+        "consume_rate_per_s": 100,
+    },
 ]
 
 
@@ -65,13 +102,18 @@ def test_the_event_dataset_is_plain_parquet_with_the_documented_schema(swept):
     assert schema.field("time").type == pa.int64() and schema.field("f0").type == pa.int64()
     assert schema.field("kind").type == pa.string() and schema.field("text").type == pa.string()
     parts = sorted(p.relative_to(out / "events").parent.as_posix() for p in (out / "events").rglob("*.parquet"))
-    assert set(parts) == {"scenario=churn/version=3.0", "scenario=churn/version=4.0", "scenario=dlq/version=4.0",
-                          "scenario=delayed-chunked/version=4.0"}
+    assert set(parts) == {
+        "scenario=churn/version=3.0",
+        "scenario=churn/version=4.0",
+        "scenario=dlq/version=4.0",
+        "scenario=delayed-chunked/version=4.0",
+    }
     # one run read back equals its in-process log, event by event
     row = next(load_spec(SPECS[0]).rows())
     cols = run_row(row).events.columns()
-    table = dataset.to_table(filter=(ds.field("scenario") == "churn") & (ds.field("version") == row.version)
-                             & (ds.field("run") == row.run)).to_pandas()
+    table = dataset.to_table(
+        filter=(ds.field("scenario") == "churn") & (ds.field("version") == row.version) & (ds.field("run") == row.run)
+    ).to_pandas()
     events = table[table.kind != "string"].sort_values("seq")
     assert events.seq.tolist() == list(range(len(cols)))
     assert events.time.tolist() == cols.time.tolist()
@@ -93,12 +135,39 @@ def test_the_event_dataset_is_plain_parquet_with_the_documented_schema(swept):
 def test_events_view_names_the_fields_and_decodes_strings(spark, swept):
     out, _metrics = swept
     view = events_view(spark, out / "events", "hash_blocked").toPandas()
-    assert list(view.columns) == ["scenario", "version", "run", "seq", "time", "consumer", "hash", "ledger", "entry",
-                                  "reason"]
-    assert set(view.reason) <= {"hash_in_replay_set", "hash_draining", "recently_joined", "no_permits",
-                                "no_consumer"} and len(view) > 0
-    assert field_columns("app_received") == {"consumer": "f0", "msg": "f1", "key": "f2", "redelivery_count": "f3",
-                                             "action": "f4"}
+    assert list(view.columns) == [
+        "scenario",
+        "version",
+        "run",
+        "seq",
+        "time",
+        "consumer",
+        "hash",
+        "ledger",
+        "entry",
+        "reason",
+    ]
+    assert (
+        set(view.reason) <= {"hash_in_replay_set", "hash_draining", "recently_joined", "no_permits", "no_consumer"}
+        and len(view) > 0
+    )
+    assert field_columns("app_received") == {
+        "consumer": "f0",
+        "msg": "f1",
+        "key": "f2",
+        "redelivery_count": "f3",
+        "action": "f4",
+    }
+
+
+def test_part_files_of_discarded_task_attempts_are_dropped(tmp_path):
+    folder = tmp_path / "events" / "scenario=s" / "version=4.0"
+    folder.mkdir(parents=True)
+    kept, stale = folder / "part-a.parquet", folder / "part-b.parquet"
+    kept.write_bytes(b"x")
+    stale.write_bytes(b"x")
+    assert drop_unlisted(tmp_path / "events", [str(kept)]) == [stale]
+    assert kept.exists() and not stale.exists()
 
 
 class Untouchable:

@@ -46,14 +46,18 @@ ACK, NACK, CRASH = 0, 1, 2
 ACTIONS = ("acknowledged", "negatively acknowledged", "crashed before acknowledging")
 
 APP_RECEIVED = event_type(
-    "app_received", "consumer:int msg:int key:int redelivery_count:int action:int",
+    "app_received",
+    "consumer:int msg:int key:int redelivery_count:int action:int",
     "the application of consumer {consumer} took message {msg} (key k{key}, redelivery count {redelivery_count}); "
     "action {action} (0 ack, 1 nack, 2 crash)",
-    rule="the sweep driver's application log (pulsarlab.scenarios.run)")
+    rule="the sweep driver's application log (pulsarlab.scenarios.run)",
+)
 
 _CONSUMER_TYPES = {
-    "Exclusive": ConsumerType.Exclusive, "Shared": ConsumerType.Shared,
-    "Failover": ConsumerType.Failover, "Key_Shared": ConsumerType.KeyShared,
+    "Exclusive": ConsumerType.Exclusive,
+    "Shared": ConsumerType.Shared,
+    "Failover": ConsumerType.Failover,
+    "Key_Shared": ConsumerType.KeyShared,
 }
 
 
@@ -75,17 +79,21 @@ class RunResult:
 class _Driver:
     def __init__(self, row: GridRow, record_events: bool) -> None:
         self.row = row
-        self.lab = lab = Lab(version=row.version, seed=row.seed, broker_config=row.effective_broker_config(),
-                             record_events=record_events)
+        self.lab = lab = Lab(
+            version=row.version, seed=row.seed, broker_config=row.effective_broker_config(), record_events=record_events
+        )
         self.rng = random.Random(lab.derive_seed("sweep-driver"))
         self.client = lab.client()
         if row.partitions > 0:
             lab.admin.topics.create_partitioned_topic(TOPIC, row.partitions)
         key_shared = row.subscription_type == "Key_Shared"
         self.producer = self.client.create_producer(
-            TOPIC, batching_enabled=row.batching, batching_max_messages=row.batching_max_messages,
+            TOPIC,
+            batching_enabled=row.batching,
+            batching_max_messages=row.batching_max_messages,
             batching_type=BatchingType.KeyBased if key_shared else BatchingType.Default,
-            chunking_enabled=row.chunked_fraction > 0)
+            chunking_enabled=row.chunked_fraction > 0,
+        )
         self.chunked_bytes = int(lab.config["maxMessageSize"] * CHUNKED_PAYLOAD_FACTOR)
         self.consumers: list = []
         self.names = 0
@@ -95,18 +103,28 @@ class _Driver:
         self.credit: dict[int, float] = {}
         self.sent = 0
         self.log = lab.events
-        self.partition_names = ([f"persistent://public/default/{TOPIC}-partition-{i}" for i in range(row.partitions)]
-                                if row.partitions else [f"persistent://public/default/{TOPIC}"])
+        self.partition_names = (
+            [f"persistent://public/default/{TOPIC}-partition-{i}" for i in range(row.partitions)]
+            if row.partitions
+            else [f"persistent://public/default/{TOPIC}"]
+        )
 
     def _subscribe(self) -> None:
         row = self.row
         policy = ConsumerDeadLetterPolicy(row.max_redeliver_count) if row.max_redeliver_count else None
         self.names += 1
-        self.consumers.append(self.client.subscribe(
-            TOPIC, SUBSCRIPTION, consumer_type=_CONSUMER_TYPES[row.subscription_type],
-            consumer_name=f"c{self.names}", receiver_queue_size=row.receiver_queue_size,
-            negative_ack_redelivery_delay_ms=row.negative_ack_redelivery_delay_ms,
-            unacked_messages_timeout_ms=row.unacked_messages_timeout_ms, dead_letter_policy=policy))
+        self.consumers.append(
+            self.client.subscribe(
+                TOPIC,
+                SUBSCRIPTION,
+                consumer_type=_CONSUMER_TYPES[row.subscription_type],
+                consumer_name=f"c{self.names}",
+                receiver_queue_size=row.receiver_queue_size,
+                negative_ack_redelivery_delay_ms=row.negative_ack_redelivery_delay_ms,
+                unacked_messages_timeout_ms=row.unacked_messages_timeout_ms,
+                dead_letter_policy=policy,
+            )
+        )
 
     def publish_due(self, now: int) -> None:
         row, rng, send = self.row, self.rng, self.producer.send_async
@@ -116,8 +134,12 @@ class _Driver:
             delay = rng.randrange(row.delayed_spread_ms + 1) if rng.random() < row.delayed_fraction else None
             chunked = rng.random() < row.chunked_fraction
             payload = i.to_bytes(4, "big") + b"x" * ((self.chunked_bytes if chunked else PAYLOAD_BYTES) - 4)
-            send(payload, None, partition_key=f"k{key}",
-                 deliver_after=None if delay is None else timedelta(milliseconds=delay))
+            send(
+                payload,
+                None,
+                partition_key=f"k{key}",
+                deliver_after=None if delay is None else timedelta(milliseconds=delay),
+            )
         self.sent = max(self.sent, due)
 
     def consume(self) -> int:
@@ -144,8 +166,7 @@ class _Driver:
                 draw = rng.random()
                 action = CRASH if draw < crash_below else NACK if draw < nack_below else ACK
                 if log.enabled:
-                    log.append_row(APP_RECEIVED, lab.now(), consumer._id, number, key, msg.redelivery_count(),
-                                   action)
+                    log.append_row(APP_RECEIVED, lab.now(), consumer._id, number, key, msg.redelivery_count(), action)
                 if action == ACK:
                     consumer.acknowledge(msg)
                 elif action == NACK:

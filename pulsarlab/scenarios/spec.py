@@ -83,6 +83,7 @@ def _is_int(value: Any) -> bool:
 
 def _check_value(name: str, kind: str, value: Any) -> Any:
     """One checked value of field ``name`` (normalised), or SpecError."""
+
     def bad(expected: str) -> SpecError:
         return SpecError(name, f"{expected}, got {value!r}")
 
@@ -128,8 +129,12 @@ def _check_value(name: str, kind: str, value: Any) -> Any:
             raise bad("must be null/0 (no ack timeout) or an int >= 1000 (milliseconds), as the Java client requires")
         return value
     if kind == "fraction":
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-                or not 0 <= value <= 1:
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not math.isfinite(value)
+            or not 0 <= value <= 1
+        ):
             raise bad("must be a number between 0 and 1")
         return float(value)
     if kind == "bool":
@@ -243,10 +248,12 @@ class ScenarioSpec:
                 close = difflib.get_close_matches(str(key), known, n=1)
                 hint = f" (did you mean {close[0]!r}?)" if close else ""
                 raise SpecError(str(key), f"is not a spec field{hint}; fields: {', '.join(known)}")
-        grid = {name: _grid_values(name, kind, data.get(name, default))
-                for name, (default, kind) in GRID_FIELDS.items()}
-        fixed = {name: _check_value(name, kind, data.get(name, default))
-                 for name, (default, kind) in SCALAR_FIELDS.items()}
+        grid = {
+            name: _grid_values(name, kind, data.get(name, default)) for name, (default, kind) in GRID_FIELDS.items()
+        }
+        fixed = {
+            name: _check_value(name, kind, data.get(name, default)) for name, (default, kind) in SCALAR_FIELDS.items()
+        }
         spec = cls(fixed["name"], grid, fixed["broker_config"], fixed["tick_ms"], fixed["max_run_ms"])
         spec._check_across()
         return spec
@@ -254,12 +261,19 @@ class ScenarioSpec:
     def _check_across(self) -> None:
         g = self.grid
         if any(c > 0 for c in g["chunked_fraction"]) and any(g["batching"]):
-            raise SpecError("chunked_fraction", "chunked messages need batching off (Pulsar refuses chunking with "
-                                                "batching); set batching: false or chunked_fraction: 0")
+            raise SpecError(
+                "chunked_fraction",
+                "chunked messages need batching off (Pulsar refuses chunking with "
+                "batching); set batching: false or chunked_fraction: 0",
+            )
         if any(t in ("Exclusive",) for t in g["subscription_type"]) and (
-                max(g["consumers"]) > 1 or any(g["consumer_churn_every_ms"]) or any(g["crash_rate"])):
-            raise SpecError("subscription_type", "an Exclusive subscription takes one consumer: use consumers: 1 "
-                                                 "without churn or crashes, or another type")
+            max(g["consumers"]) > 1 or any(g["consumer_churn_every_ms"]) or any(g["crash_rate"])
+        ):
+            raise SpecError(
+                "subscription_type",
+                "an Exclusive subscription takes one consumer: use consumers: 1 "
+                "without churn or crashes, or another type",
+            )
         for version in g["versions"]:
             try:
                 get_profile(version).broker_config(self.broker_config)
@@ -278,14 +292,25 @@ class ScenarioSpec:
         for run, values in enumerate(itertools.product(*(self.grid[n] for n in names))):
             v = dict(zip(names, values))
             yield GridRow(
-                run=run, scenario=self.name, version=v.pop("versions"), seed=v.pop("seeds"), tick_ms=self.tick_ms,
-                max_run_ms=self.max_run_ms, broker_config=dict(self.broker_config), **v,
+                run=run,
+                scenario=self.name,
+                version=v.pop("versions"),
+                seed=v.pop("seeds"),
+                tick_ms=self.tick_ms,
+                max_run_ms=self.max_run_ms,
+                broker_config=dict(self.broker_config),
+                **v,
             )
 
     def to_dict(self) -> dict[str, Any]:
         """The spec as a mapping ``from_dict`` accepts (lists for the grid fields)."""
-        return {"name": self.name, **{k: list(v) for k, v in self.grid.items()},
-                "broker_config": dict(self.broker_config), "tick_ms": self.tick_ms, "max_run_ms": self.max_run_ms}
+        return {
+            "name": self.name,
+            **{k: list(v) for k, v in self.grid.items()},
+            "broker_config": dict(self.broker_config),
+            "tick_ms": self.tick_ms,
+            "max_run_ms": self.max_run_ms,
+        }
 
 
 def load_spec(source: str | Path | Mapping[str, Any] | ScenarioSpec) -> ScenarioSpec:

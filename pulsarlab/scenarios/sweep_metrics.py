@@ -39,9 +39,25 @@ PERCENTILES = (50, 90, 99)
 ENTRY_BITS = 32  # a position as one int64: ledger * 2**32 + entry (entry -1 sorts before entry 0 of its ledger)
 
 METRIC_COLUMNS = [
-    "published", "received", "acked", "nacked", "crashed", "dead_lettered", "duplicates", "redeliveries",
-    "out_of_order", "max_ack_holes", "md_covered_entries", "md_lag_ms_p50", "md_lag_ms_p90", "md_lag_ms_p99",
-    "md_lag_ms_max", "blocked_hash_episodes", "blocked_hash_ms_total", "blocked_hash_ms_max", "end_ms",
+    "published",
+    "received",
+    "acked",
+    "nacked",
+    "crashed",
+    "dead_lettered",
+    "duplicates",
+    "redeliveries",
+    "out_of_order",
+    "max_ack_holes",
+    "md_covered_entries",
+    "md_lag_ms_p50",
+    "md_lag_ms_p90",
+    "md_lag_ms_p99",
+    "md_lag_ms_max",
+    "blocked_hash_episodes",
+    "blocked_hash_ms_total",
+    "blocked_hash_ms_max",
+    "end_ms",
 ]
 
 
@@ -73,9 +89,10 @@ def _max_ack_holes(cols: LogColumns) -> int:
     """Replays individually_deleted / mark_delete_moved in log order, one sorted set of positions per cursor."""
     d_seq, _, (d_cursor, d_ledger, d_entry) = _select(cols, "individually_deleted", "cursor", "ledger", "entry")
     m_seq, _, (m_cursor, m_ledger, m_entry) = _select(cols, "mark_delete_moved", "cursor", "to_ledger", "to_entry")
-    ops = sorted([(int(s), 0, int(c), int(position(ld, e))) for s, c, ld, e in zip(d_seq, d_cursor, d_ledger, d_entry)]
-                 + [(int(s), 1, int(c), int(position(ld, e))) for s, c, ld, e in zip(m_seq, m_cursor, m_ledger,
-                                                                                       m_entry)])
+    ops = sorted(
+        [(int(s), 0, int(c), int(position(ld, e))) for s, c, ld, e in zip(d_seq, d_cursor, d_ledger, d_entry)]
+        + [(int(s), 1, int(c), int(position(ld, e))) for s, c, ld, e in zip(m_seq, m_cursor, m_ledger, m_entry)]
+    )
     held: dict[int, SortedList] = {}
     marks: dict[int, int] = {}
     runs: dict[int, int] = {}
@@ -137,9 +154,14 @@ def _blocked_episodes(cols: LogColumns, end_ms: int) -> list[int]:
     reasons = {cols.string_id(r) for r in ORDERING_REASONS} - {-1}
     b_seq, b_time, (b_ledger, b_entry, b_reason) = _select(cols, "hash_blocked", "ledger", "entry", "reason")
     d_seq, d_time, (d_ledger, d_entry) = _select(cols, "dispatched", "ledger", "entry")
-    ops = sorted([(int(s), 0, int(t), int(ld), int(e)) for s, t, ld, e, r in zip(b_seq, b_time, b_ledger, b_entry,
-                                                                                   b_reason) if int(r) in reasons]
-                 + [(int(s), 1, int(t), int(ld), int(e)) for s, t, ld, e in zip(d_seq, d_time, d_ledger, d_entry)])
+    ops = sorted(
+        [
+            (int(s), 0, int(t), int(ld), int(e))
+            for s, t, ld, e, r in zip(b_seq, b_time, b_ledger, b_entry, b_reason)
+            if int(r) in reasons
+        ]
+        + [(int(s), 1, int(t), int(ld), int(e)) for s, t, ld, e in zip(d_seq, d_time, d_ledger, d_entry)]
+    )
     open_since: dict[tuple[int, int], int] = {}
     episodes = []
     for _seq, op, t, ld, e in ops:

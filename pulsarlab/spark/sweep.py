@@ -37,9 +37,9 @@ fields named (str fields decoded). About 3.5-4.5 bytes per event on disk (``benc
 
 Simplifications: the tasks write the event files themselves (pyarrow) rather than through Spark's writer, which
 turned every event into a JVM row and cost more than the model run (bench/scenarios.py); so ``out`` must be a local
-path every executor and the driver share (one machine, or NFS), and a task attempt that Spark re-runs after it
-finished writing (speculation, a lost executor) leaves its earlier files beside the new ones. Workers need the same
-pulsarlab installed (see the README).
+path every executor and the driver share (one machine, or NFS). Each task returns the files it wrote; once the job
+is done the driver deletes any other part file (from a task attempt Spark retried or speculated), so every run is
+in the dataset once. Workers need the same pulsarlab installed (see the README).
 """
 
 from __future__ import annotations
@@ -64,23 +64,45 @@ from pulsarlab.scenarios.sweep_metrics import METRIC_COLUMNS, ORDERING_REASONS
 FIELD_COLUMNS = [f"f{i}" for i in range(MAX_FIELDS)]
 FILE_COLUMNS = ["run", "seq", "time", "kind", *FIELD_COLUMNS, "text"]  # in each Parquet file
 EVENT_COLUMNS = [*FILE_COLUMNS, "scenario", "version"]  # read back: the partition columns last
-FILE_SCHEMA = pa.schema([("run", pa.int32()), ("seq", pa.int32()), ("time", pa.int64()), ("kind", pa.string()),
-                         *((c, pa.int64()) for c in FIELD_COLUMNS), ("text", pa.string())])
-EVENTS_SCHEMA = ("run int, seq int, time long, kind string, "
-                 + ", ".join(f"{c} long" for c in FIELD_COLUMNS) + ", text string, scenario string, version string")
-RUNS_SCHEMA = "scenario string, version string, run int, rows long"
+FILE_SCHEMA = pa.schema(
+    [
+        ("run", pa.int32()),
+        ("seq", pa.int32()),
+        ("time", pa.int64()),
+        ("kind", pa.string()),
+        *((c, pa.int64()) for c in FIELD_COLUMNS),
+        ("text", pa.string()),
+    ]
+)
+EVENTS_SCHEMA = (
+    "run int, seq int, time long, kind string, "
+    + ", ".join(f"{c} long" for c in FIELD_COLUMNS)
+    + ", text string, scenario string, version string"
+)
+RUNS_SCHEMA = "scenario string, version string, run int, rows long, file string"
 ROW_GROUP_EVENTS = 1 << 20  # events buffered per file before a row group is written
 GRID_SCHEMA = "run int, row string"
 STRING_KIND = "string"
 BATCH_EVENTS = 1 << 17  # events per Arrow record batch out of a worker
 RUN_KEYS = ("scenario", "version", "run")
 # the event kinds `metrics_sql` reads
-METRIC_KINDS = ("message_published", "dead_lettered", "app_received", "entry_persisted", "mark_delete_moved",
-                "individually_deleted", "hash_blocked", "dispatched", STRING_KIND)
+METRIC_KINDS = (
+    "message_published",
+    "dead_lettered",
+    "app_received",
+    "entry_persisted",
+    "mark_delete_moved",
+    "individually_deleted",
+    "hash_blocked",
+    "dispatched",
+    STRING_KIND,
+)
 # the event files (pyarrow, in the tasks): zstd, v2 pages; run sequence number and time delta-encoded (they grow by
 # small steps), the field columns and kinds dictionary-encoded (few distinct values per page)
 PARQUET_FILE_OPTIONS = dict(
-    compression="zstd", data_page_version="2.0", use_dictionary=["run", "kind", "text", *FIELD_COLUMNS],
+    compression="zstd",
+    data_page_version="2.0",
+    use_dictionary=["run", "kind", "text", *FIELD_COLUMNS],
     column_encoding={"seq": "DELTA_BINARY_PACKED", "time": "DELTA_BINARY_PACKED"},
 )
 # the metrics table (Spark's writer)
@@ -97,6 +119,7 @@ def field_columns(kind: str) -> dict[str, str]:
 
 
 # ----------------------------------------------------------------------------------------------- worker side
+
 
 def _constant(value: str, n: int) -> pa.Array:
     return pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, dtype=np.int32)), pa.array([value])).cast(pa.string())
@@ -118,22 +141,32 @@ def run_batches(row: GridRow) -> Iterator[pa.RecordBatch]:
         stop = min(n, start + BATCH_EVENTS)
         m = stop - start
         kinds = pa.DictionaryArray.from_arrays(pa.array(cols.kind[start:stop].astype(np.int32)), names)
-        yield pa.RecordBatch.from_arrays([
-            pa.array(np.full(m, row.run, dtype=np.int32)),
-            pa.array(np.arange(start, stop, dtype=np.int32)),
-            pa.array(cols.time[start:stop]),
-            kinds.cast(pa.string()),
-            *(_nullable(f[start:stop]) for f in cols.fields),
-            pa.nulls(m, pa.string()),
-        ], names=FILE_COLUMNS)
+        yield pa.RecordBatch.from_arrays(
+            [
+                pa.array(np.full(m, row.run, dtype=np.int32)),
+                pa.array(np.arange(start, stop, dtype=np.int32)),
+                pa.array(cols.time[start:stop]),
+                kinds.cast(pa.string()),
+                *(_nullable(f[start:stop]) for f in cols.fields),
+                pa.nulls(m, pa.string()),
+            ],
+            names=FILE_COLUMNS,
+        )
     k = len(cols.strings)
     if k:
         nothing = pa.nulls(k, pa.int64())
-        yield pa.RecordBatch.from_arrays([
-            pa.array(np.full(k, row.run, dtype=np.int32)), pa.nulls(k, pa.int32()), nothing,
-            _constant(STRING_KIND, k), pa.array(np.arange(k, dtype=np.int64)), *([nothing] * (MAX_FIELDS - 1)),
-            pa.array(list(cols.strings), type=pa.string()),
-        ], names=FILE_COLUMNS)
+        yield pa.RecordBatch.from_arrays(
+            [
+                pa.array(np.full(k, row.run, dtype=np.int32)),
+                pa.nulls(k, pa.int32()),
+                nothing,
+                _constant(STRING_KIND, k),
+                pa.array(np.arange(k, dtype=np.int64)),
+                *([nothing] * (MAX_FIELDS - 1)),
+                pa.array(list(cols.strings), type=pa.string()),
+            ],
+            names=FILE_COLUMNS,
+        )
 
 
 def row_from_json(text: str) -> GridRow:
@@ -173,13 +206,14 @@ class _DatasetWriter:
             writer.write_table(pa.Table.from_batches(pending, schema=FILE_SCHEMA))
             pending.clear()
 
-    def close(self) -> list[str]:
-        done = []
+    def close(self) -> dict[tuple[str, str], str]:
+        """Finish every file; returns (scenario, version) -> the file's path."""
+        done = {}
         for key, (writer, hidden, final, _pending) in self.open.items():
             self._flush(key)
             writer.close()
             hidden.rename(final)
-            done.append(str(final))
+            done[key] = str(final)
         self.open.clear()
         return done
 
@@ -205,20 +239,28 @@ def _write_grid(events_dir: str) -> Callable[[Iterator[pa.RecordBatch]], Iterato
                         writer.write(row, out)
                         events += out.num_rows
                     done.append((row.scenario, row.version, row.run, events))
-            writer.close()
+            files = writer.close()
         except BaseException:
             writer.abandon()
             raise
         if done:
             scenarios, versions, runs, counts = zip(*done)
             yield pa.RecordBatch.from_arrays(
-                [pa.array(scenarios, pa.string()), pa.array(versions, pa.string()), pa.array(runs, pa.int32()),
-                 pa.array(counts, pa.int64())], names=["scenario", "version", "run", "rows"])
+                [
+                    pa.array(scenarios, pa.string()),
+                    pa.array(versions, pa.string()),
+                    pa.array(runs, pa.int32()),
+                    pa.array(counts, pa.int64()),
+                    pa.array([files[(sc, v)] for sc, v in zip(scenarios, versions)], pa.string()),
+                ],
+                names=["scenario", "version", "run", "rows", "file"],
+            )
 
     return run
 
 
 # ----------------------------------------------------------------------------------------------- metrics in SQL
+
 
 def _f(kind: str, name: str) -> str:
     return field_columns(kind)[name]
@@ -250,8 +292,8 @@ base AS (
          SUM(IF(kind = 'dead_lettered', 1, 0)) AS dead_lettered, MAX(time) AS end_ms
   FROM {all_events} WHERE kind <> '{STRING_KIND}' GROUP BY {k}),
 app AS (
-  SELECT {k}, seq, {app['msg']} AS msg, {app['key']} AS key, {app['redelivery_count']} AS rc,
-         {app['action']} AS action
+  SELECT {k}, seq, {app["msg"]} AS msg, {app["key"]} AS key, {app["redelivery_count"]} AS rc,
+         {app["action"]} AS action
   FROM ev WHERE kind = 'app_received'),
 app_m AS (
   SELECT {k}, COUNT(*) AS received, SUM(IF(action = 0, 1, 0)) AS acked, SUM(IF(action = 1, 1, 0)) AS nacked,
@@ -264,12 +306,12 @@ ooo AS (
                                     ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev_max
     FROM app) GROUP BY {k}),
 persisted AS (
-  SELECT {k}, {f_ep['topic']} AS topic, {f_ep['ledger']} AS ledger, {f_ep['ledger']} {pos} {f_ep['entry']} AS pos,
+  SELECT {k}, {f_ep["topic"]} AS topic, {f_ep["ledger"]} AS ledger, {f_ep["ledger"]} {pos} {f_ep["entry"]} AS pos,
          time
   FROM ev WHERE kind = 'entry_persisted'),
 marks AS (
-  SELECT {k}, seq, time, {f_md['cursor']} AS cursor, {f_md['to_ledger']} AS ledger, {f_md['to_entry']} AS entry,
-         {f_md['to_ledger']} {pos} {f_md['to_entry']} AS pos
+  SELECT {k}, seq, time, {f_md["cursor"]} AS cursor, {f_md["to_ledger"]} AS ledger, {f_md["to_entry"]} AS entry,
+         {f_md["to_ledger"]} {pos} {f_md["to_entry"]} AS pos
   FROM ev WHERE kind = 'mark_delete_moved'),
 cursor_topic AS (
   SELECT {k}, cursor, MIN(topic) AS topic FROM (
@@ -300,9 +342,9 @@ lag_m AS (
          MAX(lag) AS md_lag_ms_max
   FROM lag_ranked GROUP BY {k}),
 dels AS (
-  SELECT {k}, {f_id['cursor']} AS cursor, {f_id['entry']} AS entry, {f_id['ledger']} {pos} {f_id['entry']} AS pos,
+  SELECT {k}, {f_id["cursor"]} AS cursor, {f_id["entry"]} AS entry, {f_id["ledger"]} {pos} {f_id["entry"]} AS pos,
          MIN(seq) AS a
-  FROM ev WHERE kind = 'individually_deleted' GROUP BY {k}, {f_id['cursor']}, {f_id['ledger']}, {f_id['entry']}),
+  FROM ev WHERE kind = 'individually_deleted' GROUP BY {k}, {f_id["cursor"]}, {f_id["ledger"]}, {f_id["entry"]}),
 del_cover AS (
   SELECT * FROM (
     SELECT {k}, cursor, pos, entry, a, is_mark,
@@ -344,13 +386,13 @@ blocks AS (
          LAST(dseq, TRUE) OVER (PARTITION BY {k}, ledger, entry ORDER BY seq DESC {running}) AS end_seq,
          LAST(dtime, TRUE) OVER (PARTITION BY {k}, ledger, entry ORDER BY seq DESC {running}) AS end_time
   FROM (
-    SELECT e.scenario, e.version, e.run, e.seq, e.time, e.{f_hb['ledger']} AS ledger, e.{f_hb['entry']} AS entry,
+    SELECT e.scenario, e.version, e.run, e.seq, e.time, e.{f_hb["ledger"]} AS ledger, e.{f_hb["entry"]} AS entry,
            0 AS is_d, CAST(NULL AS INT) AS dseq, CAST(NULL AS BIGINT) AS dtime
     FROM ev e JOIN reasons r
-      ON e.scenario = r.scenario AND e.version = r.version AND e.run = r.run AND e.{f_hb['reason']} = r.id
+      ON e.scenario = r.scenario AND e.version = r.version AND e.run = r.run AND e.{f_hb["reason"]} = r.id
     WHERE e.kind = 'hash_blocked'
     UNION ALL
-    SELECT {k}, seq, time, {f_dp['ledger']}, {f_dp['entry']}, 1, seq, time FROM ev WHERE kind = 'dispatched')),
+    SELECT {k}, seq, time, {f_dp["ledger"]}, {f_dp["entry"]}, 1, seq, time FROM ev WHERE kind = 'dispatched')),
 episodes AS (
   SELECT b.scenario, b.version, b.run, COALESCE(MAX(b.end_time), MAX(base.end_ms)) - MIN(b.time) AS ms
   FROM blocks b JOIN base ON b.scenario = base.scenario AND b.version = base.version AND b.run = base.run
@@ -380,6 +422,7 @@ LEFT JOIN blocked USING (scenario, version, run)
 
 # ----------------------------------------------------------------------------------------------- progress
 
+
 class _Progress:
     """A one-line text progress bar of the run stage's tasks (stderr; a notebook shows it as stream output)."""
 
@@ -401,8 +444,10 @@ class _Progress:
         width = 30
         filled = width * done_tasks // max(1, self.tasks)
         elapsed = time.perf_counter() - self.started
-        self.out.write(f"\rsweep [{'#' * filled}{'.' * (width - filled)}] {done_tasks}/{self.tasks} tasks "
-                       f"({self.total_runs} runs) {elapsed:5.1f} s")
+        self.out.write(
+            f"\rsweep [{'#' * filled}{'.' * (width - filled)}] {done_tasks}/{self.tasks} tasks "
+            f"({self.total_runs} runs) {elapsed:5.1f} s"
+        )
         if final:
             self.out.write("\n")
         self.out.flush()
@@ -449,6 +494,7 @@ def _watch(spark, progress: _Progress) -> Callable[[], None]:
 
 # ----------------------------------------------------------------------------------------------- driver side
 
+
 def _parallelism(spark) -> int:
     try:
         return max(1, int(spark.sparkContext.defaultParallelism))
@@ -466,8 +512,10 @@ def check_out(out: str | Path, overwrite: bool) -> list[str]:
         raise SweepOutputExists(f"{str(path)!r} is a file, not a folder for a sweep")
     taken = [p for p in ("events", "metrics") if (path / p).exists()]
     if taken and not overwrite:
-        raise SweepOutputExists(f"{str(path)!r} already holds a sweep ({', '.join(p + '/' for p in taken)}); pass "
-                                f"overwrite=True (--overwrite) or choose another folder")
+        raise SweepOutputExists(
+            f"{str(path)!r} already holds a sweep ({', '.join(p + '/' for p in taken)}); pass "
+            f"overwrite=True (--overwrite) or choose another folder"
+        )
     return taken
 
 
@@ -510,8 +558,9 @@ def run_events(spark, specs: Any, events_dir: str | Path, partitions: int | None
     return source.mapInArrow(_write_grid(str(Path(events_dir).resolve())), RUNS_SCHEMA), tasks
 
 
-def sweep(spark, specs: Any, out: str | Path, *, overwrite: bool = False, partitions: int | None = None,
-          progress: bool = True) -> pd.DataFrame:
+def sweep(
+    spark, specs: Any, out: str | Path, *, overwrite: bool = False, partitions: int | None = None, progress: bool = True
+) -> pd.DataFrame:
     """Run every grid row of ``specs`` on Spark; write ``out/events/`` and ``out/metrics/``; return the metrics.
 
     ``specs`` is one spec or a list of them (scenarios with different names, run in one Spark job, metrics in one
@@ -533,18 +582,31 @@ def sweep(spark, specs: Any, out: str | Path, *, overwrite: bool = False, partit
         written = write_events(job)
     finally:
         stop()
-    if len(written) != bar.total_runs:
-        raise RuntimeError(f"the sweep wrote {len(written)} of {bar.total_runs} runs")
+    if len(written) != bar.total_runs or written.duplicated(["scenario", "run"]).any():
+        raise RuntimeError(f"the sweep wrote {len(written)} runs for {bar.total_runs} grid rows")
+    drop_unlisted(path / "events", written.file)
     bar.show(tasks, final=True)
     metrics = compute_metrics(spark, path / "events", specs)
     spark.createDataFrame(metrics).coalesce(1).write.mode("overwrite").options(**PARQUET_OPTIONS).parquet(
-        str(path / "metrics"))
+        str(path / "metrics")
+    )
     return metrics
 
 
 def write_events(job) -> pd.DataFrame:
-    """Run a `run_events` job: every task writes its runs' Parquet files; returns one row per run written."""
+    """Run a `run_events` job: every task writes its runs' Parquet files; returns one row per run written (its
+    scenario, version, run, rows and file)."""
     return job.toPandas()
+
+
+def drop_unlisted(events_dir: str | Path, files: Any) -> list[Path]:
+    """Delete the part files in ``events_dir`` that ``files`` does not list (written by task attempts whose results
+    Spark discarded); returns them."""
+    kept = {Path(f).resolve() for f in files}
+    dropped = [p for p in Path(events_dir).rglob("*.parquet") if p.resolve() not in kept]
+    for part in dropped:
+        part.unlink()
+    return dropped
 
 
 def read_events(spark, events_dir: str | Path):
@@ -589,15 +651,19 @@ def events_view(spark, events_dir: str | Path, kind: str):
 
     et = get_event_type(kind)
     frame = read_events(spark, events_dir)
-    strings = frame.where(F.col("kind") == STRING_KIND).select(*RUN_KEYS, F.col("f0").alias("_id"),
-                                                                  F.col("text").alias("_text"))
+    strings = frame.where(F.col("kind") == STRING_KIND).select(
+        *RUN_KEYS, F.col("f0").alias("_id"), F.col("text").alias("_text")
+    )
     rows = frame.where(F.col("kind") == kind)
     columns = [F.col(c) for c in ("scenario", "version", "run", "seq", "time")]
     for i, (name, ftype) in enumerate(et.fields):
         column = FIELD_COLUMNS[i]
         if ftype in ("str", "json"):
-            texts = strings.select(*(F.col(c).alias(f"_{c}{i}") for c in RUN_KEYS), F.col("_id").alias(f"_id{i}"),
-                                   F.col("_text").alias(name))
+            texts = strings.select(
+                *(F.col(c).alias(f"_{c}{i}") for c in RUN_KEYS),
+                F.col("_id").alias(f"_id{i}"),
+                F.col("_text").alias(name),
+            )
             match = [F.col(c) == F.col(f"_{c}{i}") for c in RUN_KEYS] + [F.col(column) == F.col(f"_id{i}")]
             rows = rows.join(texts, match[0] & match[1] & match[2] & match[3], "left")
             columns.append(F.col(name))
@@ -609,7 +675,21 @@ def events_view(spark, events_dir: str | Path, kind: str):
 
 
 __all__ = [
-    "EVENTS_SCHEMA", "EVENT_COLUMNS", "FIELD_COLUMNS", "SweepOutputExists", "check_out", "compute_metrics",
-    "events_view", "field_columns", "grid_frame", "load_specs", "metrics_sql", "read_events", "read_metrics",
-    "run_batches", "run_events", "sweep", "write_events",
+    "EVENTS_SCHEMA",
+    "EVENT_COLUMNS",
+    "FIELD_COLUMNS",
+    "SweepOutputExists",
+    "check_out",
+    "compute_metrics",
+    "events_view",
+    "field_columns",
+    "grid_frame",
+    "load_specs",
+    "metrics_sql",
+    "read_events",
+    "read_metrics",
+    "run_batches",
+    "run_events",
+    "sweep",
+    "write_events",
 ]
