@@ -2,7 +2,7 @@
 
 Run: ``.venv/bin/python bench/scenarios.py [--runs R] [--messages N]``.
 
-Workload: one spec of ``--runs`` (48) runs of ``--messages`` (2,000) messages each: Shared and Key_Shared on 3.0
+Workload: one spec of ``--runs`` (96) runs of ``--messages`` (2,000) messages each: Shared and Key_Shared on 3.0
 and 4.0, 3 consumers, 50 keys, 5 % nacks with ``max_redeliver_count`` 3, a consumer leaving and joining every
 500 ms (`pulsarlab.scenarios.run`), event log on.
 
@@ -99,7 +99,7 @@ def on_spark(spec, master: str, out: Path) -> tuple[float, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=48, help="runs in the sweep (a multiple of 4; default 48)")
+    parser.add_argument("--runs", type=int, default=96, help="runs in the sweep (a multiple of 4; default 96)")
     parser.add_argument("--messages", type=int, default=2000, help="messages per run (default 2,000)")
     args = parser.parse_args()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
