@@ -208,6 +208,54 @@ def _cmd_present(args: argparse.Namespace) -> int:
     return run(p)
 
 
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    from pulsarlab.scenarios.spec import SpecError
+    from pulsarlab.spark.sweep import SweepOutputExists, check_out, load_specs
+
+    try:
+        specs = load_specs(args.specs)  # every spec and the output folder checked before Spark starts
+        check_out(args.out, args.overwrite)
+    except (SpecError, ValueError, FileNotFoundError, RuntimeError, SweepOutputExists) as e:
+        print(f"pulsarlab sweep: {e}", file=sys.stderr)
+        return 2
+    from pulsarlab.spark.session import JavaNotFoundError, get_session
+    from pulsarlab.spark.sweep import sweep
+
+    try:
+        spark = get_session("pulsarlab-sweep", master=args.master)
+    except (JavaNotFoundError, RuntimeError) as e:
+        print(f"pulsarlab sweep: {e}", file=sys.stderr)
+        return 1
+    try:
+        metrics = sweep(
+            spark, specs, args.out, overwrite=args.overwrite, partitions=args.partitions, progress=not args.quiet
+        )
+    except SweepOutputExists as e:
+        print(f"pulsarlab sweep: {e}", file=sys.stderr)
+        return 2
+    runs = len(metrics)
+    print(
+        f"pulsarlab sweep: {runs} run(s) of {', '.join(s.name for s in specs)}: events in {args.out}/events/, "
+        f"metrics in {args.out}/metrics/"
+    )
+    columns = [
+        "scenario",
+        "version",
+        "seed",
+        "published",
+        "acked",
+        "dead_lettered",
+        "duplicates",
+        "out_of_order",
+        "max_ack_holes",
+        "md_lag_ms_p99",
+        "blocked_hash_ms_total",
+    ]
+    if not args.quiet:
+        print(metrics[columns].head(args.show).to_string(index=False))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pulsarlab", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -263,6 +311,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="frames per player at most, evenly spread (0: all; default 200)",
     )
     p.set_defaults(func=_cmd_export)
+    p = sub.add_parser("sweep", help="run a scenario spec's grid of whole-model runs on Spark (events + metrics)")
+    p.add_argument("specs", nargs="+", metavar="SPEC", help="scenario spec file(s), .json or .yaml")
+    p.add_argument("--out", required=True, metavar="DIR", help="folder for events/ and metrics/ (Parquet)")
+    p.add_argument(
+        "--master",
+        default=None,
+        help="Spark master or sc:// remote (default: $PULSARLAB_SPARK_MASTER, $SPARK_REMOTE, local[*])",
+    )
+    p.add_argument("--partitions", type=int, default=None, help="Spark tasks to spread the runs over")
+    p.add_argument("--overwrite", action="store_true", help="replace a sweep already in DIR")
+    p.add_argument("--show", type=int, default=20, help="metrics rows to print (default 20)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar and no metrics table")
+    p.set_defaults(func=_cmd_sweep)
     return parser
 
 

@@ -376,3 +376,57 @@ class EventLog:
         import pyarrow.parquet as pq
 
         pq.write_table(self.to_arrow(), path)
+
+    def columns(self) -> "LogColumns":
+        """The stored columns as numpy arrays (copies; no per-event Python object), for bulk export and analysis."""
+        import numpy as np
+
+        self._flush()
+
+        def joined(column: int, dtype: Any) -> Any:
+            parts = [np.frombuffer(chunk[column], dtype=dtype) for chunk in self._chunks]
+            return np.concatenate(parts) if parts else np.empty(0, dtype=dtype)
+
+        return LogColumns(
+            time=joined(0, np.int64),
+            kind=joined(1, np.uint16),
+            fields=tuple(joined(2 + j, np.int64) for j in range(MAX_FIELDS)),
+            kind_names=tuple(et.name for et in _BY_CODE),
+            strings=tuple(self._strings),
+        )
+
+
+NONE_VALUE = _NONE
+
+
+@dataclass(frozen=True)
+class LogColumns:
+    """An event log as parallel numpy arrays: ``time`` (int64 ms), ``kind`` (uint16 code), ``fields`` (six int64
+    columns: ints and bools as stored, str/json fields as ids into ``strings``, ``NONE_VALUE`` for a missing value).
+
+    ``kind_names[code]`` names a kind code; codes are this process's declaration order, so they are only meaningful
+    beside this ``kind_names``.
+    """
+
+    time: Any
+    kind: Any
+    fields: tuple
+    kind_names: tuple[str, ...]
+    strings: tuple[str, ...]
+
+    def __len__(self) -> int:
+        return len(self.time)
+
+    def code(self, name: str) -> int:
+        """The kind code of event type ``name`` (-1 if no such type is declared in this process)."""
+        try:
+            return self.kind_names.index(name)
+        except ValueError:
+            return -1
+
+    def string_id(self, text: str) -> int:
+        """The id a str field stores for ``text`` in this log (-1 if the log never interned it)."""
+        try:
+            return self.strings.index(text)
+        except ValueError:
+            return -1
