@@ -145,11 +145,14 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             allow_remote=args.allow_remote,
             advertised_host=args.advertised_host,
             on_ready=ready,
+            record=args.record,
         )
     except (PermissionError, OSError, ValueError) as e:
         print(f"pulsarlab serve: {e}", file=sys.stderr)
         return 1
     print("pulsarlab serve: stopped", flush=True)
+    if args.record:
+        print(f"pulsarlab serve: recorded the run to {args.record} (pulsarlab.load_timeline reads it)", flush=True)
     return 0
 
 
@@ -288,6 +291,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="a broker.conf setting, e.g. maxMessageSize=1024 (repeatable)",
     )
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    p.add_argument(
+        "--record",
+        default=None,
+        metavar="FILE",
+        help="record every event as a frame and write the timeline to FILE on stop (pulsarlab.load_timeline reads it)",
+    )
     p.set_defaults(func=_cmd_serve)
     p = sub.add_parser("present", help="serve a lab for a projector: code hidden, big text, players on the keyboard")
     p.add_argument("notebook", metavar="LAB.ipynb")
