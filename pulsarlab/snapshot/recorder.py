@@ -150,6 +150,7 @@ class Recorder(Sequence[Frame]):
         self._names: dict[str, dict[int, str]] = {"consumer": {}, "subscription": {}, "topic": {}}
         self._seen = 0
         self.errors: list[tuple[int, Exception]] = []  # (event index, error) of frames that could not be taken
+        self.inputs: dict[str, Any] = {}  # scenario inputs `save` writes into the file's header (e.g. a scenario row)
         self._unsubscribe: Callable[[], Any] | None = lab.events.subscribe(self._on_event)
         if initial:
             self.capture(f"recording starts at t = {lab.now()} ms")
@@ -230,8 +231,9 @@ class Recorder(Sequence[Frame]):
 
     def save(self, path: "str | os.PathLike[str]", inputs: dict[str, Any] | None = None) -> Path:
         """Write the frames to a timeline file (`pulsarlab.snapshot.timeline_file`: gzip JSON lines, versioned)
-        that `pulsarlab.load_timeline` reads back; ``inputs`` adds scenario inputs to its header. Atomic."""
-        return save_timeline(self, path, inputs)
+        that `pulsarlab.load_timeline` reads back; ``inputs`` adds scenario inputs to its header (to
+        ``self.inputs``). Atomic."""
+        return save_timeline(self, path, {**self.inputs, **(inputs or {})})
 
     def close(self) -> None:
         """Stop listening to the lab's events; the frames stay."""
