@@ -113,3 +113,23 @@ def test_a_timeline_from_another_model_is_refused(tmp_path: Path, recorded):
     other.inputs["scenario_row"] = rec.inputs["scenario_row"]  # claims seed 3, holds seed 4's frames
     with pytest.raises(ValueError, match="the replay differs from the timeline at frame"):
         fork(other, len(other) // 2, Change("consumer_joins"))
+
+
+def test_the_fork_view_opens_both_branches_at_the_divergence_and_steps_them_together(recorded):
+    from pulsarlab_widgets.fork import ForkView
+    from pulsarlab_widgets.views.cursor import cursor_view
+
+    _result, rec = recorded
+    result = fork(rec, len(rec) // 3, Change("consumer_leaves", consumer="c1"))
+    view = ForkView(result, [cursor_view])
+    d = result.first_divergence
+    assert view.base.index == view.branch.index == d
+    assert "the branches differ here" in view.label.value
+    view.branch.press("ArrowLeft")
+    assert view.base.index == view.branch.index == d - 1
+    view.base.press("Home")
+    assert view.branch.index == 0 and "identical (before the change)" in view.label.value
+    view.base.press("End")
+    assert view.branch.index == min(len(rec), len(result.branch)) - 1
+    view.to_divergence.click()
+    assert view.base.index == view.branch.index == d
