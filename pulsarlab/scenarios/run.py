@@ -33,10 +33,11 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from pulsarlab.client.batching import BatchingType
-from pulsarlab.client.policies import ConsumerDeadLetterPolicy, ConsumerType
+from pulsarlab.client.policies import ConsumerDeadLetterPolicy
 from pulsarlab.errors import Timeout
 from pulsarlab.events import EventLog, event_type
 from pulsarlab.lab import Lab
+from pulsarlab.protocol.subscription import ConsumerType
 from pulsarlab.scenarios.spec import CHUNKED_PAYLOAD_FACTOR, GridRow
 
 TOPIC = "sweep"
