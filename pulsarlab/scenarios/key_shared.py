@@ -11,7 +11,8 @@ order Pulsar inserts them (it makes no difference to the final state). Rejected 
 they were given, as a Pulsar client's consumer-id counter does.
 
 The event declarations live in `pulsarlab.event_catalogue.key_shared_scenario`, the frames in
-`key_shared_timeline`; this module keeps the driver, the snapshot helpers the views use and the rule texts that depend on the selector generation.
+`key_shared_timeline`; this module keeps the driver, the snapshot helpers the views use and the rule texts that
+depend on the selector generation.
 """
 
 from __future__ import annotations
