@@ -135,7 +135,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         return 2
 
     def ready(server) -> None:
-        print(f"pulsarlab serve: profile {lab.version} listening on {server.url} (Ctrl-C stops)", flush=True)
+        admin = f"admin REST on {server.admin_url}; " if server.admin_url else ""
+        print(f"pulsarlab serve: profile {lab.version} listening on {server.url} ({admin}Ctrl-C stops)", flush=True)
 
     try:
         serve_forever(
@@ -144,6 +145,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             args.port,
             allow_remote=args.allow_remote,
             advertised_host=args.advertised_host,
+            admin_port=None if args.no_admin else args.admin_port,
             on_ready=ready,
             record=args.record,
         )
@@ -277,6 +279,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("serve", help="serve a lab broker to real Pulsar clients (Pulsar's binary protocol)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (loopback unless --allow-remote)")
     p.add_argument("--port", type=int, default=6650, help="TCP port (0 picks a free one)")
+    p.add_argument(
+        "--admin-port", type=int, default=8080, help="admin REST / HTTP lookup port on --host (0 picks a free one)"
+    )
+    p.add_argument("--no-admin", action="store_true", help="do not serve the admin REST API")
     p.add_argument(
         "--allow-remote", action="store_true", help="allow a non-loopback --host (the lab broker has no authentication)"
     )

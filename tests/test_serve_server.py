@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import sys
+import urllib.request
 
 import pulsar
 from serve_support import RECEIVE_MS, REPO, client_for, raw_client, served_lab, wait_until
@@ -117,14 +119,19 @@ def _start_cli(*args: str) -> subprocess.Popen:
 
 def test_the_serve_command_listens_until_interrupted():
     proc = _start_cli(
-        "--port", "0", "--broker-config", "maxMessageSize=2048", "--version", "3.0", "--log-level", "warning"
-    )
+        "--port", "0", "--admin-port", "0", "--broker-config", "maxMessageSize=2048", "--version", "3.0",
+        "--log-level", "warning",
+    )  # fmt: skip
     try:
         line = proc.stdout.readline()
         assert "profile 3.0 listening on pulsar://127.0.0.1:" in line, line + proc.stderr.read()
         url = line.split(" listening on ")[1].split()[0]
         with raw_client(url) as raw:
             assert raw.handshake().max_message_size == 2048
+        admin_url = line.split("admin REST on ")[1].split(";")[0]
+        assert admin_url.startswith("http://127.0.0.1:") and admin_url != "http://127.0.0.1:8080"
+        with urllib.request.urlopen(admin_url + "/admin/v2/clusters", timeout=10) as resp:
+            assert json.loads(resp.read()) == ["standalone"]
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=20)
         assert proc.returncode == 0, err
@@ -137,7 +144,7 @@ def test_the_serve_command_listens_until_interrupted():
 
 def test_the_serve_command_refuses_a_public_address_and_bad_settings():
     for args, text in (
-        (("--host", "0.0.0.0", "--port", "0"), "not a loopback address"),
+        (("--host", "0.0.0.0", "--port", "0", "--admin-port", "0"), "not a loopback address"),
         (("--port", "0", "--broker-config", "noSuchSetting=1"), "unknown broker setting"),
         (("--port", "0", "--broker-config", "oops"), "KEY=VALUE"),
     ):

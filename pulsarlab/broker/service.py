@@ -273,6 +273,87 @@ class BrokerService:
             raise ConflictException("This topic already exists")
         self._create_topic(name)
 
+    def _partitions_or_self(self, name: str) -> list[str]:
+        n = self.partitioned.get(name, 0)
+        return [f"{name}-partition-{i}" for i in range(n)] if n else [name]
+
+    def _refuse_if_in_use(self, topic: PersistentTopic) -> None:
+        """`PersistentTopic.delete` without force: a topic with producers or connected consumers stays."""
+        if topic.producers or any(sub.consumers() for sub in topic.subscriptions.values()):
+            raise PreconditionFailedException("Topic has active producers/subscriptions")
+
+    def _drop_topic(self, topic: PersistentTopic) -> None:
+        for sub in list(topic.subscriptions):
+            topic.delete_subscription(sub)
+        del self.topics[topic.name]
+
+    def delete_topic(self, name: str) -> None:
+        """``pulsar-admin topics delete``: a non-partitioned topic (or one partition) with its subscriptions;
+        refused while it has producers or connected consumers (no ``force`` in the model)."""
+        topic = self.existing_topic(name)
+        self._refuse_if_in_use(topic)
+        self._drop_topic(topic)
+
+    def delete_partitioned_topic(self, name: str) -> None:
+        """``pulsar-admin topics delete-partitioned-topic``: the metadata and every partition, refused while
+        any partition is in use."""
+        if name not in self.partitioned:
+            raise NotFoundException("Partitioned topic does not exist")
+        parts = [self.topics[p] for p in self._partitions_or_self(name) if p in self.topics]
+        for topic in parts:
+            self._refuse_if_in_use(topic)
+        for topic in parts:
+            self._drop_topic(topic)
+        del self.partitioned[name]
+
+    def update_partitions(self, name: str, partitions: int) -> None:
+        """``pulsar-admin topics update-partitioned-topic``: more partitions only (new ones start empty)."""
+        if name not in self.partitioned:
+            raise NotFoundException("Partitioned topic does not exist")
+        if not isinstance(partitions, int) or isinstance(partitions, bool) or partitions <= 0:
+            raise PreconditionFailedException("The number of partitions must be more than 0")
+        current = self.partitioned[name]
+        if partitions <= current:
+            raise ConflictException(
+                f"Number of partitions can only be increased, current {current}, requested {partitions}"
+            )
+        for i in range(current, partitions):
+            self._create_topic(f"{name}-partition-{i}")
+        self.partitioned[name] = partitions
+
+    def create_subscription(self, name: str, subscription: str, position: Position | tuple[int, int]) -> None:
+        """``pulsar-admin topics create-subscription``: a durable subscription at ``position`` (earliest,
+        latest or an entry; on every partition of a partitioned topic); 409 if it exists."""
+        if not subscription:
+            raise PreconditionFailedException("Subscription name is not valid")
+        if isinstance(position, tuple):
+            position = message_id_position(*position)
+        topics = [self.existing_topic(p) for p in self._partitions_or_self(name)]
+        if any(subscription in t.subscriptions for t in topics):
+            raise ConflictException("Subscription already exists for topic")
+        for t in topics:
+            initial = InitialPosition.Earliest.name if position == EARLIEST else InitialPosition.Latest.name
+            sub = t.get_or_create_subscription(subscription, initial)
+            if position not in (EARLIEST, LATEST):
+                sub.cursor.reset_cursor(position)
+
+    def delete_subscription(self, name: str, subscription: str, force: bool = False) -> None:
+        """``pulsar-admin topics unsubscribe``: refused while consumers are connected unless ``force``, which
+        disconnects them first (a real client then re-subscribes, as with Pulsar)."""
+        topics = [self.existing_topic(p) for p in self._partitions_or_self(name)]
+        subs = [t.subscriptions[subscription] for t in topics if subscription in t.subscriptions]
+        if not subs:
+            raise NotFoundException("Subscription not found")
+        if not force and any(s.consumers() for s in subs):
+            raise PreconditionFailedException("Subscription has active connected consumers")
+        for s in subs:
+            for c in list(s.consumers()):
+                self._close_consumer(c, "subscription deleted")
+                closed = getattr(c.cnx, "closed_by_broker", None)
+                if closed is not None:
+                    closed()
+            self._delete_subscription_if_present(s.topic.name, s.name)
+
     # --- SEND ----------------------------------------------------------------------------------
     def register_producer(
         self, producer_id: int, name: str, topic: str, initial_subscription: str | None = None

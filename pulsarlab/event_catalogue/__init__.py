@@ -28,6 +28,7 @@ from pulsarlab.event_catalogue import delayed  # the dispatcher's delayed delive
 from pulsarlab.event_catalogue import chunk_reassembly  # the consumer's chunk reassembly
 from pulsarlab.event_catalogue import cursor  # the managed cursor
 from pulsarlab.event_catalogue import key_shared_scenario  # a KeySharedScenario's selector changes
+from pulsarlab.event_catalogue import scenario_run  # a scenario run's application log
 # isort: on
 
 AREAS: tuple[ModuleType, ...] = (
@@ -43,6 +44,7 @@ AREAS: tuple[ModuleType, ...] = (
     chunk_reassembly,
     cursor,
     key_shared_scenario,
+    scenario_run,
 )
 
 

@@ -10,8 +10,9 @@ reconstructed by applying the ring diff point by point in ascending point order,
 order Pulsar inserts them (it makes no difference to the final state). Rejected consumers keep the id
 they were given, as a Pulsar client's consumer-id counter does.
 
-The event declarations live in `scenario_events`, the frames in `scenario_timeline`; this module keeps
-the driver, the snapshot helpers the views use and the rule texts that depend on the selector generation.
+The event declarations live in `pulsarlab.event_catalogue.key_shared_scenario`, the frames in
+`key_shared_timeline`; this module keeps the driver, the snapshot helpers the views use and the rule texts that
+depend on the selector generation.
 """
 
 from __future__ import annotations

@@ -36,7 +36,8 @@ from typing import Any, Callable
 from pulsarlab.client.batching import BatchingType
 from pulsarlab.client.policies import ConsumerDeadLetterPolicy
 from pulsarlab.errors import Timeout
-from pulsarlab.events import EventLog, event_type
+from pulsarlab.event_catalogue.scenario_run import APP_RECEIVED
+from pulsarlab.events import EventLog
 from pulsarlab.lab import Lab
 from pulsarlab.protocol.subscription import ConsumerType
 from pulsarlab.scenarios.spec import CHUNKED_PAYLOAD_FACTOR, GridRow
@@ -46,14 +47,6 @@ SUBSCRIPTION = "sweep"
 PAYLOAD_BYTES = 16
 ACK, NACK, CRASH = 0, 1, 2
 ACTIONS = ("acknowledged", "negatively acknowledged", "crashed before acknowledging")
-
-APP_RECEIVED = event_type(
-    "app_received",
-    "consumer:int msg:int key:int redelivery_count:int action:int",
-    "the application of consumer {consumer} took message {msg} (key k{key}, redelivery count {redelivery_count}); "
-    "action {action} (0 ack, 1 nack, 2 crash)",
-    rule="the sweep driver's application log (pulsarlab.scenarios.run)",
-)
 
 _CONSUMER_TYPES = {
     "Exclusive": ConsumerType.Exclusive,
@@ -258,4 +251,4 @@ def run_row(row: GridRow, record_events: bool = True) -> RunResult:
     return Driver(row, record_events).run()
 
 
-__all__ = ["ACK", "ACTIONS", "APP_RECEIVED", "CRASH", "Driver", "NACK", "RunResult", "run_row"]
+__all__ = ["ACK", "ACTIONS", "CRASH", "Driver", "NACK", "RunResult", "run_row"]

@@ -9,7 +9,8 @@
 Modules: `codec` (proto2 wire format), `commands` (the protocol's commands), `hot_commands` (SEND and ACK read
 and SEND_RECEIPT written without dataclasses), `frames` (framing, checksums), `entries` (entries as bytes),
 `bridge` (the broker consumer's connection, error codes), `connection` (`ServerCnx`), `realtime` (the clock on
-wall time), `server` (the listener, background thread, foreground loop). Live views: `pulsarlab_widgets.live`.
+wall time), `admin_http` (the admin REST API and HTTP lookup, ``server.admin_url``), `server` (the listener,
+background thread, foreground loop). Live views: `pulsarlab_widgets.live`.
 """
 
 from pulsarlab.serve.server import (

@@ -8,11 +8,14 @@ before each batch of frames and wakes the loop for the next timer due. ``lock`` 
 loop holds it while it handles frames or fires timers; any other thread must hold it to read or change the lab
 (`ServerThread.call`, `ServerThread.snapshot`).
 
-It listens on loopback unless ``allow_remote`` is given (the lab has no authentication). `start` runs it on a
-background thread for a notebook and returns a `ServerThread` handle (``url``, ``stop()``); `serve_forever`
-runs it in the foreground (``pulsarlab serve``).
+Beside it, in the same loop, the admin REST API and HTTP lookup (`admin_http.AdminHttp`, ``webServicePort``)
+when ``admin_port`` is given (0 picks a free port; ``admin_url``).
 
-Simplifies: one broker, no TLS, no HTTP admin port (``lab.admin`` in the same process answers instead).
+It listens on loopback unless ``allow_remote`` is given (the lab has no authentication); the same rule holds
+for the admin port. `start` runs it on a background thread for a notebook and returns a `ServerThread` handle
+(``url``, ``admin_url``, ``stop()``); `serve_forever` runs it in the foreground (``pulsarlab serve``).
+
+Simplifies: one broker, no TLS.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ if TYPE_CHECKING:  # pragma: no cover
 log = logging.getLogger("pulsarlab.serve")
 
 DEFAULT_PORT = 6650
+DEFAULT_ADMIN_PORT = 8080
 POLL_S = 0.1  # how often the clock catches up when no frame or timer wakes the loop (other threads' changes)
 T = TypeVar("T")
 
@@ -118,9 +122,13 @@ class LabServer:
         keepalive_s: float = 30.0,
         max_write_buffer: int = 64 * 1024 * 1024,
         record: str | os.PathLike[str] | None = None,
+        admin_port: int | None = None,
     ) -> None:
         check_bind_address(host, allow_remote)
         self.record_path = None if record is None else check_record_path(record)
+        self.admin_port = admin_port
+        self.admin: Any = None
+        self.admin_url: str | None = None
         self.lab = lab
         self.host = host
         self.port = port
@@ -160,11 +168,27 @@ class LabServer:
         self.port = bound[1]
         host = self.advertised_host
         self.url = f"pulsar://[{host}]:{self.port}" if ":" in host else f"pulsar://{host}:{self.port}"
+        if self.admin_port is not None:
+            from pulsarlab.serve.admin_http import AdminHttp  # aiohttp (lab extra): only when the port is on
+
+            admin = AdminHttp(self)
+            try:
+                await admin.start(self.host, self.admin_port)
+            except BaseException:
+                self._server.close()
+                await self._server.wait_closed()
+                self._server = None
+                raise
+            self.admin, self.admin_url, self.admin_port = admin, admin.url, admin.port
+            log.info("admin REST API on %s", self.admin_url)
         self._poll = loop.call_later(POLL_S, self._on_poll)
         log.info("pulsarlab broker (profile %s) listening on %s", self.lab.version, self.url)
 
     async def stop(self) -> None:
         """Stop listening, close every connection (their consumers and producers close in the model)."""
+        if self.admin is not None:
+            await self.admin.stop()
+            self.admin = None
         if self._server is not None:
             self._server.close()
         for conn in list(self.connections):
@@ -308,6 +332,11 @@ class ServerThread:
         return self.server.url  # type: ignore[return-value]
 
     @property
+    def admin_url(self) -> str | None:
+        """The admin REST API's base URL (``http://127.0.0.1:PORT``), None when it is off."""
+        return self.server.admin_url
+
+    @property
     def host(self) -> str:
         return self.server.host
 
@@ -384,16 +413,18 @@ def start(
     port: int = DEFAULT_PORT,
     *,
     allow_remote: bool = False,
+    admin_port: int | None = 0,
     timeout: float = 10.0,
     **options: Any,
 ) -> ServerThread:
     """Serve ``lab`` on a background thread: ``server = start(lab, port=0)``; ``server.url``; ``server.stop()``.
 
-    ``port=0`` picks a free port. Options: ``advertised_host``, ``keepalive_s``, ``max_write_buffer``,
+    ``port=0`` picks a free port; the admin REST API listens on ``admin_port`` (by default a free one,
+    ``server.admin_url``; None turns it off). Options: ``advertised_host``, ``keepalive_s``, ``max_write_buffer``,
     ``record`` (a file: every event becomes a frame, saved as a timeline file on ``stop()``, see
     `pulsarlab.snapshot.timeline_file`; ``server.server.recorder`` is the live recorder).
     """
-    server = LabServer(lab, host, port, allow_remote=allow_remote, **options)
+    server = LabServer(lab, host, port, allow_remote=allow_remote, admin_port=admin_port, **options)
     loop = asyncio.new_event_loop()
     ready = threading.Event()
     failure: list[BaseException] = []
@@ -461,6 +492,7 @@ def serve_forever(
 __all__ = [
     "ClientInfo",
     "ClosedConnection",
+    "DEFAULT_ADMIN_PORT",
     "DEFAULT_PORT",
     "LabServer",
     "ServerThread",
