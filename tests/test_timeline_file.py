@@ -179,8 +179,36 @@ def test_truncated_file_is_reported(tmp_path: Path) -> None:
     data = path.read_bytes()
     cut = tmp_path / "cut.plt.jsonl.gz"
     cut.write_bytes(data[: len(data) // 2])
-    with pytest.raises(pl.TimelineFileError, match=f"{cut}"):
+    with pytest.raises(pl.TimelineFileError, match=f"{cut} is truncated: its gzip stream ends early"):
         pl.load_timeline(cut)
+    cut.write_bytes(data[:-3])  # only the gzip trailer's last bytes missing: every frame there, still refused
+    with pytest.raises(pl.TimelineFileError, match=f"{cut} is truncated.*{len(pl.load_timeline(path))} whole frames"):
+        pl.load_timeline(cut)
+
+
+def test_an_empty_file_is_named(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.plt.jsonl.gz"
+    empty.write_bytes(b"")
+    with pytest.raises(pl.TimelineFileError, match=f"{empty} is empty"):
+        pl.load_timeline(empty)
+
+
+def test_changed_bytes_are_caught_by_the_gzip_checksum_or_the_json(tmp_path: Path) -> None:
+    path = key_shared_run().save(tmp_path / "t.plt.jsonl.gz")
+    data = path.read_bytes()
+    crc = tmp_path / "crc.plt.jsonl.gz"
+    crc.write_bytes(data[:-6] + bytes([data[-6] ^ 1]) + data[-5:])  # a bit of the CRC32 in the trailer
+    with pytest.raises(pl.TimelineFileError, match=f"{crc} is corrupt after frame .*CRC check failed"):
+        pl.load_timeline(crc)
+    junk = tmp_path / "junk.plt.jsonl.gz"
+    junk.write_bytes(data + b"junk")
+    with pytest.raises(pl.TimelineFileError, match=f"{junk} is corrupt after frame"):
+        pl.load_timeline(junk)
+    flipped = tmp_path / "flipped.plt.jsonl.gz"
+    middle = len(data) // 2
+    flipped.write_bytes(data[:middle] + bytes([data[middle] ^ 0xFF]) + data[middle + 1 :])
+    with pytest.raises(pl.TimelineFileError, match=f"{flipped}"):
+        pl.load_timeline(flipped)
 
 
 def rewrite(path: Path, out: Path, change) -> Path:
@@ -228,6 +256,35 @@ def test_a_newer_format_version_is_refused_by_name(tmp_path: Path) -> None:
     new = rewrite(path, tmp_path / "new.plt.jsonl.gz", newer)
     with pytest.raises(pl.TimelineFileError, match=f"{new} is timeline format version {FORMAT_VERSION + 1}.*upgrade"):
         pl.load_timeline(new)
+
+
+@pytest.mark.parametrize("version", [0, "1", None, True])
+def test_a_header_without_a_valid_version_is_refused(tmp_path: Path, version) -> None:
+    path = key_shared_run().save(tmp_path / "t.plt.jsonl.gz")
+
+    def set_version(lines):
+        lines[0]["version"] = version
+
+    bad = rewrite(path, tmp_path / "bad.plt.jsonl.gz", set_version)
+    with pytest.raises(pl.TimelineFileError, match="the header has no valid format version"):
+        pl.load_timeline(bad)
+
+
+def test_a_file_whose_fork_changes_are_corrupt_cannot_be_forked(tmp_path: Path) -> None:
+    from pulsarlab.scenarios.fork import Change, fork, record_row
+    from pulsarlab.scenarios.spec import ScenarioSpec
+
+    row = next(ScenarioSpec.from_dict({"messages": 10, "consumers": 2, "subscription_type": "Shared"}).rows())
+    base = record_row(row)[1]
+    branch = fork(base, 5, Change("consumer_joins")).branch
+    path = branch.save(tmp_path / "branch.plt.jsonl.gz")
+
+    def unknown_change(lines):
+        lines[0]["inputs"]["fork_changes"][0]["change"]["kind"] = "meteor_strike"
+
+    bad = pl.load_timeline(rewrite(path, tmp_path / "bad.plt.jsonl.gz", unknown_change))
+    with pytest.raises(ValueError, match="fork_changes holds a change this pulsarlab cannot make.*meteor_strike"):
+        fork(bad, 3, Change("consumer_joins"))
 
 
 def test_writing_is_atomic_a_failed_save_leaves_the_old_file_and_no_temp(tmp_path: Path, monkeypatch) -> None:

@@ -332,19 +332,32 @@ def load_timeline(path: str | os.PathLike[str]) -> SavedTimeline:
         raise FileNotFoundError(f"no timeline file {path}")
     if path.is_dir():
         raise TimelineFileError(f"{path} is a directory, not a timeline file")
+    if path.stat().st_size == 0:
+        raise TimelineFileError(f"{path} is empty: not a timeline file (an interrupted copy?)")
     lineno = 1
+    frames: list[LoadedFrame] = []
     try:
         with gzip.open(path, "rb") as gz:
             header = _read_header(path, gz.readline())
             history = _Prefixes(Sample)
             steps = _Prefixes(LifeStep)
-            frames: list[LoadedFrame] = []
             for lineno, raw in enumerate(gz, start=2):
                 frames.append(_frame(json.loads(raw), history, steps))
     except TimelineFileError:
         raise
-    except (OSError, EOFError, zlib.error) as e:
-        raise TimelineFileError(f"{path} is not a readable timeline file (gzip: {e})") from None
+    except EOFError:
+        raise TimelineFileError(
+            f"{path} is truncated: its gzip stream ends early (an interrupted copy or download?); "
+            f"{len(frames)} whole frames were read before the end"
+        ) from None
+    except gzip.BadGzipFile as e:
+        if lineno == 1:
+            raise TimelineFileError(f"{path} is not a readable timeline file (not gzip: {e})") from None
+        raise TimelineFileError(f"{path} is corrupt after frame {len(frames)} (gzip: {e})") from None
+    except zlib.error as e:
+        raise TimelineFileError(f"{path} is corrupt after frame {len(frames)} (gzip: {e})") from None
+    except OSError as e:
+        raise TimelineFileError(f"{path} cannot be read ({e})") from None
     except (ValueError, TypeError, KeyError, AttributeError) as e:
         raise TimelineFileError(f"{path}: line {lineno} is corrupt ({type(e).__name__}: {e})") from None
     if len(frames) != header["frames"]:
