@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import pulsarlab as pl
-from pulsarlab.scenarios.fork import Change, first_divergence, fork, record_row
+from pulsarlab.scenarios.fork import Change, first_divergence, fork, record_row, same_frame
 from pulsarlab.scenarios.spec import ScenarioSpec
 from pulsarlab.snapshot.recorder import Recorder
 
@@ -257,3 +257,21 @@ def test_a_change_round_trips_through_its_dict():
         Change.from_dict({"kind": "consumer_joins", "when": 3})
     with pytest.raises(ValueError, match="an object with a 'kind'"):
         Change.from_dict(["consumer_joins"])
+
+
+def test_first_divergence_agrees_with_comparing_every_frame_as_json(recorded, tmp_path: Path):
+    _result, rec = recorded
+    loaded = pl.load_timeline(rec.save(tmp_path / "run.plt.jsonl.gz"))
+
+    def by_json(a, b):
+        for i in range(min(len(a), len(b))):
+            if not same_frame(a[i], b[i]):
+                return i
+        return None if len(a) == len(b) else min(len(a), len(b))
+
+    assert first_divergence(rec, loaded) is None and by_json(rec, loaded) is None
+    for change in ALL_CHANGES[:4]:
+        branch = fork(loaded, len(rec) // 4, change).branch
+        assert first_divergence(loaded, branch) == by_json(loaded, branch) is not None
+        assert first_divergence(branch, rec) == by_json(branch, rec)
+    assert first_divergence(rec, rec[: len(rec) - 1]) == len(rec) - 1

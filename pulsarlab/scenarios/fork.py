@@ -26,7 +26,7 @@ made (e.g. a consumer's trackers) and follow the new profile where they consult 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
 from pulsarlab.broker.delayed.factory import load_delayed_delivery_tracker_factory
@@ -235,13 +235,49 @@ def _inputs(timeline: Any) -> dict[str, Any]:
 
 
 def same_frame(a: Any, b: Any) -> bool:
+    """Whether two frames show the same: explanation and snapshot (as its JSON would say)."""
     return a.explanation == b.explanation and a.snapshot.to_json() == b.snapshot.to_json()
 
 
+class _Prefix:
+    """Compares the append-only lists two timelines' frames share (dispatch history, redelivery steps) item by
+    item only where they grew, so a whole-timeline comparison stays linear in the items."""
+
+    def __init__(self) -> None:
+        self.checked = 0
+
+    def same(self, a: Any, b: Any) -> bool:
+        if a is None or b is None:
+            return a is None and b is None
+        n = len(a)
+        if n != len(b):
+            return False
+        start = self.checked if self.checked <= n else 0
+        if any(a[i] != b[i] for i in range(start, n)):
+            return False
+        self.checked = n
+        return True
+
+
+def _bare(snap: Any) -> Any:
+    """The snapshot without its shared lists (compared apart by `_Prefix`)."""
+    red = snap.redelivery
+    return replace(snap, history=None, redelivery=None if red is None else replace(red, steps=None))
+
+
 def first_divergence(a: Sequence[Any], b: Sequence[Any]) -> int | None:
-    """The first frame index where two timelines differ (a frame only one has counts), None if identical."""
+    """The first frame index where two timelines differ (a frame only one has counts), None if identical.
+
+    Equal to the first ``i`` where `same_frame` fails, without turning every frame into JSON: snapshots are
+    compared as values, and their shared lists only where they grew since the previous frame."""
+    history, steps = _Prefix(), _Prefix()
     for i in range(min(len(a), len(b))):
-        if not same_frame(a[i], b[i]):
+        fa, fb = a[i], b[i]
+        sa, sb = fa.snapshot, fb.snapshot
+        if fa.explanation != fb.explanation or _bare(sa) != _bare(sb) or not history.same(sa.history, sb.history):
+            return i
+        ra, rb = sa.redelivery, sb.redelivery
+        if ra is not None and rb is not None and not steps.same(ra.steps, rb.steps):
             return i
     return None if len(a) == len(b) else min(len(a), len(b))
 

@@ -172,16 +172,20 @@ def _delta(seq: Any, written: list[int], slot: int) -> dict[str, Any] | None:
     return {"end": end, "start": start, "new": [jsonable(x) for x in seq[start:end]]}
 
 
+def _without(snap: Any, skipped: str) -> dict[str, Any]:
+    """``jsonable(snap)`` without the field ``skipped``, which is never converted."""
+    return {f.name: jsonable(getattr(snap, f.name)) for f in dataclasses.fields(snap) if f.name != skipped}
+
+
 def frame_lines(frames: Sequence[Any]) -> Iterator[str]:
     """The JSON line of each frame (history and steps as deltas, see the module docstring)."""
     written = [0, 0]
     for f in frames:
         snap = f.snapshot
-        body = jsonable(snap)
-        body.pop("history")
+        body = _without(snap, "history")  # the shared lists are written as deltas, not whole in every frame
         steps = None
         if snap.redelivery is not None:
-            body["redelivery"].pop("steps")
+            body["redelivery"] = _without(snap.redelivery, "steps")
             steps = _delta(snap.redelivery.steps, written, 1)
         event = None
         if f.event is not None:
