@@ -275,8 +275,7 @@ def _cmd_fork(args: argparse.Namespace) -> int:
             kw["version"] = args.to_version
         change = Change(**kw)
         timeline = load_timeline(args.timeline)
-        frame = args.frame + len(timeline) if args.frame < 0 and args.from_end else args.frame
-        result = fork(timeline, frame, change)
+        result = fork(timeline, args.frame, change)
         result.branch.save(out)
     except (ValueError, TypeError, IndexError, FileNotFoundError, OSError) as e:
         print(f"pulsarlab fork: {e}", file=sys.stderr)
@@ -407,7 +406,6 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("fork", help="replay a recorded timeline to a frame, make a change, run on, save the branch")
     p.add_argument("timeline", metavar="TIMELINE", help="a timeline file from pulsarlab record (or a fork's branch)")
     p.add_argument("--frame", type=int, required=True, help="the frame to fork at (0..frames-1)")
-    p.add_argument("--from-end", action="store_true", help="a negative --frame counts from the end (-1: the last)")
     p.add_argument(
         "--change",
         required=True,
