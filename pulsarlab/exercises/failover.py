@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from pulsarlab.exercises.check import CheckResult, failed, passed
+from pulsarlab.exercises.check import CheckResult, exercise, failed, passed
 from pulsarlab.lab import Lab
 from pulsarlab.protocol.subscription import ConsumerType
 from pulsarlab.snapshot.lab import snapshot
@@ -37,6 +37,13 @@ def assignment_answer(consumers: Sequence[tuple[str, int]], partitions: int, ver
     return out
 
 
+@exercise(
+    todo="write {partition index: the name of its active consumer}",
+    see=(
+        'Lab 4, section 2 ("Who is active on a partitioned topic")',
+        "docs/guide/subscription-types.md#failover-on-a-partitioned-topic-partition--n",
+    ),
+)
 def check_failover_assignment(
     answer: Any, consumers: Sequence[tuple[str, int]], partitions: int, version: str = "4.0"
 ) -> CheckResult:
@@ -137,6 +144,14 @@ def takeover_answer(
     return {"new_active": name, "first_delivery_ms": first, "redelivered": received, "mark_delete_at_crash": md}
 
 
+@exercise(
+    todo='write {"new_active": consumer name, "first_delivery_ms": t, "redelivered": ["m?", ...]}',
+    see=(
+        'Lab 4, section 4 ("The active consumer leaves: the delay and the rewind")',
+        "docs/guide/subscription-types.md#when-the-active-consumer-changes",
+        "docs/guide/acknowledgements.md#the-ack-grouping-tracker",
+    ),
+)
 def check_failover_takeover(answer: Any, **scenario: Any) -> CheckResult:
     """Check ``answer`` = ``{"new_active": name, "first_delivery_ms": t, "redelivered": ["m3", ...]}`` for the
     `takeover_answer` scenario (its keyword arguments may be passed here)."""

@@ -17,7 +17,7 @@ from typing import Any, Sequence
 from pulsarlab.broker.key_shared import selector_for_subscription
 from pulsarlab.client.consumer import Consumer
 from pulsarlab.errors import Timeout
-from pulsarlab.exercises.check import CheckResult, failed, passed
+from pulsarlab.exercises.check import CheckResult, exercise, failed, passed
 from pulsarlab.ids import MessageId
 from pulsarlab.lab import Lab
 from pulsarlab.protocol.subscription import ConsumerKeySharedPolicy, ConsumerType
@@ -219,6 +219,14 @@ def after_join_answer(**kwargs: Any) -> dict[str, list[str]]:
     return {v: _c2(run_join(v, **kwargs)) for v in VERSIONS}
 
 
+@exercise(
+    todo='write {"3.0": [labels c2 can receive right after it joins], "4.0": [...]} ([] for none)',
+    see=(
+        "Lab 5, sections 2 and 3 (3.0's recently joined consumers, 4.0's draining hashes)",
+        "docs/guide/key-shared-ordering.md#30-recently-joined-consumers-wait-for-the-mark-delete-position",
+        "docs/guide/key-shared-ordering.md#40-draining-hashes-pip-379",
+    ),
+)
 def check_after_join(answer: Any, **kwargs: Any) -> CheckResult:
     """Check ``answer`` = ``{"3.0": [labels], "4.0": [labels]}``: which messages c2 can receive right after it
     joins, under each version."""
@@ -226,6 +234,13 @@ def check_after_join(answer: Any, **kwargs: Any) -> CheckResult:
     return _check(answer, runs, "right after it joins")
 
 
+@exercise(
+    todo='write {"3.0": [labels c2 holds after the acks], "4.0": [...]} ([] for none)',
+    see=(
+        'Lab 5, section 4 ("Releasing: acknowledgements vs the mark-delete position")',
+        "docs/guide/key-shared-ordering.md#40-draining-hashes-pip-379",
+    ),
+)
 def check_after_acks(answer: Any, acked_keys: Sequence[str] = ("order-4",), **kwargs: Any) -> CheckResult:
     """Check ``answer`` = ``{"3.0": [labels], "4.0": [labels]}``: what c2 holds after c1 acknowledges every
     message of ``acked_keys`` it has (starting from the join scenario)."""

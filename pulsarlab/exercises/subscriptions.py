@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from pulsarlab.errors import Timeout
-from pulsarlab.exercises.check import CheckResult, failed, passed
+from pulsarlab.exercises.check import CheckResult, exercise, failed, passed
 from pulsarlab.lab import Lab
 from pulsarlab.protocol.subscription import ConsumerType
 
@@ -61,6 +61,13 @@ def _round_robin_order(consumers: Sequence[SharedSpec]) -> list[str]:
     return [name for name, _, _ in sorted(consumers, key=lambda c: c[1])]
 
 
+@exercise(
+    todo="write a list with the consumer of each message in publish order (None for a message that stays in the backlog)",
+    see=(
+        'Lab 2, section 3 ("Shared: round robin, priorities, permits")',
+        "docs/guide/subscription-types.md#shared-round-robin-with-priorities",
+    ),
+)
 def check_shared_dispatch(
     answer: Any, consumers: Sequence[SharedSpec], messages: int, version: str = "4.0"
 ) -> CheckResult:
@@ -184,6 +191,13 @@ def flow_answer(receiver_queue_size: int, published: int, received: int, version
     return [e.permits for e in lab.events.of_kind("flow")]
 
 
+@exercise(
+    todo="write the list of permits of each FLOW command the client sends, in order",
+    see=(
+        'Lab 2, section 4 ("The receiver queue and FLOW permits")',
+        "docs/guide/flow-control.md#the-client-side-receiver-queue-and-flow",
+    ),
+)
 def check_flow_commands(
     answer: Any, receiver_queue_size: int, published: int, received: int, version: str = "4.0"
 ) -> CheckResult:
@@ -296,6 +310,14 @@ def disconnect_answer(messages: int = 6, acked: int = 1, received: int = 2, vers
     )
 
 
+@exercise(
+    todo='write {"messages": [what c2 gets after c1 closes, in order], "redelivery_count": n}',
+    see=(
+        'Lab 2, section 6 ("When a Shared consumer leaves")',
+        "docs/guide/subscription-types.md#a-shared-consumer-leaves",
+        "docs/guide/redelivery.md#the-brokers-redelivery-count",
+    ),
+)
 def check_disconnect(
     answer: Any, messages: int = 6, acked: int = 1, received: int = 2, version: str = "4.0"
 ) -> CheckResult:
