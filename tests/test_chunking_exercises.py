@@ -129,9 +129,9 @@ def test_shipped_answer_is_not_answered_yet(check):
 def test_wrong_chunk_answers_point_to_the_lab_section_and_the_guide():
     where = where_to_look(ch.check_chunk_counts([1, 1, 3, 3, 10]), 8)
     assert 'section 2 ("A chunking producer")' in where
-    assert "docs/guide/chunked-messages.md#when-and-how-many-chunks" in where
+    assert "docs/guide/chunked-messages.md#chunk-count" in where
     where = where_to_look(ch.check_shared({"p0-0": "c2"}), 8)
-    assert "chunked-messages.md#chunks-on-shared-subscriptions" in where
+    assert "chunked-messages.md#chunks-on-shared" in where
 
 
 def test_right_chunk_answers_say_why():

@@ -47,7 +47,7 @@ def run(version: str = "4.0", conf: dict | None = None, messages: int = 7, recor
     lab = pl.Lab(version=version, seed=1, broker_config=conf or {})
     rec = Recorder(lab, every=DELAYED_VIEW_KINDS) if record else None
     client = lab.client()
-    consumer = client.subscribe("t", "s", consumer_type=pl.ConsumerType.Shared, ack_group_time_ms=0)
+    consumer = client.subscribe("t", "s", consumer_type=pl.ConsumerType.Shared, lab_ack_group_time_ms=0)
     producer = client.create_producer("t")
     for i in range(messages):
         producer.send(f"m{i}".encode(), deliver_after=timedelta(seconds=3 + i))
@@ -278,7 +278,7 @@ def test_the_labs_checks_pass_with_the_solutions_and_wait_for_an_answer_as_shipp
 def test_paused_in_the_snapshot_is_the_trackers_rule_and_taking_it_changes_no_timer():
     lab = pl.Lab(version="4.0", seed=1, broker_config={"delayedDeliveryFixedDelayDetectionLookahead": 3})
     client = lab.client()
-    client.subscribe("t", "s", consumer_type=pl.ConsumerType.Shared, ack_group_time_ms=0)
+    client.subscribe("t", "s", consumer_type=pl.ConsumerType.Shared, lab_ack_group_time_ms=0)
     producer = client.create_producer("t")
     for i in range(5):
         producer.send(f"m{i}".encode(), deliver_after=timedelta(seconds=3))

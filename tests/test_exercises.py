@@ -229,7 +229,7 @@ def test_pinning_entry_rejects_typical_mistakes(answer, needle) -> None:
 def test_pinning_entry_of_a_lab_hole_across_a_ledger_boundary() -> None:
     lab = pl.Lab(broker_config={"managedLedgerMaxEntriesPerLedger": 3})
     client = lab.client()
-    consumer = client.subscribe("t", "s", ack_group_time_ms=0)
+    consumer = client.subscribe("t", "s", lab_ack_group_time_ms=0)
     producer = client.create_producer("t")
     for i in range(7):
         producer.send(b"%d" % i)
@@ -276,7 +276,9 @@ def test_blocked_consumer_in_the_lab() -> None:
     lab = pl.Lab(version="3.0", broker_config={"maxUnackedMessagesPerConsumer": 20})
     client = lab.client()
     slow = client.subscribe("t", "s", consumer_type=pl.ConsumerType.Shared, consumer_name="slow")
-    fast = client.subscribe("t", "s", consumer_type=pl.ConsumerType.Shared, consumer_name="fast", ack_group_time_ms=0)
+    fast = client.subscribe(
+        "t", "s", consumer_type=pl.ConsumerType.Shared, consumer_name="fast", lab_ack_group_time_ms=0
+    )
     producer = client.create_producer("t")
     for i in range(60):
         producer.send(b"%d" % i)
@@ -339,7 +341,7 @@ def test_checker_on_ellipsis_says_not_answered_yet(check) -> None:
 
 def test_wrong_answers_say_where_to_look() -> None:
     where = where_to_look(subs.check_flow_commands([8, 1], receiver_queue_size=8, published=40, received=13), 2)
-    assert "flow-control.md#the-client-side-receiver-queue-and-flow" in where
+    assert "flow-control.md#flow-permits" in where
     where = where_to_look(subs.check_shared_dispatch("A", consumers=[("A", 0, 1)], messages=1), 2)
     assert "Shared: round robin" in where
     where = where_to_look(kso.check_after_join({"3.0": ["m8"], "4.0": []}), 5)

@@ -28,11 +28,11 @@ def ack_ranges_answer(
     """``(markDeletePosition, individuallyDeletedMessages, message ids)`` after acking ``acks`` in order.
 
     One Exclusive consumer receives ``messages`` unbatched messages and acknowledges the given indexes
-    one by one, each sent at once (``ack_group_time_ms=0``).
+    one by one, each sent at once (``lab_ack_group_time_ms=0``).
     """
     lab = Lab(version=version, broker_config={"managedLedgerMaxEntriesPerLedger": max_entries_per_ledger})
     client = lab.client()
-    consumer = client.subscribe("acks", "sub", consumer_name="c1", ack_group_time_ms=0)
+    consumer = client.subscribe("acks", "sub", consumer_name="c1", lab_ack_group_time_ms=0)
     producer = client.create_producer("acks")
     ids = [producer.send(f"m{i}".encode()) for i in range(messages)]
     received = [consumer.receive(0) for _ in range(messages)]
@@ -91,7 +91,7 @@ def _range_set_hints(got: Any, want_text: str, md: str, ledger_sizes: dict[int, 
     todo='write {"markDeletePosition": "L:E", "individuallyDeletedMessages": "[...]"} as stats-internal prints them',
     see=(
         'Lab 3, section 3 ("The range set, holes, and a ledger boundary")',
-        "docs/guide/cursor.md#the-mark-delete-position",
+        "docs/guide/cursor.md#mark-delete",
         "docs/guide/cursor.md#individually-deleted-messages",
     ),
 )
@@ -179,7 +179,7 @@ def batch_redelivery_answer(acked: Sequence[int], batch_size: int = 5, version: 
     todo='write {"4.0": [batch indexes that come back], "4.1": [...]}',
     see=(
         'Lab 3, section 4 ("Batches: what comes back after a partial ack")',
-        "docs/guide/acknowledgements.md#batch-index-acks-per-version",
+        "docs/guide/acknowledgements.md#batch-index-acks",
     ),
 )
 def check_batch_redelivery(
@@ -236,7 +236,11 @@ def ack_flush_answer(
     lab = Lab(version=version)
     client = lab.client()
     consumer = client.subscribe(
-        "grouping", "sub", consumer_name="c1", ack_group_time_ms=group_time_ms, max_ack_group_size=max_group_size
+        "grouping",
+        "sub",
+        consumer_name="c1",
+        lab_ack_group_time_ms=group_time_ms,
+        lab_max_ack_group_size=max_group_size,
     )
     producer = client.create_producer("grouping")
     for i in range(len(acks_at)):
@@ -264,7 +268,7 @@ def ack_flush_answer(
     todo="write the list of times (ms) at which the broker applies each ack, one per ack",
     see=(
         'Lab 3, section 2 ("The grouping tracker")',
-        "docs/guide/acknowledgements.md#the-ack-grouping-tracker",
+        "docs/guide/acknowledgements.md#ack-grouping",
     ),
 )
 def check_ack_flush_times(
@@ -282,7 +286,7 @@ def check_ack_flush_times(
         line = f"the ack made at t = {at} reaches the broker at t = {w}; you said {g!r}"
         if w % group_time_ms and w in acks_at:
             line += (
-                f": at t = {w} the tracker held {max_group_size} acks, and reaching max_ack_group_size "
+                f": at t = {w} the tracker held {max_group_size} acks, and reaching lab_max_ack_group_size "
                 f"({max_group_size}) flushes them all at once"
             )
         elif g == at + group_time_ms:
@@ -297,7 +301,7 @@ def check_ack_flush_times(
         return failed(problems, hint="Look for the acks_flushed events: lab.events.of_kind('acks_flushed').")
     return passed(
         f"the broker applies the acks at {want}: the tracker flushes every {group_time_ms} ms from the consumer's "
-        f"creation, and at once when it holds max_ack_group_size ({max_group_size}) acks."
+        f"creation, and at once when it holds lab_max_ack_group_size ({max_group_size}) acks."
     )
 
 

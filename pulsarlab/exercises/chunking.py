@@ -54,7 +54,7 @@ def too_big_answer(max_message_size: int = 1024, producer_name: str = "uploader"
     todo='write {"exception": the class name send() raises, "largest_payload": bytes}',
     see=(
         'Lab 8, section 1 ("Why chunking: the size limit")',
-        "docs/guide/chunked-messages.md#when-and-how-many-chunks",
+        "docs/guide/chunked-messages.md#chunk-count",
     ),
 )
 def check_too_big(answer: Any, max_message_size: int = 1024, producer_name: str = "uploader") -> CheckResult:
@@ -112,7 +112,7 @@ def chunk_counts_answer(
     todo="write the list of chunk counts, one per payload size",
     see=(
         'Lab 8, section 2 ("A chunking producer")',
-        "docs/guide/chunked-messages.md#when-and-how-many-chunks",
+        "docs/guide/chunked-messages.md#chunk-count",
     ),
 )
 def check_chunk_counts(
@@ -165,7 +165,7 @@ def message_ids_answer(payload_sizes: Sequence[int], max_message_size: int = 102
     todo="write the list of printed message ids (str of what send() returns), one per send",
     see=(
         'Lab 8, section 3 ("The message id")',
-        "docs/guide/chunked-messages.md#chunk-metadata-and-the-message-id",
+        "docs/guide/chunked-messages.md#chunk-message-id",
     ),
 )
 def check_message_ids(
@@ -224,7 +224,7 @@ def pending_map_answer(
     )
     for i in range(producers):
         client.create_producer(
-            TOPIC, producer_name=f"p{i}", chunking_enabled=True, chunk_send_interval_ms=1
+            TOPIC, producer_name=f"p{i}", chunking_enabled=True, lab_chunk_send_interval_ms=1
         ).send_async(bytes(payload_size), None)
     lab.run_until(100)
     received = []
@@ -244,8 +244,8 @@ def _uuid_of(lab: Lab, message_id: Any) -> str:
     todo='write {"received": [uuids the consumer assembles], "evicted": [uuids it evicts]}',
     see=(
         'Lab 8, section 4 ("Several producers: interleaved chunks and the pending map")',
-        "docs/guide/chunked-messages.md#reassembly-on-the-consumer",
-        "docs/guide/chunked-messages.md#expiry-and-eviction-of-incomplete-messages",
+        "docs/guide/chunked-messages.md#reassembly",
+        "docs/guide/chunked-messages.md#chunk-expiry",
     ),
 )
 def check_pending_map(answer: Any, producers: int = 3, max_pending: int = 2, auto_ack: bool = True) -> CheckResult:
@@ -298,7 +298,7 @@ def shared_answer(
         for i in range(consumers)
     ]
     for i in range(producers):
-        p = client.create_producer(TOPIC, producer_name=f"p{i}", chunking_enabled=True, chunk_send_interval_ms=1)
+        p = client.create_producer(TOPIC, producer_name=f"p{i}", chunking_enabled=True, lab_chunk_send_interval_ms=1)
         for _ in range(messages_per_producer):
             p.send_async(bytes(2500), None)
     lab.run_until(100)
@@ -313,7 +313,7 @@ def shared_answer(
     todo="write {uuid: the name of the consumer that gets it}",
     see=(
         'Lab 8, section 5 ("Shared subscriptions")',
-        "docs/guide/chunked-messages.md#chunks-on-shared-subscriptions",
+        "docs/guide/chunked-messages.md#chunks-on-shared",
     ),
 )
 def check_shared(answer: Any, messages_per_producer: int = 2, producers: int = 2, consumers: int = 2) -> CheckResult:
@@ -364,7 +364,7 @@ def batching_and_chunking_answer() -> dict[str, str]:
     todo='write {"exception": the class name create_producer raises, "message": its text}',
     see=(
         'Lab 8, section 6 ("Batching vs chunking")',
-        "docs/guide/chunked-messages.md#when-and-how-many-chunks",
+        "docs/guide/chunked-messages.md#chunk-count",
     ),
 )
 def check_batching_and_chunking(answer: Any) -> CheckResult:

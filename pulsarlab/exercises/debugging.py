@@ -5,12 +5,13 @@ Models no Pulsar class. Each checker reads the same JSON the learner reads - a s
 ``lab.admin.topics.stats(t)`` dict - through `pulsarlab.importers`, and computes the answer from it:
 
 * `check_pinning_entry`: the entry that holds a cursor's mark-delete position (the first entry after
-  ``markDeletePosition`` that is not acknowledged; reference §7.2 and §11's range format ``(L:a..L:b]``);
+  ``markDeletePosition`` that is not acknowledged; docs/guide/cursor.md and the range format ``(L:a..L:b]``);
 * `check_blocked_consumer`: who is blocked on unacked messages and by which broker setting
-  (``maxUnackedMessagesPerConsumer`` / ``maxUnackedMessagesPerSubscription``, reference §5.2), as opposed
-  to a consumer that merely has 0 permits because its receiver queue is full (§6);
+  (``maxUnackedMessagesPerConsumer`` / ``maxUnackedMessagesPerSubscription``,
+  docs/guide/flow-control.md#broker-permits), as opposed to a consumer that merely has 0 permits because its
+  receiver queue is full (docs/guide/flow-control.md#flow-permits);
 * `check_draining`: 4.x draining hashes - which consumer holds them, which consumer waits for them, how many
-  acknowledgements release them (reference §3.2).
+  acknowledgements release them (PIP-379, docs/guide/key-shared-ordering.md#draining-hashes).
 """
 
 from __future__ import annotations
@@ -232,7 +233,7 @@ def blocked_on_unacked(stats: Any, subscription: str) -> list[Blocked]:
     todo='write {"blocked": the consumer (or subscription) name, "setting": the broker.conf setting}',
     see=(
         'Lab 6, section 4 ("A consumer blocked on unacknowledged messages")',
-        "docs/guide/flow-control.md#the-broker-side-permits-and-unacked-limits",
+        "docs/guide/flow-control.md#broker-permits",
     ),
 )
 def check_blocked_consumer(answer: Any, stats: Any, subscription: str) -> CheckResult:
@@ -360,7 +361,7 @@ def draining_summary(stats: Any, subscription: str) -> list[Draining]:
     todo='write {"holder": consumer, "waiting": consumer, "messages_to_ack": n}',
     see=(
         'Lab 6, section 5 ("Draining hashes after a Key_Shared consumer joined")',
-        "docs/guide/key-shared-ordering.md#40-draining-hashes-pip-379",
+        "docs/guide/key-shared-ordering.md#draining-hashes",
     ),
 )
 def check_draining(answer: Any, stats: Any, subscription: str) -> CheckResult:

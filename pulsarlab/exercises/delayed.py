@@ -51,7 +51,7 @@ def delivery_times_answer(
         broker_config={"delayedDeliveryTickTimeMillis": tick_ms, "isDelayedDeliveryDeliverAtTimeStrict": strict},
     )
     client = lab.client()
-    consumer = client.subscribe("delays", "sub", consumer_type=ConsumerType.Shared, ack_group_time_ms=0)
+    consumer = client.subscribe("delays", "sub", consumer_type=ConsumerType.Shared, lab_ack_group_time_ms=0)
     producer = client.create_producer("delays")
     for i, d in enumerate(delays_ms):
         producer.send(f"{i}".encode(), deliver_after=timedelta(milliseconds=d))
@@ -63,7 +63,7 @@ def delivery_times_answer(
     todo="write the list of receive times (ms), one per message in send order",
     see=(
         'Lab 9, section 3 ("The in-memory tracker")',
-        "docs/guide/delayed-delivery.md#the-in-memory-tracker-the-default",
+        "docs/guide/delayed-delivery.md#in-memory-tracker",
     ),
 )
 def check_delivery_times(
@@ -124,7 +124,7 @@ def subscription_delay_answer(delay_ms: int = 30_000, version: str = "4.0") -> d
     for name, ctype in TYPES.items():
         lab = Lab(version=version)
         client = lab.client()
-        consumer = client.subscribe("delays", "sub", consumer_type=ctype, ack_group_time_ms=0)
+        consumer = client.subscribe("delays", "sub", consumer_type=ctype, lab_ack_group_time_ms=0)
         producer = client.create_producer("delays")
         lab.advance(2000)  # past the Failover delay before the first read
         sent = lab.now()
@@ -138,7 +138,7 @@ def subscription_delay_answer(delay_ms: int = 30_000, version: str = "4.0") -> d
     todo="write {subscription type: ms between send and receive}",
     see=(
         'Lab 9, section 2 ("Only Shared and Key_Shared hold messages back")',
-        "docs/guide/delayed-delivery.md#which-subscriptions-and-when-a-message-is-due",
+        "docs/guide/delayed-delivery.md#hold-back",
     ),
 )
 def check_subscription_delays(answer: Any, delay_ms: int = 30_000, version: str = "4.0") -> CheckResult:
@@ -204,7 +204,7 @@ def restart_answer(
     see=(
         'Lab 9, section 5 ("A broker restart")',
         "docs/guide/delayed-delivery.md#bucket-snapshots",
-        "docs/guide/broker-restart.md#kept-and-lost",
+        "docs/guide/broker-restart.md#restart",
     ),
 )
 def check_restart_recovery(

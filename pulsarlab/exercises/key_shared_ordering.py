@@ -4,8 +4,8 @@ Models no Pulsar class. `run_join` plays one scenario on a `pulsarlab.Lab` of ei
 takes some keyed messages and does not acknowledge them, c2 joins, more messages arrive. The checkers
 ask what c2 can receive then (`check_after_join`) and after c1 acknowledges some keys
 (`check_after_acks`); the right answers are what the model's c2 has in its receiver queue, and the
-explanations restate the two ordering mechanisms (reference §3.1: 3.0's recently-joined consumers gate
-everything at or after c2's join read position until the mark-delete passes it, for all keys; §3.2: 4.0's
+explanations restate the two ordering mechanisms (docs/guide/key-shared-ordering.md: 3.0's recently-joined consumers gate
+everything at or after c2's join read position until the mark-delete passes it, for all keys; 4.0's
 draining hashes hold back only the hashes that moved while their old owner has unacked messages).
 """
 
@@ -176,7 +176,7 @@ def run_join(
             consumer_type=ConsumerType.KeyShared,
             consumer_name=name,
             key_shared_policy=policy,
-            ack_group_time_ms=0,
+            lab_ack_group_time_ms=0,
         )
 
     c1 = join("c1")
@@ -223,8 +223,8 @@ def after_join_answer(**kwargs: Any) -> dict[str, list[str]]:
     todo='write {"3.0": [labels c2 can receive right after it joins], "4.0": [...]} ([] for none)',
     see=(
         "Lab 5, sections 2 and 3 (3.0's recently joined consumers, 4.0's draining hashes)",
-        "docs/guide/key-shared-ordering.md#30-recently-joined-consumers-wait-for-the-mark-delete-position",
-        "docs/guide/key-shared-ordering.md#40-draining-hashes-pip-379",
+        "docs/guide/key-shared-ordering.md#recently-joined-consumers",
+        "docs/guide/key-shared-ordering.md#draining-hashes",
     ),
 )
 def check_after_join(answer: Any, **kwargs: Any) -> CheckResult:
@@ -238,7 +238,7 @@ def check_after_join(answer: Any, **kwargs: Any) -> CheckResult:
     todo='write {"3.0": [labels c2 holds after the acks], "4.0": [...]} ([] for none)',
     see=(
         'Lab 5, section 4 ("Releasing: acknowledgements vs the mark-delete position")',
-        "docs/guide/key-shared-ordering.md#40-draining-hashes-pip-379",
+        "docs/guide/key-shared-ordering.md#draining-hashes",
     ),
 )
 def check_after_acks(answer: Any, acked_keys: Sequence[str] = ("order-4",), **kwargs: Any) -> CheckResult:

@@ -1,8 +1,8 @@
 """Checkers for the Key_Shared lab (labs/01-key-shared.ipynb): auto-split ranges and batch routing.
 
-Models no Pulsar class; the right answers come from `KeySharedScenario` (reference §2.1 for auto-split,
-§1.2 and §3.4 for how a batch entry is routed). Each checker returns a `CheckResult` that says OK, or
-what is wrong and which rule the learner missed.
+Models no Pulsar class; the right answers come from `KeySharedScenario` (docs/guide/key-shared-selectors.md for
+auto-split, docs/guide/producer-batching.md for how a batch entry is routed). Each checker returns a `CheckResult`
+that says OK, or what is wrong and which rule the learner missed.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def autosplit_answer(
     todo="write a dict {consumer name: (start, end)} with the hash range each consumer owns after the joins",
     see=(
         'Lab 1, section 3 ("Auto-split hash ranges")',
-        "docs/guide/key-shared-selectors.md#auto-split-hash-ranges",
+        "docs/guide/key-shared-selectors.md#auto-split",
     ),
 )
 def check_autosplit_ranges(
@@ -117,7 +117,7 @@ def batch_answer(
     todo='write {"default": the consumer of the whole batch entry, "key_based": {key: consumer, ...}}',
     see=(
         'Lab 1, section 7 ("Batching: the first key decides")',
-        "docs/guide/producer-batching.md#default-batching-the-first-key-decides",
+        "docs/guide/producer-batching.md#default-batching",
         "docs/guide/producer-batching.md#key-based-batching",
     ),
 )

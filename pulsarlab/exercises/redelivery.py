@@ -2,8 +2,8 @@
 3.0 and 4.0 redeliver a negative ack, what a dead-letter policy lets the application see, and what a retry copy
 carries.
 
-Models no Pulsar class; every right answer is computed by running the lab's model (reference §8.1 ack-timeout
-ring, §8.2 negative-ack trackers, §8.3 broker redelivery count, §8.4 dead-letter and retry topics). Each checker
+Models no Pulsar class; every right answer is computed by running the lab's model (docs/guide/redelivery.md:
+ack-timeout ring, negative-ack trackers, broker redelivery count; docs/guide/retry-and-dead-letters.md). Each checker
 returns a `CheckResult` that says OK, or what is wrong and which rule was missed.
 """
 
@@ -41,7 +41,7 @@ def ack_timeout_answer(ack_timeout_ms: int, tick_ms: int, received_at: int, vers
         "workers",
         consumer_type=ConsumerType.Shared,
         unacked_messages_timeout_ms=ack_timeout_ms,
-        tick_duration_ms=tick_ms,
+        lab_tick_duration_ms=tick_ms,
     )
     producer = client.create_producer("jobs")
     mid = producer.send(b"job")
@@ -62,7 +62,7 @@ def check_ack_timeout_redelivery(
     answer: Any, ack_timeout_ms: int = 3000, tick_ms: int = 2000, received_at: int = 500
 ) -> CheckResult:
     """Check ``answer`` = the time (ms) at which a message received at ``received_at`` and never acknowledged is
-    redelivered, for ``unacked_messages_timeout_ms=ack_timeout_ms`` and ``tick_duration_ms=tick_ms``."""
+    redelivered, for ``unacked_messages_timeout_ms=ack_timeout_ms`` and ``lab_tick_duration_ms=tick_ms``."""
     want = ack_timeout_answer(ack_timeout_ms, tick_ms, received_at)
     got = _int_or_none(answer)
     if got is None:

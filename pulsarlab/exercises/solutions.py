@@ -44,7 +44,8 @@ SOLUTIONS: dict[str, dict[str, Solution]] = {
     },
     "03-acks-and-the-cursor": {
         "answer_1": Solution(
-            [150, 150, 150, 400], "three acks fill max_ack_group_size at t=150; the fourth waits for the 400 ms tick."
+            [150, 150, 150, 400],
+            "three acks fill lab_max_ack_group_size at t=150; the fourth waits for the 400 ms tick.",
         ),
         "answer_2": Solution(
             {"markDeletePosition": "3:2", "individuallyDeletedMessages": "[(4:0..4:2],(5:0..5:1]]"},
