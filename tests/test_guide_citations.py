@@ -67,3 +67,8 @@ def test_labs_cite_no_reference_section(path):
 def test_exercise_checkers_cite_no_reference_section():
     for path in (REPO / "pulsarlab" / "exercises").glob("*.py"):
         assert "§" not in path.read_text(encoding="utf-8"), path.name
+
+
+def test_views_cite_no_reference_section():
+    for path in sorted((REPO / "widgets").rglob("*.py")):
+        assert "reference §" not in path.read_text(encoding="utf-8"), path.relative_to(REPO)
