@@ -48,8 +48,9 @@ def _answers(path: Path) -> dict[str, str]:
     return found
 
 
-def test_there_are_27_checkers_and_each_is_an_exercise():
-    assert len(CHECKERS) == 27, [c.__name__ for c in CHECKERS]
+def test_every_checker_is_an_exercise():
+    """The 27 exercises of labs 01-09 each have a checker (new exercises add theirs, wrapped the same way)."""
+    assert len(CHECKERS) >= 27, [c.__name__ for c in CHECKERS]
     for check in CHECKERS:
         assert hasattr(check, "todo") and hasattr(check, "see"), f"{check.__name__} is not wrapped by @exercise"
 
