@@ -73,8 +73,12 @@ class MessageId:
             and _INT_MIN <= partition <= _INT_MAX
             and _INT_MIN <= batch_index <= _INT_MAX
         ):
-            object.__setattr__(self, "partition", index_int(partition))
-            object.__setattr__(self, "batch_index", index_int(batch_index))
+            if -1 <= partition < _N_INDEXES - 1 and -1 <= batch_index < _N_INDEXES - 1:
+                _set_partition(self, _INDEXES[partition + 1])
+                _set_batch_index(self, _INDEXES[batch_index + 1])
+            else:
+                _set_partition(self, index_int(partition))
+                _set_batch_index(self, index_int(batch_index))
             return  # the common case; the loop below finds what is wrong and says so
         for name, lo, hi in (
             ("ledger", _LONG_MIN, _LONG_MAX),
@@ -87,6 +91,8 @@ class MessageId:
                 raise TypeError(f"MessageId.{name} must be an int, got {type(value).__name__} {value!r}")
             if not lo <= value <= hi:
                 raise ValueError(f"MessageId.{name} {value} is outside the Java range [{lo}, {hi}]")
+        _set_partition(self, index_int(int(partition)))  # an int subclass (IntEnum, ...) passes the checks
+        _set_batch_index(self, index_int(int(batch_index)))
 
     # --- pulsar-client's MessageId methods ------------------------------------------------------
     def ledger_id(self) -> int:
