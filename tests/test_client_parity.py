@@ -153,3 +153,36 @@ def test_reader_rules_in_process() -> None:
     consumer = client.subscribe("p", "s")
     with pytest.raises(IllegalArgumentException):
         consumer.seek(pl.MessageId(1, 0, 0))
+
+
+def test_seek_by_id_is_after_the_id_for_the_cpp_client_and_at_it_for_java() -> None:
+    for library, expected in ((pl.ClientLibrary.CPP, [b"m3", b"m4"]), (pl.ClientLibrary.JAVA, [b"m2", b"m3", b"m4"])):
+        lab = pl.Lab()
+        client = lab.client(client_library=library)
+        consumer = client.subscribe("t", "s", initial_position=pl.InitialPosition.Earliest)
+        producer = client.create_producer("t")
+        ids = [producer.send(f"m{i}".encode()) for i in range(5)]
+        for _ in range(5):
+            consumer.acknowledge(consumer.receive(timeout_millis=0))
+        consumer.seek(ids[2])
+        assert [m.data() for m in consumer.receiver_queue] == expected, library
+        consumer.seek(pl.MessageId.earliest)
+        assert len(consumer.receiver_queue) == 5
+
+
+def test_a_reader_inside_a_batch_starts_after_the_batch_index() -> None:
+    lab = pl.Lab()
+    client = lab.client()
+    producer = client.create_producer("b", batching_enabled=True, batching_max_messages=4)
+    for i in range(4):
+        producer.send_async(f"m{i}".encode(), None)
+    producer.flush()
+    first = client.create_reader("b", pl.MessageId.earliest).read_next(0).message_id()
+    assert first.batch_index() == 0
+    inside = pl.MessageId(first.ledger_id(), first.entry_id(), first.partition(), 1)
+    reader = client.create_reader("b", inside)
+    assert reader.has_message_available()
+    assert [reader.read_next(0).data() for _ in range(2)] == [b"m2", b"m3"]
+    assert reader.has_message_available() is False
+    inclusive = client.create_reader("b", inside, start_message_id_inclusive=True)
+    assert inclusive.read_next(0).data() == b"m1"
