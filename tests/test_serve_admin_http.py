@@ -353,7 +353,7 @@ def test_skip_skip_all_expire_and_reset_cursor_over_http(served) -> None:
         assert http(server, "POST", f"{sub_path}/expireMessages/3600") == (204, None)
         assert http(server, "GET", f"{NS}/moves/stats")[1]["subscriptions"]["s"]["msgBacklog"] == 1  # m5
         time.sleep(0.005)  # the publish times must be strictly in the past
-        assert http(server, "POST", f"{sub_path}/expireMessages/0") == (204, None)
+        assert http(server, "POST", f"{NS}/moves/all_subscription/expireMessages/0") == (204, None)
         assert http(server, "GET", f"{NS}/moves/stats")[1]["subscriptions"]["s"]["msgBacklog"] == 0
         rest, expected = _cursor_rest_and_admin(server, lab, "moves", "s")
         assert rest == expected
@@ -376,6 +376,8 @@ def test_cursor_moves_refuse_what_pulsar_refuses(served) -> None:
     assert http(server, "POST", f"{NS}/pm/subscription/s/skip_all") == (204, None)
     assert http(server, "POST", f"{NS}/pm/subscription/s/resetcursor/0") == (204, None)
     assert http(server, "POST", f"{NS}/pm/subscription/s/expireMessages/10") == (204, None)
+    assert http(server, "POST", f"{NS}/pm/all_subscription/expireMessages/10") == (204, None)
+    assert http(server, "POST", f"{NS}/none/all_subscription/expireMessages/10") == (404, {"reason": "Topic not found"})
     assert http(server, "POST", f"{NS}/pm/subscription/nope/skip_all") == (404, {"reason": "Subscription not found"})
     assert http(server, "POST", f"{NS}/none/subscription/s/skip/1") == (404, {"reason": "Topic not found"})
     assert http(server, "POST", f"{NS}/pm/subscription/s/skip/ten")[0] == 404  # not an int: no such resource

@@ -6,7 +6,8 @@ Models the broker's web service (``webServicePort``, 8080 by default): the ``/ad
 Every handler calls ``lab.admin`` (the broker's command surface) under the server's ``lock``, catching the clock
 up first, exactly as a binary connection handles its frames; answers are ``lab.admin``'s JSON. Errors are
 Pulsar's statuses with a ``{"reason": ...}`` body: 404 not found, 409 conflict, 412 precondition failed (also an
-invalid topic name), 400 bad JSON, 405 wrong method, 413 a body over `MAX_BODY`.
+invalid topic name), 400 bad JSON, 405 wrong method (or an operation Pulsar refuses on that resource), 413 a body
+over `MAX_BODY`.
 
 Library: aiohttp.web. It is asyncio-native (an `AppRunner` + `TCPSite` joins the loop the binary listener
 already runs, with no second server object, no thread and no signal handling of its own), it parses HTTP itself
@@ -15,7 +16,8 @@ and maintained. An ASGI stack (Starlette + uvicorn) would work too, but needs uv
 hand inside a foreign loop and two packages for what aiohttp does alone.
 
 Tenants (create, get, delete), namespaces (create, delete, the ``deduplication`` policy), subscription cursor
-moves (``skip/{n}``, ``skip_all``, ``expireMessages/{seconds}``, ``resetcursor/{timestamp}`` and by message id)
+moves (``skip/{n}``, ``skip_all``, ``expireMessages/{seconds}`` for one or ``all_subscription``,
+``resetcursor/{timestamp}`` and by message id)
 and ``compaction`` (trigger, status; answered 501 while the broker has no compaction) call the broker's admin
 commands the same way. Simplifies: persistent topics only, v2 paths only, no authentication, no ``force`` on
 deletions (tenant/namespace ``force`` is refused as a broker without ``forceDeleteTenantAllowed`` does), no
@@ -221,6 +223,7 @@ class AdminHttp:
         r.add_post(SUBSCRIPTION + r"/skip/{n:\d+}", self.skip)
         r.add_post(SUBSCRIPTION + "/skip_all", self.skip_all)
         r.add_post(SUBSCRIPTION + r"/expireMessages/{seconds:\d+}", self.expire_messages)
+        r.add_post(TOPIC + r"/all_subscription/expireMessages/{seconds:\d+}", self.expire_all_subscriptions)
         r.add_post(SUBSCRIPTION + r"/resetcursor/{timestamp:\d+}", self.reset_cursor_to_time)
         r.add_post(SUBSCRIPTION + "/resetcursor", self.reset_cursor_to_position)
         r.add_put(TOPIC + "/compaction", self.trigger_compaction)
@@ -384,6 +387,21 @@ class AdminHttp:
             raise web.HTTPNotFound()
         sub = request.match_info["subscription"]
         self._call(self.admin.topics.expire_messages, self._topic(request), sub, seconds)
+        return web.Response(status=204)
+
+    async def expire_all_subscriptions(self, request: web.Request) -> web.Response:
+        """``.../all_subscription/expireMessages/{seconds}``: every subscription of the topic (or its partitions)."""
+        seconds = int(request.match_info["seconds"])
+        if seconds > 2**31 - 1:
+            raise web.HTTPNotFound()
+        topic = self._topic(request)
+        topics = self.admin.topics
+
+        def expire_all() -> None:
+            for sub in topics.subscriptions(topic):
+                topics.expire_messages(topic, sub, seconds)
+
+        self._call(expire_all)
         return web.Response(status=204)
 
     async def reset_cursor_to_time(self, request: web.Request) -> web.Response:
