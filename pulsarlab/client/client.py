@@ -1,10 +1,12 @@
 """The client: ``pulsar.Client`` in the lab (producers and consumers talk to the lab's one broker).
 
-Models the Python ``pulsar.Client`` surface (``create_producer``, ``subscribe``, ``get_topic_partitions``,
-``close``). ``client_library`` picks whose batching and chunking rules the producers follow (default the C++
-client the Python package wraps; `ClientLibrary.JAVA` for the Java client the reference reads). On connect the
-client learns the broker's ``maxMessageSize`` (CONNECTED's ``max_message_size``, `ClientCnx.getMaxMessageSize`);
-its producers size messages and chunks against it.
+Models the Python ``pulsar.Client`` surface (``create_producer``, ``subscribe``, ``create_reader``,
+``get_topic_partitions``, ``close``); the real client's enum values (``pulsar.ConsumerType.Shared``, ...) are
+accepted where the lab's are expected, so a pulsar-client script runs unchanged. ``client_library`` picks
+whose batching and chunking rules the producers follow (default the C++ client the Python package wraps;
+`ClientLibrary.JAVA` for the Java client the reference reads). On connect the client learns the broker's
+``maxMessageSize`` (CONNECTED's ``max_message_size``, `ClientCnx.getMaxMessageSize`); its producers size
+messages and chunks against it.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from pulsarlab.client.chunk_reassembly import (
     DEFAULT_MAX_PENDING_CHUNKED_MESSAGE,
 )
 from pulsarlab.client.chunking import DEFAULT_CHUNK_MAX_MESSAGE_SIZE
+from pulsarlab.client.compat import lab_enum
 from pulsarlab.client.consumer import DEFAULT_NEGATIVE_ACK_REDELIVERY_DELAY_MS, Consumer
 from pulsarlab.client.negative_acks import MultiplierRedeliveryBackoff
 from pulsarlab.client.options import (
@@ -33,6 +36,7 @@ from pulsarlab.client.options import (
 )
 from pulsarlab.client.policies import ConsumerDeadLetterPolicy
 from pulsarlab.client.producer import AlreadyClosedException, Producer
+from pulsarlab.client.reader import Reader
 from pulsarlab.client.routing import PartitionsRoutingMode
 from pulsarlab.client.unacked_tracker import DEFAULT_TICK_DURATION_MILLIS
 from pulsarlab.errors import PulsarError
@@ -105,8 +109,8 @@ class Client:
             batching_max_messages=batching_max_messages,
             batching_max_allowed_size_in_bytes=batching_max_allowed_size_in_bytes,
             batching_max_publish_delay_ms=batching_max_publish_delay_ms,
-            batching_type=batching_type,
-            message_routing_mode=message_routing_mode,
+            batching_type=lab_enum(batching_type, BatchingType),
+            message_routing_mode=lab_enum(message_routing_mode, PartitionsRoutingMode),
             message_router=message_router,
             properties=properties,
             chunking_enabled=chunking_enabled,
@@ -177,13 +181,13 @@ class Client:
             self,
             topic,
             subscription_name,
-            consumer_type=consumer_type,
+            consumer_type=lab_enum(consumer_type, ConsumerType),
             receiver_queue_size=receiver_queue_size,
             max_total_receiver_queue_size_across_partitions=max_total_receiver_queue_size_across_partitions,
             consumer_name=consumer_name,
             unacked_messages_timeout_ms=unacked_messages_timeout_ms,
             negative_ack_redelivery_delay_ms=negative_ack_redelivery_delay_ms,
-            initial_position=initial_position,
+            initial_position=lab_enum(initial_position, InitialPosition),
             key_shared_policy=key_shared_policy,
             batch_index_ack_enabled=batch_index_ack_enabled,
             dead_letter_policy=dead_letter_policy,
@@ -200,6 +204,17 @@ class Client:
         )
         self._consumers.append(consumer)
         return consumer
+
+    def create_reader(self, topic: str, start_message_id: Any, **kwargs: Any) -> Reader:
+        """``Client.create_reader(topic, start_message_id, reader_listener=None, receiver_queue_size=1000,
+        reader_name=None, subscription_role_prefix=None, is_read_compacted=False, crypto_key_reader=None,
+        start_message_id_inclusive=False)``: ``start_message_id`` is ``MessageId.earliest``, ``MessageId.latest``
+        or a message's id (the lab's or pulsar-client's)."""
+        self._check()
+        kwargs.pop("schema", None)  # bytes only: the lab has no schemas
+        reader = Reader(self, topic, start_message_id, **kwargs)
+        self._consumers.append(reader._consumer)
+        return reader
 
     def get_topic_partitions(self, topic: str) -> list[str]:
         """The partition topic names, or ``[topic]`` for a non-partitioned topic."""
