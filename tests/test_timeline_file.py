@@ -62,7 +62,7 @@ def delayed_chunk_run() -> Recorder:
     lab = pl.Lab(version="4.0", seed=1, broker_config=conf)
     rec = Recorder(lab)
     client = lab.client()
-    client.subscribe("t", "s", consumer_type=pl.ConsumerType.Shared, ack_group_time_ms=0)
+    client.subscribe("t", "s", consumer_type=pl.ConsumerType.Shared, lab_ack_group_time_ms=0)
     producer = client.create_producer("t")
     for i in range(5):
         producer.send(f"m{i}".encode(), deliver_after=timedelta(seconds=2 + i))
