@@ -211,7 +211,7 @@ def test_a_branch_saved_to_a_file_forks_again_with_its_own_change_replayed(tmp_p
         ({"kind": "setting_changes", "value": 1}, "setting_changes needs setting="),
         (
             {"kind": "setting_changes", "setting": "dispatcherMaxReadBatchSize", "value": "10"},
-            "dispatcherMaxReadBatchSize takes a int \\(default 100\\), got '10'",
+            "dispatcherMaxReadBatchSize takes an int \\(default 100\\), got '10'",
         ),
         (
             {"kind": "setting_changes", "setting": "activeConsumerFailoverConsistentHashing", "value": 1},

@@ -77,7 +77,7 @@ def test_record_then_fork_from_the_file(recorded: Path, tmp_path: Path, capsys) 
         (["--frame", "3", "--change", "setting_changes", "--setting", "nope"], "--setting takes NAME=VALUE"),
         (
             ["--frame", "3", "--change", "setting_changes", "--setting", "dispatcherMaxReadBatchSize=many"],
-            "takes a int",
+            "takes an int",
         ),
     ],
 )

@@ -75,7 +75,8 @@ def _check_setting(name: Any, value: Any) -> None:
         else isinstance(value, kind) and not isinstance(value, bool)
     )
     if default is not None and not ok:
-        raise ValueError(f"{name} takes a {kind.__name__} (default {default!r}), got {value!r}")
+        article = "an" if kind.__name__[0] in "aeiou" else "a"
+        raise ValueError(f"{name} takes {article} {kind.__name__} (default {default!r}), got {value!r}")
 
 
 @dataclass(frozen=True)
