@@ -362,7 +362,19 @@ def _step_first_player(pg, lab: str):
             "figures changed",
             pytrace=False,
         )
-    # a frame's figure updates arrive as several messages: the screenshot waits until the player stops changing
+    # A frame's figure update arrives as several messages (traces replaced, then the layout): wait until every
+    # figure of the player shows traces and a title again, then until the player stops changing, for the screenshot.
+    blank_js = """p => Array.from(p.querySelectorAll('.js-plotly-plot')).map((gd, i) => [i, gd.data.length,
+         (gd.layout.title && gd.layout.title.text) || '']).filter(([i, traces, title]) => !traces || !title)"""
+    try:
+        pg.wait_for_function(f"p => ({blank_js})(p).length === 0", arg=player.element_handle(), timeout=STEP_MS)
+    except PlaywrightError:
+        _screenshot(pg, f"lab-{lab}-blank-after-step.png")
+        pytest.fail(
+            f"lab {lab}: {STEP_MS} ms after a step the player still shows figures without traces or title: "
+            f"{player.evaluate(blank_js)}",
+            pytrace=False,
+        )
     pg.wait_for_function(
         f"""player => {{
           const s = JSON.stringify(({PLAYER_STATE_JS})(player)), now = performance.now();
@@ -373,13 +385,6 @@ def _step_first_player(pg, lab: str):
         timeout=STEP_MS,
         polling=100,
     )
-    blank = player.evaluate(
-        """p => Array.from(p.querySelectorAll('.js-plotly-plot')).map((gd, i) => [i, gd.data.length,
-             (gd.layout.title && gd.layout.title.text) || '']).filter(([i, traces, title]) => !traces || !title)"""
-    )
-    if blank:
-        _screenshot(pg, f"lab-{lab}-blank-after-step.png")
-        pytest.fail(f"lab {lab}: after a step the player shows figures without traces or title: {blank}", pytrace=False)
     return player
 
 
