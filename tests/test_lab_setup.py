@@ -221,3 +221,21 @@ def test_lab_without_java_shows_a_clear_message_at_its_spark_cell(tmp_path, monk
     assert "Spark needs Java 17+" in shown and "Only the Spark cells need Java" in shown
     assert "File " not in shown and "Traceback" not in shown, f"a traceback, not a message:\n{shown}"
     assert "JavaNotFoundError" in str(raised.value)
+
+
+@pytest.mark.notebook
+def test_lab_06_runs_with_its_kernel_in_another_folder(tmp_path, monkeypatch):
+    """Lab 06 reads data/broker-json/ through samples_dir(), not ../data: a kernel started elsewhere finds it."""
+    notebook = LABS / "06-debug-your-cluster.ipynb"
+    nb = nbformat.read(notebook, as_version=4)
+    assert "../data" not in "".join(c.source for c in nb.cells if c.cell_type == "code")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p))
+    monkeypatch.delenv(SAMPLES_ENV, raising=False)
+    client = NotebookClient(nb, kernel_name="python3", timeout=600, startup_timeout=180,
+                            resources={"metadata": {"path": str(tmp_path)}})  # fmt: skip
+    try:
+        client.execute()
+    finally:
+        ARTIFACTS.mkdir(exist_ok=True)
+        nbformat.write(nb, ARTIFACTS / "executed-06-elsewhere.ipynb")
+    assert list(tmp_path.iterdir()) == [], "the lab wrote into the folder it ran in"
