@@ -63,7 +63,7 @@ class RemoteConsumer:
     def message_received(self, ledger: int, entry: int, data: Any, redelivery_count: int, ack_set: int | None) -> None:
         conn = self.connection
         wire, checksum = conn.encoded_entry(data)
-        conn.write(message_frame(self.prefix, ledger, entry, redelivery_count, ack_set, wire, checksum))
+        conn.write(message_frame(self.prefix, ledger, entry, redelivery_count, ack_set, wire, checksum, self.partition))
 
     def active_consumer_changed(self, is_active: bool) -> None:
         self.connection.write(simple_frame(encode_command(ActiveConsumerChange(self.consumer_id, is_active))))

@@ -382,10 +382,21 @@ def consumer_prefix(consumer_id: int) -> bytes:
 
 
 def message_frame(
-    prefix: bytes, ledger: int, entry: int, redelivery_count: int, ack_set: int | None, wire: bytes, checksum: bytes
+    prefix: bytes,
+    ledger: int,
+    entry: int,
+    redelivery_count: int,
+    ack_set: int | None,
+    wire: bytes,
+    checksum: bytes,
+    partition: int = -1,
 ) -> bytes:
-    """A complete MESSAGE frame: ``CommandMessage`` for one entry, then the stored bytes with their CRC32C."""
+    """A complete MESSAGE frame: ``CommandMessage`` for one entry, then the stored bytes with their CRC32C. The
+    message id carries the consumer's partition index when it reads a partition (`Commands.newMessageCommand`:
+    clients take the received ids' ``partition()`` from it)."""
     mid = b"\x08" + encode_varint(ledger) + b"\x10" + encode_varint(entry)
+    if partition >= 0:
+        mid += b"\x18" + encode_varint(partition)
     body = prefix + b"\x12" + encode_varint(len(mid)) + mid
     if redelivery_count:
         body += b"\x18" + encode_varint(redelivery_count)
