@@ -57,8 +57,8 @@ class Client:
         ``ConsumerConfiguration`` setting, which the Python client does not expose), and from the Java client
         ``tick_duration_ms=1000`` (``ackTimeoutTickTime``), ``negative_ack_redelivery_backoff=None`` (a
         `MultiplierRedeliveryBackoff`) and ``retry_enable=False`` (``enableRetry``: subscribe to the retry topic
-        too, for ``reconsume_later``). ``batch_index_ack_enabled=None`` takes the profile's client default (true
-        from 4.1). The ack timeout follows Java's rule (0/None or >= 1000 ms); the C++ client under the Python one
+        too, for ``reconsume_later``). ``batch_index_ack_enabled=None`` takes the profile's client default (false,
+        as in the Python client). The ack timeout follows Java's rule (0/None or >= 1000 ms); the C++ client under the Python one
         asks for >= 10 s."""
         self._check()
         consumer = Consumer(self, topic, subscription_name, **kwargs)

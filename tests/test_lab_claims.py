@@ -1,0 +1,224 @@
+"""What the labs' text states is what their cells print: each test runs the lab's own cells (imports first) and
+checks the printed figures against the sentence that states them (issue 13, "Sentences that are wrong").
+
+The cells run in this process, not in a kernel (`tests/test_notebooks.py` runs whole notebooks); figures'
+``show()`` is a no-op here. Where a cell needs Spark, the test computes the same figure with the model function
+the Spark job runs (`distribution_metrics`, `run_tracker_workload`), which the Spark tests hold equal.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import re
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+import pulsarlab as pl
+
+LABS = Path(__file__).resolve().parents[1] / "labs"
+
+
+def _notebook(lab: str) -> dict:
+    (path,) = LABS.glob(f"{lab}-*.ipynb")
+    return json.loads(path.read_text())
+
+
+def _cell(lab: str, cell_id: str) -> dict:
+    for cell in _notebook(lab)["cells"]:
+        if cell["id"] == cell_id:
+            return cell
+    raise KeyError(f"lab {lab} has no cell {cell_id}")
+
+
+def markdown(lab: str, cell_id: str) -> str:
+    """The text of a markdown cell, with line breaks joined to spaces."""
+    return " ".join("".join(_cell(lab, cell_id)["source"]).split())
+
+
+def run_cells(lab: str, *cell_ids: str) -> str:
+    """Run the lab's first code cell (its imports) and then the given code cells; return what they print."""
+    import plotly.basedatatypes
+
+    first = next(c for c in _notebook(lab)["cells"] if c["cell_type"] == "code")
+    sources = ["".join(first["source"])] + ["".join(_cell(lab, cid)["source"]) for cid in cell_ids]
+    namespace: dict = {"__name__": f"lab_{lab}"}
+    out = io.StringIO()
+    cwd = os.getcwd()
+    show = plotly.basedatatypes.BaseFigure.show
+    try:
+        os.chdir(LABS)
+        plotly.basedatatypes.BaseFigure.show = lambda *args, **kwargs: None
+        with contextlib.redirect_stdout(out):
+            for source in sources:
+                exec(compile(source, f"<lab {lab}>", "exec"), namespace)
+    finally:
+        plotly.basedatatypes.BaseFigure.show = show
+        os.chdir(cwd)
+    return out.getvalue()
+
+
+# --- lab 01: the ring's imbalance -----------------------------------------------------------------------------
+
+
+def test_lab01_ring_imbalance_figures_are_the_tables():
+    from pulsarlab.scenarios.distribution import distribution_metrics, sequential_keys
+
+    source = "".join(_cell("01", "c693d819")["source"])
+    assert "key_distribution(spark, 200_000" in source and "consumer_counts=(2, 3, 5, 8)" in source
+    keys = sequential_keys(0, 200_000)  # the keys the Spark job generates for n_keys=200_000
+    above = {
+        n: round((distribution_metrics(keys, "consistent_hashing", n, "4.0")["imbalance"] - 1) * 100, 1)
+        for n in (2, 3, 5, 8)
+    }
+    text = markdown("01", "0f29d280")
+    stated = re.search(r"([\d.]+) % above at 2 consumers, ([\d.]+) % at 3 and at 8, ([\d.]+) % at 5", text).groups()
+    assert [float(x) for x in stated] == [above[2], above[3], above[5]] and above[3] == above[8]
+    assert "within 20 % of even" in text and max(above.values()) < 20
+
+
+# --- lab 02: is_active before the first notice ------------------------------------------------------------------
+
+
+def test_lab02_is_active_is_none_until_the_first_notice():
+    printed = run_cells("02", "lab02-05")
+    assert "told at t=0 ms?  None None" in printed
+    assert re.search(r"told at t=1000 ms\? (True False|False True)", printed)
+    assert "It is `None` until the first `ACTIVE_CONSUMER_CHANGE`" in markdown("02", "lab02-04")
+
+
+# --- lab 03: numberOfEntriesSinceFirstNotAckedMessage, batch-index acks on 4.1 ----------------------------------
+
+
+def test_lab03_entries_since_first_not_acked_is_one_more_than_the_entries_read():
+    printed = run_cells("03", "927dbbcc")
+    cursor = json.loads(printed)["cursors"]["audit"]
+    stated = int(
+        re.search(r"here (\d+) entries after `3:0` were read, so it says (\d+)", markdown("03", "c170a42b"))[2]
+    )
+    assert cursor["markDeletePosition"] == "3:0" and cursor["readPosition"] == "4:3"
+    read_after_mark_delete = 5  # 3:1, 3:2, 4:0, 4:1, 4:2 (three entries per ledger)
+    assert cursor["numberOfEntriesSinceFirstNotAckedMessage"] == stated == read_after_mark_delete + 1
+
+
+def test_lab03_python_client_keeps_batch_index_acks_off_on_41():
+    printed = run_cells("03", "7605f030")
+    whole = "['order-0', 'order-1', 'order-2', 'order-3', 'order-4']"
+    assert f"Pulsar 4.0, Python client default: c2 receives {whole}" in printed
+    assert f"Pulsar 4.1, Python client default: c2 receives {whole}" in printed
+    assert "Pulsar 4.1, batch_index_ack_enabled=True: c2 receives ['order-2', 'order-4']" in printed
+    assert pl.get_profile("4.1").batch_index_ack_enabled is False  # the Python client's default
+
+
+# --- lab 04: close() flushes the grouping tracker, a crash does not ---------------------------------------------
+
+
+def test_lab04_close_flushes_grouped_acks_and_a_crash_loses_them():
+    lines = run_cells("04", "teach-04-close-vs-crash").splitlines()
+    assert re.fullmatch(r"c\d closes with 3 acks in its tracker; c\d then gets \['m3', 'm4', 'm5'\]", lines[0])
+    assert re.fullmatch(
+        r"c\d crashes with 3 acks in its tracker; c\d then gets \['m0', 'm1', 'm2', 'm3', 'm4', 'm5'\]", lines[1]
+    )
+    assert "including acks still waiting" not in markdown("04", "8addaa4f")
+
+
+# --- lab 07: #20750 counts, ORIGIN_MESSAGE_IDY_TIME -------------------------------------------------------------
+
+
+def test_lab07_20750_counts_are_the_ones_the_text_explains():
+    printed = run_cells("07", "lab07-26")
+    text = markdown("07", "lab07-25")
+    assert re.search(
+        r"4\.0 +still in the ack-timeout tracker after 10 nacks:  0; deliveries before the ack: 10", printed
+    )
+    assert re.search(
+        r"3\.0\.3 +still in the ack-timeout tracker after 10 nacks: 10; deliveries before the ack: 20", printed
+    )
+    assert re.search(r"4\.0 with the bug +still in .*: 10; deliveries before the ack: 30", printed)
+    assert "job-1 came back at t=3000 (count 1)\n" in printed
+    assert "job-1 came back at t=2000 (count 1), t=4000 (count 3)\n" in printed
+    assert "job-1 came back at t=2000 (count 1), t=3000 (count 2), t=4000 (count 3)\n" in printed
+    assert "10 deliveries" in text and "30 in all" in text and "20 in all" in text
+
+
+def test_lab07_printed_retry_properties_include_the_legacy_key():
+    printed = run_cells("07", "lab07-22")
+    dlq = eval(printed.split("DLQ: ", 1)[1].splitlines()[0])  # the printed dict
+    assert dlq["ORIGIN_MESSAGE_IDY_TIME"] == dlq["ORIGIN_MESSAGE_ID"]
+    assert "`ORIGIN_MESSAGE_IDY_TIME`, a misspelt legacy key" in markdown("07", "lab07-21")
+
+
+# --- lab 08: expiry after 1-2 minutes, an evicted message with the ack timeout off ------------------------------
+
+
+def test_lab08_incomplete_message_expires_between_one_and_two_minutes():
+    printed = run_cells("08", "c48d362a")
+    expired_at = int(re.search(r"t = (\d+): consumer reader expired incomplete flaky-0", printed)[1])
+    assert 60_000 < expired_at <= 120_000 + 25
+    assert "1 to 2 minutes after its first chunk" in markdown("08", "842ce97d")
+    assert "1 to 2 minutes" in markdown("08", "6e83594f")
+
+
+def test_lab08_evicted_message_stays_unacknowledged_without_ack_timeout():
+    printed = run_cells("08", "teach-08-evicted-no-ack-timeout-code")
+    assert "t = 300100: markDeletePosition 3:-1" in printed
+    assert "after redeliver_unacknowledged_messages(): ['3:0:-1;3:6:-1']" in printed
+    assert "the ack timeout (`unacked_messages_timeout_ms`) is **off by default**" in markdown("08", "842ce97d")
+
+
+# --- lab 09: Failover 0 ms, 4.1's early release, bytes per message ----------------------------------------------
+
+
+def test_lab09_failover_receives_at_once_only_after_its_first_read_delay():
+    printed = run_cells("09", "e75c736b")
+    assert "Failover   receives it at t = 2000 ms" in printed  # sent at t = 2000
+    assert "sent 2 s after they subscribed" in markdown("09", "5d9c86cb")
+    assert "reaches the Failover consumer at t = 1000" in markdown("09", "5d9c86cb")
+    lab = pl.Lab(version="4.0", seed=1)
+    client = lab.client()
+    failover = client.subscribe("jobs", "sub", consumer_type=pl.ConsumerType.Failover)
+    client.create_producer("jobs").send(b"job", deliver_after=timedelta(seconds=30))
+    assert failover.receive(timeout_millis=5000) is not None and lab.now() == 1000
+
+
+def test_lab09_41_releases_early_and_the_recheck_uses_the_same_cutoff():
+    printed = run_cells("09", "2b6d1e3c")
+    assert "(1024, 'after 1500 ms')" in printed and "(2048, 'after 3000 ms')" in printed
+    text = markdown("09", "696cb586")
+    assert "`after 1500 ms` arrives at t = 1024 and `after 3000 ms` at t = 2048" in text
+
+
+def test_lab09_bytes_per_held_message_are_the_tables():
+    from pulsarlab.scenarios.delayed_workload import run_tracker_workload
+
+    source = "".join(_cell("09", "68901597")["source"])
+    assert 'entries_per_ledger=2_000, broker_config={"delayedDeliveryMinIndexCountPerBucket": 2_000}' in source
+    per_message = {}
+    for n in (1_000, 5_000, 20_000):
+        for spread in (600_000, 86_400_000):
+            row = run_tracker_workload(
+                "in-memory",
+                n,
+                spread,
+                0,
+                entries_per_ledger=2_000,
+                broker_config={"delayedDeliveryMinIndexCountPerBucket": 2_000},
+            ).as_dict()
+            per_message[n] = round(row["memory_bytes"] / n)
+            assert 24 < row["memory_bytes"] / n <= 36
+    section_3, section_6 = markdown("09", "59b4594d"), markdown("09", "f960be53")
+    assert f"{per_message[1_000]} at 1,000 and 5,000 messages, {per_message[20_000]} at 20,000" in section_3
+    assert f"{per_message[1_000]} bytes per message at 1,000 and 5,000 messages, {per_message[20_000]} at 20,000" in (
+        section_6
+    )
+    assert per_message[1_000] == per_message[5_000]
+
+
+@pytest.mark.parametrize("lab", ["10"])
+def test_lab10_names_the_right_pips(lab):
+    text = markdown(lab, "7b821adb")
+    assert "hashing (PIP-119" in text and "consistent hashing (PIP-379)" not in text
