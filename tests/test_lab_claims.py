@@ -222,3 +222,64 @@ def test_lab09_bytes_per_held_message_are_the_tables():
 def test_lab10_names_the_right_pips(lab):
     text = markdown(lab, "7b821adb")
     assert "hashing (PIP-119" in text and "consistent hashing (PIP-379)" not in text
+
+
+# --- "What you may have read" boxes ---------------------------------------------------------------------------
+
+GUIDE = Path(__file__).resolve().parents[1] / "docs" / "guide" / "what-you-may-have-read.md"
+BOX = "> **What you may have read:**"
+# the beliefs issue 13 names, and the lab whose box bridges each
+BELIEF_LABS = {
+    "01": {"autosplit-figure", "ring-points-1-100"},
+    "02": {"flow-more-than-half"},
+    "03": {"ack-sets-for-chunks"},
+    "04": {"failover-first-connected"},
+    "07": {"redelivery-tracker-replay-set", "rlq-dlq-names"},
+    "08": {"chunk-count-formula"},
+    "09": {"cursor-property-format"},
+}
+
+
+def _boxes(lab: str) -> list[tuple[str, dict]]:
+    """(anchor, the code cell after the box) for every box of a lab."""
+    cells = _notebook(lab)["cells"]
+    out = []
+    for i, cell in enumerate(cells):
+        text = "".join(cell["source"])
+        if cell["cell_type"] == "markdown" and text.startswith(BOX):
+            (anchor,) = re.findall(r"what-you-may-have-read\.md#belief-([a-z0-9-]+)\)", text)
+            out.append((anchor, cells[i + 1]))
+    return out
+
+
+@pytest.mark.parametrize("lab", sorted(BELIEF_LABS))
+def test_belief_boxes_link_to_the_guide_and_show_the_model(lab):
+    anchors = set(re.findall(r'<a id="belief-([a-z0-9-]+)"></a>', GUIDE.read_text()))
+    boxes = _boxes(lab)
+    assert BELIEF_LABS[lab] <= {a for a, _ in boxes}
+    for anchor, code in boxes:
+        assert anchor in anchors, f"lab {lab} links to a missing anchor belief-{anchor}"
+        assert code["cell_type"] == "code", f"the box on {anchor} in lab {lab} has no cell that shows the model"
+
+
+def test_belief_cells_show_what_the_boxes_say():
+    autosplit, points = run_cells("01", "belief-01-autosplit-figure-code", "belief-01-ring-points-code").split("\n", 1)
+    assert [name for name in re.findall(r"\('(c\d)'", autosplit)] == ["c3", "c2", "c4", "c1"]
+    assert "'c1\\x000\\x000' ... 'c1\\x000\\x0099'" in points  # 3.0.7+ / 4.0: points 0..99
+    flows = run_cells("02", "belief-02-flow-half-code")
+    assert "receiver_queue_size=1000: FLOW(500) goes out on receive() number 500" in flows
+    assert "receiver_queue_size=   1: FLOW(1) goes out on receive() number 1" in flows
+    acks = run_cells("03", "belief-03-ack-sets-code")
+    assert "batch-index acks (entry: ack set): {'3:0': '101'}" in acks
+    assert "whole-entry acks of ['3:1:-1', '3:2:-1', '3:3:-1']" in acks
+    actives = re.findall(r"active (c\d)", run_cells("04", "belief-04-first-connected-code"))
+    assert len(actives) == 6 and len(set(actives)) == 1  # the same consumer whatever the order of connection
+    names = run_cells("07", "belief-07-topic-names-code")
+    assert "['orders', 'orders-shipping-DLQ', 'orders-shipping-RETRY']" in names
+    assert "replay set (MessageRedeliveryController): ['3:0'] - msgInReplay 1" in run_cells(
+        "07", "belief-07-replay-set-code"
+    )
+    chunks = run_cells("08", "belief-08-chunk-count-code")
+    assert chunks.count("-> 2 chunks") == 2
+    props = run_cells("09", "c4bd28e0", "belief-09-cursor-property-code")
+    assert "(stored: False)" not in props and "#pulsar.internal.delayed.bucket_3_3': ledgers 3..3" in props
