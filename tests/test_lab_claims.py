@@ -282,4 +282,22 @@ def test_belief_cells_show_what_the_boxes_say():
     chunks = run_cells("08", "belief-08-chunk-count-code")
     assert chunks.count("-> 2 chunks") == 2
     props = run_cells("09", "c4bd28e0", "belief-09-cursor-property-code")
-    assert "(stored: False)" not in props and "#pulsar.internal.delayed.bucket_3_3': ledgers 3..3" in props
+    assert "(stored: False)" not in props and "#pulsar.internal.delayed.bucket_3_6': ledgers 3..6" in props
+    assert "bucket keys in stats-internal: []" in props
+
+
+# --- lab 09 §4: the bucket walkthrough shows what it describes ---------------------------------------------------
+
+
+def test_lab09_bucket_walkthrough_has_segments_in_storage_loads_and_a_merge():
+    printed = run_cells("09", "c4bd28e0", "ffa350fe")
+    sealed = re.findall(r"sealed: (\d+) indexes in (\d+) segment\(s\)", printed)
+    assert len(sealed) >= 3 and all(int(segments) >= 2 for _, segments in sealed)  # several segments per bucket
+    assert re.search(r"3 adjacent buckets merged into \[3, 6\]", printed)  # delayedDeliveryMaxNumBuckets=2
+    loads = re.findall(r"t = +(\d+): .* loaded segment (\d)/(\d)", printed)
+    assert loads and all(int(t) > 0 for t, _, _ in loads)  # held only in storage until then
+    assert "deleted (all indexes delivered)" in printed
+    text = markdown("09", "971dc723")
+    assert "`delayedDeliveryMaxNumBuckets=2`" in text and "held **only in storage**" in text
+    source = "".join(_cell("09", "ffa350fe")["source"])
+    assert "jump to segment_loaded" in source
