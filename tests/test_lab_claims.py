@@ -15,10 +15,12 @@ import os
 import re
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import pulsarlab as pl
+from pulsarlab.exercises.solutions_teach import SOLUTIONS
 
 LABS = Path(__file__).resolve().parents[1] / "labs"
 
@@ -301,3 +303,66 @@ def test_lab09_bucket_walkthrough_has_segments_in_storage_loads_and_a_merge():
     assert "`delayedDeliveryMaxNumBuckets=2`" in text and "held **only in storage**" in text
     source = "".join(_cell("09", "ffa350fe")["source"])
     assert "jump to segment_loaded" in source
+
+
+# --- the new exercises: shipped unsolved, solved by solutions_teach ---------------------------------------------
+
+
+def _answer_cell(stem: str, name: str) -> dict:
+    (path,) = LABS.glob(f"{stem}.ipynb")
+    cells = [c for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code"]
+    (cell,) = [c for c in cells if re.search(rf"^{name} = ", "".join(c["source"]), re.M)]
+    return cell
+
+
+def _check(stem: str, name: str, answer_source: str | None) -> Any:
+    """Run the lab's imports and the answer cell (its answer line replaced unless None); return the checker's result."""
+    import plotly.basedatatypes
+
+    lab = stem.split("-")[0]
+    source = "".join(_answer_cell(stem, name)["source"])
+    if answer_source is not None:
+        source = re.sub(rf"^{name} = .*$", f"{name} = {answer_source}", source, count=1, flags=re.M)
+    *body, last = source.rstrip().split("\n")
+    first = next(c for c in _notebook(lab)["cells"] if c["cell_type"] == "code")
+    namespace: dict = {"__name__": f"lab_{lab}"}
+    show = plotly.basedatatypes.BaseFigure.show
+    cwd = os.getcwd()
+    try:
+        os.chdir(LABS)
+        plotly.basedatatypes.BaseFigure.show = lambda *args, **kwargs: None
+        with contextlib.redirect_stdout(io.StringIO()):
+            exec(compile("".join(first["source"]), "<imports>", "exec"), namespace)
+            if "bucket_conf" in last:
+                exec(compile("".join(_cell(lab, "c4bd28e0")["source"]), "<bucket_conf>", "exec"), namespace)
+            exec(compile("\n".join(body), "<answer cell>", "exec"), namespace)
+            return eval(compile(last, "<checker>", "eval"), namespace)
+    finally:
+        plotly.basedatatypes.BaseFigure.show = show
+        os.chdir(cwd)
+
+
+TEACH_EXERCISES = [(stem, name) for stem, answers in sorted(SOLUTIONS.items()) for name in answers]
+
+
+@pytest.mark.parametrize(("stem", "name"), TEACH_EXERCISES)
+def test_new_exercise_ships_unsolved_and_the_solution_passes(stem, name):
+    source = "".join(_answer_cell(stem, name)["source"])
+    assert re.search(rf"^{name} = \.\.\.$", source, re.M), f"{stem} {name} must ship as `{name} = ...`"
+    unsolved = _check(stem, name, None)
+    assert not unsolved and str(unsolved).startswith("Not answered yet"), str(unsolved)
+    solved = _check(stem, name, repr(SOLUTIONS[stem][name]))
+    assert solved and str(solved).startswith("OK"), str(solved)
+
+
+@pytest.mark.parametrize(("stem", "name"), TEACH_EXERCISES)
+def test_new_exercise_says_what_is_wrong(stem, name):
+    right = SOLUTIONS[stem][name]
+    if isinstance(right, dict):
+        key = sorted(right)[0]
+        wrong = {**right, key: "nonsense"}
+    else:
+        wrong = right + 1 if isinstance(right, int) else "nonsense"
+    result = _check(stem, name, repr(wrong))
+    assert not result and str(result).startswith("Not yet"), str(result)
+    assert "nonsense" in str(result) or str(wrong) in str(result)
