@@ -283,6 +283,18 @@ def test_belief_cells_show_what_the_boxes_say():
     )
     chunks = run_cells("08", "belief-08-chunk-count-code")
     assert chunks.count("-> 2 chunks") == 2
+    assert "4.1 subscriptionKeySharedUseConsistentHashing = True" in run_cells("01", "belief-01-autosplit-default-code")
+    assert (
+        "4.1: broker acknowledgmentAtBatchIndexLevelEnabled = True, client batch_index_ack_enabled default = False"
+        in (run_cells("03", "belief-03-partial-batch-code"))
+    )
+    nack = run_cells("07", "belief-07-nack-delay-code")
+    late = [int(x) for x in re.search(r"3\.0: redelivered \[([-\d, ]+)\]", nack)[1].split(",")]
+    early = [int(x) for x in re.search(r"4\.0: redelivered \[([-\d, ]+)\]", nack)[1].split(",")]
+    assert all(0 <= d <= 1000 // 3 for d in late) and all(-255 <= d <= 0 for d in early) and min(early) < 0
+    dlq = run_cells("07", "belief-07-dlq-ack-timeout-code")
+    assert "2.10: ack timeout 30000 ms" in dlq and "3.0: no ack timeout" in dlq
+    assert "InMemoryDelayedDeliveryTrackerFactory" in run_cells("09", "belief-09-bucket-default-code")
     props = run_cells("09", "c4bd28e0", "belief-09-cursor-property-code")
     assert "(stored: False)" not in props and "#pulsar.internal.delayed.bucket_3_6': ledgers 3..6" in props
     assert "bucket keys in stats-internal: []" in props
