@@ -295,6 +295,15 @@ def test_belief_cells_show_what_the_boxes_say():
     dlq = run_cells("07", "belief-07-dlq-ack-timeout-code")
     assert "2.10: ack timeout 30000 ms" in dlq and "3.0: no ack timeout" in dlq
     assert "InMemoryDelayedDeliveryTrackerFactory" in run_cells("09", "belief-09-bucket-default-code")
+    assert "Exclusive redelivery counts [0, 0, 0, 0, 0]; dead-lettered: 0" in run_cells(
+        "07", "belief-07-dlq-every-type-code"
+    )
+    assert "$ConsumerBusyException" in run_cells("02", "belief-02-exclusive-error-code")
+    mod = run_cells("04", "e64fc808", "abe36617", "belief-04-mod-index-code")
+    assert len(re.findall(r"-> (\w); the broker says \1\n", mod)) == 4
+    assert "chunks a consumer had to discard (a message split over consumers would need that): 0" in run_cells(
+        "08", "c0b0522c", "belief-08-chunks-shared-code"
+    )
     props = run_cells("09", "c4bd28e0", "belief-09-cursor-property-code")
     assert "(stored: False)" not in props and "#pulsar.internal.delayed.bucket_3_6': ledgers 3..6" in props
     assert "bucket keys in stats-internal: []" in props
