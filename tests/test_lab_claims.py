@@ -387,3 +387,12 @@ def test_new_exercise_says_what_is_wrong(stem, name):
     result = _check(stem, name, repr(wrong))
     assert not result and str(result).startswith("Not yet"), str(result)
     assert "nonsense" in str(result) or str(wrong) in str(result)
+
+
+def test_lab04_docs_examples_with_two_and_nine_partitions():
+    printed = run_cells("04", "teach-04-two-and-nine-code")
+    assert "2 partitions, consumers ['A', 'B', 'C', 'D']: active per partition ['A', 'B']" in printed
+    assert "A and B leave: active per partition ['C', 'D']" in printed
+    assert "active per partition ['A', 'B', 'C', 'A', 'B', 'C', 'A', 'B', 'C']" in printed
+    text = markdown("04", "teach-04-two-and-nine")
+    assert "P0 → C, P1 → D" in text and "P0, P3, P6 → A; P1, P4, P7 → B; P2, P5, P8 → C" in text
