@@ -367,3 +367,30 @@ def check_bucket_walkthrough(answer: Any, broker_config: dict[str, Any], message
         "Step through section 4's player with 'jump to segment_loaded'.",
         f"{want}: segments wait in storage until the one before them is used up.",
     )
+
+
+# --- lab 10: reading what the broker saw of a real app -----------------------------------------------------------
+
+
+def check_app_outcome(answer: Any, stats: dict[str, Any], closed_reasons: dict[str, str]) -> CheckResult:
+    """``{"msgInCounter": int, "msgBacklog": int, "crasher_closed": reason}`` against the served run's own stats
+    (``stats`` as `pulsar-admin topics stats` prints it, ``closed_reasons`` consumer name -> close reason)."""
+    want = {
+        "msgInCounter": stats["msgInCounter"],
+        "msgBacklog": stats["subscriptions"]["workers"]["msgBacklog"],
+        "crasher_closed": closed_reasons.get("crasher"),
+    }
+    return _compare(
+        answer,
+        want,
+        '{"msgInCounter": <int>, "msgBacklog": <int>, "crasher_closed": "<close reason>"}',
+        {
+            "msgInCounter": "the topic counts every message published to it (the app does not batch)",
+            "msgBacklog": "the backlog counts messages not acknowledged on the subscription: read it in stats",
+            "crasher_closed": (
+                "a process that dies sends no CLOSE_CONSUMER: the broker sees the connection drop ('disconnected')"
+            ),
+        },
+        "Read the stats cell and the table of closed consumers above.",
+        f"{want}: every message arrived and was acknowledged, although one consumer died holding some.",
+    )

@@ -28,4 +28,5 @@ SOLUTIONS: dict[str, dict[str, Any]] = {
     },
     "08-chunked-messages": {"answer_7": {"chunks": 2, "callbacks": 1}},
     "09-delayed-delivery": {"answer_4": {"segment_loads_at": [5000, 9000], "merged_buckets": 3}},
+    "10-watch-your-app": {"answer_1": {"msgInCounter": 60, "msgBacklog": 0, "crasher_closed": "disconnected"}},
 }
