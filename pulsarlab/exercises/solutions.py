@@ -176,6 +176,12 @@ SOLUTIONS: dict[str, dict[str, Solution]] = {
             "60 orders in, all acknowledged; the crasher's process died, so the broker saw its connection drop.",
         ),
     },
+    "11-at-scale": {
+        "answer_1": Solution(
+            {"dead_lettered": 66, "deliveries_each": 2},
+            "the run's dead_lettered column; nacked at redelivery counts 0 and 1, the next redelivery goes to the DLQ.",
+        ),
+    },
 }
 
 
