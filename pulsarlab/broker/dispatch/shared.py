@@ -314,8 +314,9 @@ class SharedDispatcher:
         entries = cursor.read_entries(to_read)
         if not entries:
             return False
-        if self.delayed.tracker is not None:
-            entries = self.delayed.skip_held(entries)
+        delayed = self.delayed
+        if delayed.tracker is not None:
+            entries = delayed.skip_held(entries)
             if not entries:
                 return True
         if self.events.enabled:
@@ -331,7 +332,24 @@ class SharedDispatcher:
                 to_read,
             )
         self.try_send_messages_to_consumers(NORMAL, entries)
-        return True
+        if self._again or delayed.tracker is not None or not self._plain_read_hooks or self._replay_positions:
+            return True
+        # `_read_once`'s next call, decided here when it would take the plain path: it stops (returns False) when
+        # nothing can be read, and parks at the end of the topic when a read would find nothing (the publish of
+        # one entry then costs one read, not a read and an empty one)
+        if (
+            self.closed
+            or self.total_available_permits <= 0
+            or self.blocked_on_unacked
+            or self.waiting
+            or not self.is_at_least_one_consumer_available()
+        ):
+            return False
+        if cursor.has_more_entries():
+            return True
+        self.waiting = True
+        self.subscription.set_waiting(True)
+        return False
 
     def on_new_entries(self) -> None:
         if self.waiting:
