@@ -309,7 +309,7 @@ class SharedDispatcher:
         or wait for new entries at the end of the topic."""
         if not cursor.has_more_entries():
             self.waiting = True
-            self.subscription.set_waiting(True)
+            cursor.waiting_read_op = True  # the subscription's set_waiting(True), without its call
             return False
         entries = cursor.read_entries(to_read)
         if not entries:
@@ -348,13 +348,13 @@ class SharedDispatcher:
         if cursor.has_more_entries():
             return True
         self.waiting = True
-        self.subscription.set_waiting(True)
+        cursor.waiting_read_op = True  # the subscription's set_waiting(True), without its call
         return False
 
     def on_new_entries(self) -> None:
         if self.waiting:
             self.waiting = False
-            self.subscription.set_waiting(False)
+            self.cursor.waiting_read_op = False  # the subscription's set_waiting(False), without its call
             self.read_more_entries()
 
     def on_cursor_rewound(self) -> None:
@@ -363,13 +363,42 @@ class SharedDispatcher:
     # --- sending -------------------------------------------------------------------------------
     def try_send_messages_to_consumers(self, read_type: int, entries: list) -> bool:
         """`trySendMessagesToConsumers` (Shared). Returns True when anything was sent."""
+        if self._topic.msg_chunk_published and any(data.metadata.uuid is not None for _, data in entries):
+            return self.send_chunked_messages_to_consumers(read_type, entries)
+        n_entries = len(entries)
+        if n_entries == 1:
+            # the loop below for one entry (a read of one published entry, the unbatched steady state): the first
+            # turn's consumer takes it whatever batch_fn would say (>= 1), or it goes to the replay set
+            for c in self.consumer_list.consumers:  # first_available_consumer_permits() > 0, inlined
+                if not c.blocked and c.available_permits > 0:
+                    break
+            else:
+                pos = entries[0][0]
+                self.add_message_to_replay(pos.ledger_id, pos.entry_id, 0)
+                return False
+            c = self.consumer_list.next_consumer()
+            if c is None:  # cannot happen while one is available; Pulsar rewinds here
+                self.subscription.rewind_cursor()
+                return False
+            if read_type == REPLAY:
+                pos = entries[0][0]
+                self.redelivery_messages.remove(pos.ledger_id, pos.entry_id)
+            delayed = self.delayed
+            if delayed.tracker is not None or self._topic.delayed_messages_published:
+                entries = delayed.filter(entries)
+            subscription = self.subscription
+            _, msgs, acked = c.send_messages(
+                entries,
+                None,
+                self.redelivery_tracker,
+                subscription.batch_ack_sets(entries) if subscription.batch_index_level else None,
+            )
+            self.total_available_permits -= msgs - acked
+            return msgs > 0
         remaining = 0
         for _, data in entries:
             n = data.metadata.num_messages_in_batch
             remaining += 1 if n is None else n
-        if self._topic.msg_chunk_published and any(data.metadata.uuid is not None for _, data in entries):
-            return self.send_chunked_messages_to_consumers(read_type, entries)
-        n_entries = len(entries)
         avg = max(remaining // n_entries, 1) if remaining > 0 else 1
         start = 0
         sent_any = False
