@@ -249,13 +249,14 @@ class SharedDispatcher:
             return
         self._reading = True
         try:
-            for _ in range(MAX_LOOPS):
+            loops = 0
+            while True:
                 self._again = False
-                progressed = self._read_once()
-                if not progressed and not self._again:
+                if not self._read_once() and not self._again:
                     break
-            else:  # pragma: no cover - a model bug, not a Pulsar behaviour
-                raise RuntimeError("dispatcher kept reading without end")
+                loops += 1
+                if loops >= MAX_LOOPS:  # pragma: no cover - a model bug, not a Pulsar behaviour
+                    raise RuntimeError("dispatcher kept reading without end")
         finally:
             self._reading = False
 
@@ -263,7 +264,12 @@ class SharedDispatcher:
         delayed_tracker = self.delayed.tracker
         if delayed_tracker is not None and self.delayed.should_pause():
             return False
-        if self.closed or self.total_available_permits <= 0 or not self.is_at_least_one_consumer_available():
+        if self.closed or self.total_available_permits <= 0:
+            return False
+        for c in self.consumer_list.consumers:  # is_at_least_one_consumer_available(), inlined: once per read
+            if not c.blocked and c.available_permits > 0:
+                break
+        else:
             return False
         cursor = self.cursor
         if self._plain_read_hooks and delayed_tracker is None and not self._replay_positions:
@@ -337,13 +343,12 @@ class SharedDispatcher:
         # `_read_once`'s next call, decided here when it would take the plain path: it stops (returns False) when
         # nothing can be read, and parks at the end of the topic when a read would find nothing (the publish of
         # one entry then costs one read, not a read and an empty one)
-        if (
-            self.closed
-            or self.total_available_permits <= 0
-            or self.blocked_on_unacked
-            or self.waiting
-            or not self.is_at_least_one_consumer_available()
-        ):
+        if self.closed or self.total_available_permits <= 0 or self.blocked_on_unacked or self.waiting:
+            return False
+        for c in self.consumer_list.consumers:  # is_at_least_one_consumer_available(), inlined
+            if not c.blocked and c.available_permits > 0:
+                break
+        else:
             return False
         if cursor.has_more_entries():
             return True
