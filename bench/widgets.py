@@ -74,7 +74,9 @@ RUN_STATE_JS = """() => {
 
 PLAYERS_JS = """() => [...document.querySelectorAll('.pulsarlab-player')].map(p => {
   const title = p.querySelector(':scope > .widget-html b');
-  return {title: title ? title.textContent : '', figures: p.querySelectorAll('.js-plotly-plot').length};
+  const plots = [...p.querySelectorAll('.js-plotly-plot')];
+  return {title: title ? title.textContent : '', figures: plots.length, width: p.getBoundingClientRect().width,
+          figure_widths: plots.map(el => el._fullLayout ? el._fullLayout.width : null)};
 })"""
 
 # Click the player's step (or back) button; resolve with the ms from the click to the last change of its frame label
@@ -213,7 +215,9 @@ def lab_notebooks(wanted: list[str] | None) -> list[Path]:
     return books
 
 
-def run_lab(page, server: LabServer, notebook: Path, steps: int) -> tuple[float, dict[str, list[float]], list[str]]:
+def run_lab(
+    page, server: LabServer, notebook: Path, steps: int
+) -> tuple[float, dict[str, list[float]], dict[str, str], list[str]]:
     """Run All of one lab, then ``steps`` steps of each of its players: (seconds, {player: [ms]}, errors)."""
     page.goto(f"{server.base}/lab/tree/{notebook.name}?token={server.token}", wait_until="domcontentloaded")
     page.get_by_text("Python 3 (ipykernel) | Idle", exact=True).wait_for(state="visible", timeout=180_000)
@@ -230,6 +234,7 @@ def run_lab(page, server: LabServer, notebook: Path, steps: int) -> tuple[float,
     errors = page.evaluate(RUN_STATE_JS)["errors"]
     page.wait_for_timeout(1500)  # widgets finish rendering
     timings: dict[str, list[float]] = {}
+    widths: dict[str, str] = {}
     for i, info in enumerate(page.evaluate(PLAYERS_JS)):
         key = f"{notebook.name[:2]} #{i} {info['title'][:60]} ({info['figures']} figure(s))"
         page.locator(".pulsarlab-player").nth(i).scroll_into_view_if_needed()
@@ -242,7 +247,8 @@ def run_lab(page, server: LabServer, notebook: Path, steps: int) -> tuple[float,
                 break
             got.append(ms)
         timings[key] = got
-    return seconds, timings, errors
+        widths[key] = f"player {info['width']:.0f} px, figures {info['figure_widths']} px"
+    return seconds, timings, widths, errors
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -284,7 +290,7 @@ def main(argv: list[str] | None = None) -> int:
                 for nb in books:
                     page = context.new_page()
                     try:
-                        seconds, timings, errors = run_lab(page, server, nb, args.steps)
+                        seconds, timings, widths, errors = run_lab(page, server, nb, args.steps)
                     except Exception as e:  # one lab that hangs must not lose the others' figures
                         failures.append(f"{nb.name}: {type(e).__name__}: {str(e)[:300]}")
                         print(f"{nb.name}: FAILED {failures[-1]}", flush=True)
@@ -297,7 +303,10 @@ def main(argv: list[str] | None = None) -> int:
                     for key, ms in timings.items():
                         players[key] = ms
                         if ms:
-                            print(f"  {key}: step median {statistics.median(ms):.0f} ms, max {max(ms):.0f} ms")
+                            print(
+                                f"  {key}: step median {statistics.median(ms):.0f} ms, max {max(ms):.0f} ms; "
+                                f"{widths[key]}"
+                            )
                     page.close()
                     server.shutdown_kernels()
                 browser.close()

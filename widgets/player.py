@@ -16,6 +16,7 @@ from typing import Any, Callable, Protocol, Sequence
 import ipywidgets as widgets
 import plotly.graph_objects as go
 
+from pulsarlab_widgets.fit import FIT_CLASS, FigureFit, responsive
 from pulsarlab_widgets.keys import PlayerKeys
 
 
@@ -66,24 +67,38 @@ def render(view: View, timeline: TimelineLike, i: int, since: int | None = None)
     return view(timeline[i].snapshot, events_between(timeline, since, i))
 
 
+_SKIP = frozenset({"type", "uid"})
+
+
+def _changed(old: dict[str, Any], new: dict[str, Any], skip: frozenset[str] = _SKIP) -> dict[str, Any]:
+    """The top-level properties of ``new`` that differ from ``old``, and None for those ``new`` no longer has."""
+    out = {k: v for k, v in new.items() if k not in skip and (k not in old or old[k] != v)}
+    out.update({k: None for k in old if k not in new and k not in skip})
+    return out
+
+
 def sync_figure(widget: go.FigureWidget, fig: go.Figure) -> None:
-    """Make a displayed FigureWidget show ``fig``: traces updated in place when their types match."""
-    new = list(fig.data)
-    same_shape = len(widget.data) == len(new) and all(a.type == b.type for a, b in zip(widget.data, new))
-    if same_shape:
+    """Make a displayed FigureWidget show ``fig`` by sending only what differs: the changed properties of each
+    trace (traces of the same type updated in place, the rest removed or added) and of the layout, removed ones
+    included (a stale annotation, axis setting or template is cleared), in one ``batch_update``. Afterwards the
+    widget holds the same data and layout as ``fig``."""
+    new_data = fig._data  # plotly's validated property dicts: compared as plain JSON values, no re-validation
+    keep = 0
+    while keep < min(len(widget.data), len(new_data)) and widget._data[keep].get("type") == new_data[keep].get("type"):
+        keep += 1
+    if keep < len(widget.data):
+        widget.data = widget.data[:keep]
+    edits = [(t, _changed(t._props, spec)) for t, spec in zip(widget.data, new_data)]
+    layout_edits = _changed(widget._layout, fig._layout, skip=frozenset())
+    if any(e for _t, e in edits) or layout_edits:
         with widget.batch_update():
-            for old, trace in zip(widget.data, new):
-                spec = trace.to_plotly_json()
-                spec.pop("type", None)
-                spec.pop("uid", None)
-                stale = set(old.to_plotly_json()) - set(spec) - {"type", "uid"}
-                if stale:
-                    old.update({k: None for k in stale})
-                old.update(spec, overwrite=True)
-    else:
-        widget.data = []
-        widget.add_traces(new)
-    widget.layout = fig.layout
+            for trace, edit in edits:
+                for key, value in edit.items():
+                    trace[key] = value
+            for key, value in layout_edits.items():
+                widget.layout[key] = value
+    if keep < len(new_data):
+        widget.add_traces(list(fig.data[keep:]))
 
 
 def _check_timeline(timeline: Any) -> None:
@@ -133,7 +148,7 @@ class Player(widgets.VBox):
         self._shown = start
         last = len(timeline) - 1
 
-        self.figures = [go.FigureWidget(render(v, timeline, start)) for v in views]
+        self.figures = [responsive(render(v, timeline, start)) for v in views]
         self.play = widgets.Play(
             value=start, min=0, max=last, step=1, interval=self.base_interval, description="play", show_repeat=False
         )
@@ -187,8 +202,10 @@ class Player(widgets.VBox):
         rows.append(self.label)
         rows.extend(self.figures)
         rows.append(self.keyboard)
+        rows.append(FigureFit())
         super().__init__(rows)
         self.add_class("pulsarlab-player")
+        self.add_class(FIT_CLASS)
 
     # -- navigation ---------------------------------------------------------------------------
     @property
