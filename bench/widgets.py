@@ -79,8 +79,10 @@ PLAYERS_JS = """() => [...document.querySelectorAll('.pulsarlab-player')].map(p 
           figure_widths: plots.map(el => el._fullLayout ? el._fullLayout.width : null)};
 })"""
 
-# Click the player's step (or back) button; resolve with the ms from the click to the last change of its frame label
-# or figures, once nothing changed for `quiet` ms (null when the label never changed).
+# Click the player's step (or back) button; resolve with [ms to the last change of its frame label or figures once
+# nothing changed for `quiet` ms, ms to the label change] after the click (null when the label never changed).
+
+
 STEP_JS = """async ([index, quiet, timeout]) => {
   const p = document.querySelectorAll('.pulsarlab-player')[index];
   const labels = [...p.querySelectorAll('.widget-html-content')].filter(e => /^frame \\d+ of/.test(e.textContent));
@@ -107,7 +109,7 @@ STEP_JS = """async ([index, quiet, timeout]) => {
   }
   obs.disconnect(); lobs.disconnect();
   if (labelAt === null) return null;
-  return Math.max(labelAt, last || 0) - t0;
+  return [Math.max(labelAt, last || 0) - t0, labelAt - t0];
 }"""
 
 
@@ -235,19 +237,28 @@ def run_lab(
     page.wait_for_timeout(1500)  # widgets finish rendering
     timings: dict[str, list[float]] = {}
     widths: dict[str, str] = {}
+    label_ms: dict[str, float | None] = {}
     for i, info in enumerate(page.evaluate(PLAYERS_JS)):
         key = f"{notebook.name[:2]} #{i} {info['title'][:60]} ({info['figures']} figure(s))"
         page.locator(".pulsarlab-player").nth(i).scroll_into_view_if_needed()
         page.evaluate(STEP_JS, [i, 300, 10_000])  # a first step warms the path up; not counted
-        got = []
+        got: list[float] = []
+        labels: list[float] = []
         for _ in range(steps):
             ms = page.evaluate(STEP_JS, [i, 300, 10_000])
             if ms is None:
                 errors.append(f"{key}: the frame label did not change within 10 s of a click")
                 break
-            got.append(ms)
+            got.append(ms[0])
+            labels.append(ms[1])
         timings[key] = got
-        widths[key] = f"player {info['width']:.0f} px, figures {info['figure_widths']} px"
+        label_ms[key] = statistics.median(labels) if labels else None
+        widths[key] = (
+            f"label updated after {label_ms[key]:.0f} ms (median); "
+            f"player {info['width']:.0f} px, figures {info['figure_widths']} px"
+            if label_ms[key] is not None
+            else f"player {info['width']:.0f} px, figures {info['figure_widths']} px"
+        )
     return seconds, timings, widths, errors
 
 

@@ -177,6 +177,37 @@ def test_player_steps_leave_the_browser_figure_equal_to_the_frame():
     assert [b.messages for b in browsers] == sent
 
 
+def test_drawing_ahead_shows_the_same_frames_as_drawing_on_demand():
+    ring = ring_scenario()
+    ahead = Player(ring.timeline, [ring_view, hash_range_view], start=5)
+    on_demand = Player(ring.timeline, [ring_view, hash_range_view], start=5, prefetch=False)
+    for move in ("step", "step", "back", "step", "step", "step", "back", "back", "step"):
+        for p in (ahead, on_demand):
+            getattr(p, move)()
+        assert ahead.index == on_demand.index
+        for a, b in zip(ahead.figures, on_demand.figures):
+            assert _spec(a) == _spec(b), f"frame {ahead.index} after {move}"
+    for p in (ahead, on_demand):
+        p.jump(20)
+        p.step()
+    assert [_spec(f) for f in ahead.figures] == [_spec(f) for f in on_demand.figures]
+    assert set(ahead._ahead) == {(22, 21), (20, None)}, "the next and the previous frame are being drawn"
+
+
+def test_a_view_that_fails_fails_in_the_step_that_shows_its_frame():
+    ring = ring_scenario()
+
+    def fragile(snapshot, events):
+        if len(snapshot["consumers"]) == 2:
+            raise RuntimeError("cannot draw this frame")
+        return ring_view(snapshot, events)
+
+    player = Player(ring.timeline, fragile, start=0)
+    with pytest.raises(RuntimeError, match="cannot draw"):
+        for _ in range(len(ring.timeline)):
+            player.step()
+
+
 def test_sync_updates_only_the_changed_properties():
     widget = go.FigureWidget(go.Figure([go.Scatter(x=[1, 2], y=[3, 4], name="a")], layout=dict(title="t")))
     sent: list[dict] = []

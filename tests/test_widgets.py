@@ -211,7 +211,7 @@ def test_player_passes_the_events_since_the_last_frame():
         seen.append([e.kind for e in events])
         return go.Figure(go.Bar(x=[1]), layout=dict(title="recording"))
 
-    player = Player(sc.timeline, recording_view)
+    player = Player(sc.timeline, recording_view, prefetch=False)  # only the frames shown: no drawing ahead
     player.jump(3)
     player.back()
     assert seen == [

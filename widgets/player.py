@@ -11,6 +11,7 @@ in callbacks, which is what a live JupyterLab view needs; `render` gives the sam
 from __future__ import annotations
 
 import html
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Callable, Protocol, Sequence
 
 import ipywidgets as widgets
@@ -39,6 +40,9 @@ class TimelineLike(Protocol):
 
 
 View = Callable[[Any, Sequence[Any]], go.Figure]
+
+# One worker for every player of the kernel: draws the frames next to the one shown while the user looks at it.
+_AHEAD = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pulsarlab-player-ahead")
 
 SPEEDS = (("0.25×", 0.25), ("0.5×", 0.5), ("1×", 1.0), ("2×", 2.0), ("4×", 4.0), ("8×", 8.0))
 
@@ -124,8 +128,9 @@ class Player(widgets.VBox):
 
     ``Player(scenario.timeline, [hash_range_view])``; ``step()``, ``back()``, ``jump(i)``,
     ``jump_to_kind("range_split")`` do from Python what the buttons do, ``press(key)`` what the keyboard does
-    (→ / ← step, space play/pause, Home / End). `pulsarlab_widgets.animation.player_html` draws it for a page
-    without a kernel.
+    (→ / ← step, space play/pause, Home / End). While a frame is shown, the frames before and after it are drawn
+    in a background thread (``prefetch=False``: only on demand), so a step sends the changes at once.
+    `pulsarlab_widgets.animation.player_html` draws it for a page without a kernel.
     """
 
     def __init__(
@@ -135,6 +140,7 @@ class Player(widgets.VBox):
         start: int = 0,
         interval_ms: int = 800,
         title: str | None = None,
+        prefetch: bool = True,
     ) -> None:
         _check_timeline(timeline)
         views = [views] if callable(views) else list(views)
@@ -146,6 +152,8 @@ class Player(widgets.VBox):
         self.base_interval = int(interval_ms)
         start = _index(timeline, start)
         self._shown = start
+        self.prefetch = prefetch
+        self._ahead: dict[tuple[int, int | None], Future] = {}
         last = len(timeline) - 1
 
         self.figures = [responsive(render(v, timeline, start)) for v in views]
@@ -206,6 +214,7 @@ class Player(widgets.VBox):
         super().__init__(rows)
         self.add_class("pulsarlab-player")
         self.add_class(FIT_CLASS)
+        self._draw_ahead()
 
     # -- navigation ---------------------------------------------------------------------------
     @property
@@ -288,14 +297,49 @@ class Player(widgets.VBox):
         self._update_label()
 
     # -- callbacks ----------------------------------------------------------------------------
+    def _draw(self, i: int, shown: int | None) -> list[go.Figure]:
+        """Every view's figure of frame ``i`` reached from frame ``shown``."""
+        events = events_between(self.timeline, shown, i)
+        snapshot = self.timeline[i].snapshot
+        return [view(snapshot, events) for view in self.views]
+
+    @staticmethod
+    def _key(i: int, shown: int | None) -> tuple[int, int | None]:
+        # the events a view gets depend on the frame shown before only when stepping forward
+        return (i, shown if shown is not None and i > shown else None)
+
+    def _figures(self, i: int, shown: int | None) -> list[go.Figure]:
+        ahead = self._ahead.pop(self._key(i, shown), None)
+        if ahead is not None:
+            try:
+                return ahead.result()
+            except Exception:  # drawn again below, so the error surfaces here, in the step that shows it
+                pass
+        return self._draw(i, shown)
+
+    def _draw_ahead(self) -> None:
+        """Start drawing the next and the previous frame in the background (views are pure functions of a
+        snapshot and events), so a step or a back only sends what changed."""
+        if not self.prefetch:
+            return
+        i, wanted = self._shown, {}
+        for j in (i + 1, i - 1):
+            if 0 <= j < len(self.timeline):
+                key = self._key(j, i)
+                wanted[key] = self._ahead.get(key) or _AHEAD.submit(self._draw, j, i)
+        for key, future in self._ahead.items():
+            if key not in wanted:
+                future.cancel()
+        self._ahead = wanted
+
     def _on_index(self, change: dict) -> None:
         i = change["new"]
-        events = events_between(self.timeline, self._shown, i)
+        figures = self._figures(i, self._shown)
         self._shown = i
-        snapshot = self.timeline[i].snapshot
-        for view, fig in zip(self.views, self.figures):
-            sync_figure(fig, view(snapshot, events))
         self._update_label()
+        for fig, new in zip(self.figures, figures):
+            sync_figure(fig, new)
+        self._draw_ahead()
 
     def _on_speed(self, change: dict) -> None:
         self.play.interval = max(20, int(self.base_interval / change["new"]))
