@@ -1,6 +1,6 @@
 """How responsive the labs are in a real browser: a player step (click to figures updated) and each lab's Run All.
 
-Run: ``.venv/bin/python bench/widgets.py [--labs 01,02] [--steps N] [--width 1400 --height 1000]``.
+Run: ``.venv/bin/python bench/widgets.py [--labs 01,02] [--steps N] [--width 1400 --height 1000] [--screenshots DIR]``.
 
 Starts JupyterLab on 127.0.0.1 (a random port and token, autosave off, the labs folder as root) and opens each lab
 in headless Debian chromium (``--no-sandbox --disable-gpu ...``, every non-local request blocked), clicks Run All
@@ -217,8 +217,20 @@ def lab_notebooks(wanted: list[str] | None) -> list[Path]:
     return books
 
 
+def screenshot_figures(page, notebook: Path, out: Path) -> int:
+    """Every plotly figure of the lab as drawn on the page, one PNG each: ``out/LAB-figNN.png``."""
+    out.mkdir(parents=True, exist_ok=True)
+    plots = page.locator(".jp-OutputArea .js-plotly-plot")
+    for k in range(plots.count()):
+        plot = plots.nth(k)
+        plot.scroll_into_view_if_needed()
+        page.wait_for_timeout(150)
+        plot.screenshot(path=str(out / f"{notebook.name[:2]}-fig{k:02d}.png"))
+    return plots.count()
+
+
 def run_lab(
-    page, server: LabServer, notebook: Path, steps: int
+    page, server: LabServer, notebook: Path, steps: int, shots: Path | None = None
 ) -> tuple[float, dict[str, list[float]], dict[str, str], list[str]]:
     """Run All of one lab, then ``steps`` steps of each of its players: (seconds, {player: [ms]}, errors)."""
     page.goto(f"{server.base}/lab/tree/{notebook.name}?token={server.token}", wait_until="domcontentloaded")
@@ -259,6 +271,8 @@ def run_lab(
             if label_ms[key] is not None
             else f"player {info['width']:.0f} px, figures {info['figure_widths']} px"
         )
+    if shots is not None:
+        screenshot_figures(page, notebook, shots)
     return seconds, timings, widths, errors
 
 
@@ -268,6 +282,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--steps", type=int, default=8, help="timed steps per player (default 8)")
     ap.add_argument("--width", type=int, default=1400)
     ap.add_argument("--height", type=int, default=1000)
+    ap.add_argument("--screenshots", type=Path, default=None, help="write every figure of each lab as a PNG here")
     args = ap.parse_args(argv)
     if args.steps < 1:
         ap.error("--steps must be >= 1")
@@ -301,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
                 for nb in books:
                     page = context.new_page()
                     try:
-                        seconds, timings, widths, errors = run_lab(page, server, nb, args.steps)
+                        seconds, timings, widths, errors = run_lab(page, server, nb, args.steps, args.screenshots)
                     except Exception as e:  # one lab that hangs must not lose the others' figures
                         failures.append(f"{nb.name}: {type(e).__name__}: {str(e)[:300]}")
                         print(f"{nb.name}: FAILED {failures[-1]}", flush=True)

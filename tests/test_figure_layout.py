@@ -376,3 +376,15 @@ def test_delayed_figures_legends_and_names():
     snap = rec[-1].snapshot
     for view in (delayed_timeline_view, partial(delayed_memory_view)):
         assert_legend_clear(view(snap, [rec[-1].event]), min_gap=40)
+
+
+def test_a_step_that_changes_the_height_keeps_the_width_following_the_cell():
+    """plotly.js answers a relayout of the height by fixing the width it has (700 px before the figure was fitted):
+    the step sends a null width with it."""
+    widget = go.FigureWidget(empty_figure("Cursor", "no subscription yet: subscribe a consumer first"))
+    sent: list[dict] = []
+    widget.observe(lambda c: c["new"] and sent.append(c["new"]), names=["_py2js_update"])
+    lab, rec = acked_run()
+    sync_figure(widget, cursor_view(rec[-1].snapshot))
+    layout = sent[-1]["layout_data"]
+    assert "height" in layout and "width" in layout and layout["width"] is None

@@ -3,8 +3,9 @@
 Models no Pulsar class. A FigureWidget draws itself when its view is created, often before JupyterLab or Voilà has
 attached it to the page, and then keeps plotly's fallback width of 700 px: half a wide cell, a third of a projector.
 `responsive` marks a FigureWidget so plotly.js resizes it with the window; `FigureFit`, a zero-size anywidget placed
-inside a container with the class ``pulsarlab-fit``, tells plotly when that container changes size or gets a new
-figure, so each responsive figure takes the container's width (its height stays what the view set).
+inside a container with the class ``pulsarlab-fit``, watches its figures and fires a window resize when one is drawn
+at another width than its box (drawn while detached, or the cell changed width), so each responsive figure takes the
+container's width (its height stays what the view set); it asks once per figure and width, so it cannot loop.
 """
 
 from __future__ import annotations

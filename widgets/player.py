@@ -95,12 +95,26 @@ def sync_figure(widget: go.FigureWidget, fig: go.Figure) -> None:
     edits = [(t, _changed(t._props, spec)) for t, spec in zip(widget.data, new_data)]
     layout_edits = _changed(widget._layout, fig._layout, skip=frozenset())
     if any(e for _t, e in edits) or layout_edits:
-        with widget.batch_update():
-            for trace, edit in edits:
-                for key, value in edit.items():
-                    trace[key] = value
-            for key, value in layout_edits.items():
-                widget.layout[key] = value
+        free_width = "height" in layout_edits and "width" not in fig._layout
+        if free_width:
+            # plotly.js fixes the width it has when a relayout sets the height; a null width in the same message
+            # keeps it following the cell (plotly's Python side sends no null for a width it never had)
+            send = widget._send_update_msg
+
+            def send_with_free_width(restyle_data: dict, relayout_data: dict, **kwargs: Any) -> None:
+                send(restyle_data=restyle_data, relayout_data={**relayout_data, "width": None}, **kwargs)
+
+            widget._send_update_msg = send_with_free_width
+        try:
+            with widget.batch_update():
+                for trace, edit in edits:
+                    for key, value in edit.items():
+                        trace[key] = value
+                for key, value in layout_edits.items():
+                    widget.layout[key] = value
+        finally:
+            if free_width:
+                del widget._send_update_msg
     if keep < len(new_data):
         widget.add_traces(list(fig.data[keep:]))
 

@@ -1,10 +1,10 @@
-// Figures that fill their cell: when the enclosing .pulsarlab-fit container is attached, changes width or gets a
-// new plotly figure, fire one window "resize" so plotly.js resizes every responsive figure to its container.
+// Figures that fill their cell: when a responsive plotly figure inside the enclosing .pulsarlab-fit container is
+// drawn narrower or wider than its box (drawn before it was attached, or the cell changed width), fire one window
+// "resize" so plotly.js resizes every responsive figure to its container.
 function render({ el }) {
   let container = null;
   let timer = null;
-  let width = -1;
-  let plots = 0;
+  const kicked = new WeakMap(); // plot -> the box width a resize was last asked for (one ask per width: no loop)
   const kick = () => {
     if (timer !== null) return;
     timer = setTimeout(() => {
@@ -12,20 +12,21 @@ function render({ el }) {
       window.dispatchEvent(new Event("resize"));
     }, 50);
   };
-  const resized = new ResizeObserver(() => {
-    const w = Math.round(container.getBoundingClientRect().width);
-    if (w > 0 && w !== width) {
-      width = w;
-      kick();
+  const check = () => {
+    for (const plot of container.querySelectorAll(".js-plotly-plot")) {
+      const full = plot._fullLayout;
+      const box = plot.clientWidth;
+      if (!full || box <= 0 || !plot._context || !plot._context.responsive || (plot.layout && plot.layout.width)) {
+        continue;
+      }
+      if (Math.abs(full.width - box) > 2 && kicked.get(plot) !== box) {
+        kicked.set(plot, box);
+        kick();
+      }
     }
-  });
-  const added = new MutationObserver(() => {
-    const n = container.querySelectorAll(".js-plotly-plot .main-svg").length;
-    if (n !== plots) {
-      plots = n;
-      kick();
-    }
-  });
+  };
+  const resized = new ResizeObserver(check);
+  const changed = new MutationObserver(check);
   let tries = 0;
   const attach = () => {
     container = el.closest(".pulsarlab-fit");
@@ -34,12 +35,13 @@ function render({ el }) {
       return;
     }
     resized.observe(container);
-    added.observe(container, { childList: true, subtree: true });
+    changed.observe(container, { childList: true, subtree: true });
+    check();
   };
   attach();
   return () => {
     resized.disconnect();
-    added.disconnect();
+    changed.disconnect();
     if (timer !== null) clearTimeout(timer);
   };
 }
