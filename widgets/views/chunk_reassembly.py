@@ -149,10 +149,6 @@ def chunk_reassembly_view(
     fig.update_layout(
         title=dict(
             text=f"{head}<br><sup>{'<br>'.join(shown_lines) or 'no chunk event in this step'}</sup>",
-            yref="container",
-            y=1,
-            yanchor="top",
-            pad_t=12,
         ),
         height=height,
         margin=dict(l=150, r=20, t=top, b=bottom),
