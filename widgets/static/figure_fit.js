@@ -25,8 +25,17 @@ function render({ el }) {
       }
     }
   };
-  const resized = new ResizeObserver(check);
-  const changed = new MutationObserver(check);
+  // checked a moment after the changes stop, not inside a redraw: reading a box's width forces a layout
+  let later = null;
+  const soon = () => {
+    if (later !== null) clearTimeout(later);
+    later = setTimeout(() => {
+      later = null;
+      check();
+    }, 200);
+  };
+  const resized = new ResizeObserver(soon);
+  const changed = new MutationObserver(soon);
   let tries = 0;
   const attach = () => {
     container = el.closest(".pulsarlab-fit");
@@ -43,6 +52,7 @@ function render({ el }) {
     resized.disconnect();
     changed.disconnect();
     if (timer !== null) clearTimeout(timer);
+    if (later !== null) clearTimeout(later);
   };
 }
 
