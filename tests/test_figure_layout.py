@@ -388,3 +388,22 @@ def test_a_step_that_changes_the_height_keeps_the_width_following_the_cell():
     sync_figure(widget, cursor_view(rec[-1].snapshot))
     layout = sent[-1]["layout_data"]
     assert "height" in layout and "width" in layout and layout["width"] is None
+
+
+def test_redelivery_timeline_and_blocking_legends_hang_under_the_axis_title():
+    from pulsarlab_widgets.views.key_shared_blocking import key_shared_blocking_view
+    from pulsarlab_widgets.views.redelivery_timeline import redelivery_timeline_view
+
+    lab, rec = acked_run()
+    assert_legend_clear(redelivery_timeline_view(rec[-1].snapshot))
+    lab = pl.Lab(version="4.0", seed=1)
+    client = lab.client()
+    consumer = client.subscribe("orders", "s", consumer_type=pl.ConsumerType.KeyShared, consumer_name="c1")
+    producer = client.create_producer("orders")
+    for i in range(6):
+        producer.send(f"m{i}".encode(), partition_key=f"k{i % 3}")
+    lab.run_until_idle()
+    consumer.receive(0)
+    from pulsarlab.snapshot.lab import snapshot
+
+    assert_legend_clear(key_shared_blocking_view(snapshot(lab)))
