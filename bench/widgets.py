@@ -54,7 +54,7 @@ USER_SETTINGS = {
     "@jupyterlab/docmanager-extension/plugin.jupyterlab-settings": {"autosave": False},
     "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
 }
-RUN_ALL_TIMEOUT_MS = 900_000
+RUN_ALL_TIMEOUT_MS = 600_000
 
 RUN_STATE_JS = """() => {
   const panel = window.jupyterapp.shell.currentWidget;
@@ -233,7 +233,9 @@ def run_lab(
     page, server: LabServer, notebook: Path, steps: int, shots: Path | None = None
 ) -> tuple[float, dict[str, list[float]], dict[str, str], list[str]]:
     """Run All of one lab, then ``steps`` steps of each of its players: (seconds, {player: [ms]}, errors)."""
-    page.goto(f"{server.base}/lab/tree/{notebook.name}?token={server.token}", wait_until="domcontentloaded")
+    # a workspace of its own, reset: JupyterLab would otherwise reopen (and start kernels for) the labs before
+    url = f"{server.base}/lab/workspaces/bench-{notebook.name[:2]}/tree/{notebook.name}?reset&token={server.token}"
+    page.goto(url, wait_until="domcontentloaded")
     page.get_by_text("Python 3 (ipykernel) | Idle", exact=True).wait_for(state="visible", timeout=180_000)
     page.get_by_role("menuitem", name="Run", exact=True).click()
     t0 = time.monotonic()

@@ -35,7 +35,7 @@ import plotly.graph_objects as go
 from pulsarlab.snapshot.base import fmt_pos
 from pulsarlab.snapshot.lab import REASON_TEXT, LabSnapshot, SubscriptionSnap
 from pulsarlab_widgets.views.lab_common import check_lab_snapshot, consumer_names, empty_figure, events_of, pick, plural
-from pulsarlab_widgets.views.style import HIGHLIGHT_COLOR, NOBODY_COLOR, consumer_color, legend_below
+from pulsarlab_widgets.views.style import HIGHLIGHT_COLOR, consumer_color, legend_below
 
 REASON_COLORS = {
     "hash_draining": "#d62728",
@@ -286,8 +286,10 @@ def key_shared_blocking_view(
             y=0.5,
             yref="paper",
             showarrow=False,
-            font=dict(color=NOBODY_COLOR),
+            font=dict(color="#555555", size=14),
         )
+        if not fig.data:
+            fig.update_yaxes(showticklabels=False)  # no row to name: plotly would number an empty axis
     return fig
 
 
