@@ -24,6 +24,7 @@ from pulsarlab.hashing import murmur3_32, sticky_key
 from pulsarlab.ids import MessageId
 from pulsarlab.lab import Lab
 from pulsarlab.profiles import DEFAULT_PROFILE, PROFILES, Profile, get_profile
+from pulsarlab.protocol.producer_access import ProducerAccessMode
 from pulsarlab.protocol.subscription import ConsumerKeySharedPolicy, ConsumerType, InitialPosition, KeySharedMode
 
 __version__ = "0.1.0"
@@ -45,6 +46,7 @@ __all__ = [
     "MessageTooBig",
     "MultiplierRedeliveryBackoff",
     "PartitionsRoutingMode",
+    "ProducerAccessMode",
     "ServerMetadataException",
     "SubscriptionBusyException",
     "DEFAULT_PROFILE",

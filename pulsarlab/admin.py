@@ -121,7 +121,7 @@ class Topics:
 
 def _namespaces(lab: "Lab") -> set[str]:
     svc = lab.service
-    out = {DEFAULT_NAMESPACE}
+    out = {DEFAULT_NAMESPACE, *svc.namespaces.namespaces}
     for name in (*svc.topics, *svc.partitioned):
         tenant, namespace = name.split("://", 1)[1].split("/")[:2]
         out.add(f"{tenant}/{namespace}")
@@ -142,7 +142,7 @@ class Tenants:
         self._lab = lab
 
     def list(self) -> list[str]:
-        return sorted({ns.split("/")[0] for ns in _namespaces(self._lab)})
+        return sorted({ns.split("/")[0] for ns in _namespaces(self._lab)} | self._lab.service.namespaces.tenants)
 
 
 class Namespaces:
@@ -154,7 +154,7 @@ class Namespaces:
     def list(self, tenant: str) -> list[str]:
         """The namespaces of ``tenant`` (``tenant/ns``), sorted; NotFoundException for an unknown tenant."""
         found = sorted(ns for ns in _namespaces(self._lab) if ns.split("/")[0] == tenant)
-        if not found:
+        if not found and tenant not in self._lab.service.namespaces.tenants:
             raise NotFoundException("Tenant does not exist")
         return found
 

@@ -148,6 +148,7 @@ BROKER_DEFAULTS: dict[str, Any] = {
     "delayedDeliveryMaxNumBuckets": -1,
     "subscriptionRedeliveryTrackerEnabled": True,
     "statsUpdateFrequencyInSecs": 60,
+    "brokerDeduplicationEnabled": False,
 }
 
 _3X = dict(

@@ -26,13 +26,17 @@ from typing import TYPE_CHECKING, Any, Sequence
 from pulsarlab.broker.consumer import Consumer
 from pulsarlab.broker.delayed.bucket.snapshot import InMemoryBucketSnapshotStorage
 from pulsarlab.broker.delayed.factory import load_delayed_delivery_tracker_factory
+from pulsarlab.broker.namespaces import NamespaceRegistry, namespace_of, valid_name
 from pulsarlab.broker.restart import RestartReport, restart_broker
 from pulsarlab.broker.topic import PersistentTopic, ProducerHandle, partition_index_of
 from pulsarlab.errors import (
     ConsumerAssignException,
     ConsumerBusyException,
     IllegalArgumentException,
+    NamingException,
     NotAllowedException,
+    ProducerBusyException,
+    ProducerFencedException,
     PulsarError,
     ServerMetadataException,
     SubscriptionBusyException,
@@ -43,6 +47,7 @@ from pulsarlab.managed_ledger.exceptions import ManagedLedgerException
 from pulsarlab.managed_ledger.ledger import LedgerIdAllocator
 from pulsarlab.managed_ledger.position import EARLIEST, LATEST, Position
 from pulsarlab.protocol.acks import AckCommand
+from pulsarlab.protocol.producer_access import ProducerAccessMode
 from pulsarlab.protocol.server_errors import ServerError
 from pulsarlab.protocol.subscription import ConsumerKeySharedPolicy, ConsumerType, InitialPosition, KeySharedMode
 
@@ -93,6 +98,10 @@ def client_error_code(error: BaseException) -> ServerError:
         return ServerError.ConsumerBusy
     if isinstance(error, ConsumerAssignException):
         return ServerError.ConsumerAssignError
+    if isinstance(error, ProducerFencedException):
+        return ServerError.ProducerFenced
+    if isinstance(error, (ProducerBusyException, NamingException)):
+        return ServerError.ProducerBusy
     if isinstance(error, NotAllowedException):
         return ServerError.NotAllowedError
     if isinstance(error, NotFoundException):
@@ -161,6 +170,7 @@ class BrokerService:
         self.restarts = 0
         self.topics: dict[str, PersistentTopic] = {}
         self.partitioned: dict[str, int] = {}
+        self.namespaces = NamespaceRegistry()
         self._next_producer = 0
         self._next_consumer = 0
         self._next_subscription = 0
@@ -182,6 +192,56 @@ class BrokerService:
     def new_subscription_id(self) -> int:
         self._next_subscription += 1
         return self._next_subscription - 1
+
+    # --- tenants, namespaces and their policies ------------------------------------------------
+    def create_tenant(self, tenant: str) -> None:
+        """``pulsar-admin tenants create``: 409 if it exists (no admin roles or clusters are kept)."""
+        if not valid_name(tenant):
+            raise PreconditionFailedException(f"Invalid tenant name: {tenant!r}")
+        if tenant in self.namespaces.tenants:
+            raise ConflictException("Tenant already exists")
+        self.namespaces.tenants.add(tenant)
+
+    def create_namespace(self, namespace: str) -> None:
+        """``pulsar-admin namespaces create tenant/ns``: 404 for an unknown tenant, 409 if it exists."""
+        parts = namespace.split("/") if isinstance(namespace, str) else []
+        if len(parts) != 2 or not valid_name(parts[0]) or not valid_name(parts[1]):
+            raise PreconditionFailedException(f"Invalid namespace name: {namespace!r}")
+        if parts[0] not in self.namespaces.tenants:
+            raise NotFoundException("Tenant does not exist")
+        if self.namespaces.exists(namespace):
+            raise ConflictException("Namespace already exists")
+        self.namespaces.add(namespace)
+
+    def namespace_exists(self, namespace: str) -> bool:
+        return self.namespaces.exists(namespace)
+
+    def set_deduplication(self, namespace: str, enabled: bool | None) -> None:
+        """``pulsar-admin namespaces set-deduplication`` (None: back to ``brokerDeduplicationEnabled``); applies
+        to the namespace's topics at once."""
+        if not self.namespaces.exists(namespace):
+            raise NotFoundException("Namespace does not exist")
+        self.namespaces.policies(namespace).deduplication_enabled = enabled
+        prefix = f"persistent://{namespace}/"
+        for name, topic in self.topics.items():
+            if name.startswith(prefix):
+                self._apply_deduplication(topic)
+
+    def deduplication_enabled(self, namespace: str) -> bool:
+        """The namespace's ``deduplicationEnabled``, else the broker's ``brokerDeduplicationEnabled``."""
+        policies = self.namespaces.namespaces.get(namespace)
+        if policies is not None and policies.deduplication_enabled is not None:
+            return policies.deduplication_enabled
+        return bool(self.config.get("brokerDeduplicationEnabled", False))
+
+    def _apply_deduplication(self, topic: PersistentTopic) -> None:
+        on = self.deduplication_enabled(namespace_of(topic.name))
+        topic.deduplication = topic.dedup_state if on else None
+
+    def _check_namespace(self, name: str) -> None:
+        """A topic is only created in an existing namespace (``TopicNotFound`` on the wire)."""
+        if not self.namespaces.topic_namespace_exists(name):
+            raise NotFoundException("Namespace does not exist")
 
     # --- topics --------------------------------------------------------------------------------
     normalize = staticmethod(normalize_topic)
@@ -232,7 +292,9 @@ class BrokerService:
         return self.existing_topic(name).stats_internal()
 
     def _create_topic(self, name: str, partitions: int = 0) -> PersistentTopic:
+        self._check_namespace(name)
         topic = PersistentTopic(self, name, self._next_topic)
+        self._apply_deduplication(topic)
         self._next_topic += 1
         self.topics[name] = topic
         if self.events.enabled:
@@ -262,6 +324,7 @@ class BrokerService:
             raise ConflictException("This topic already exists")
         if partition_index_of(name) >= 0:
             raise PreconditionFailedException("Partitioned Topic Name should not contain '-partition-'")
+        self._check_namespace(name)
         self.partitioned[name] = partitions
         if self.events.enabled:
             self.events.append(ev.TOPIC_CREATED, self.scheduler.now(), topic=-1, name=name, partitions=partitions)
@@ -356,11 +419,24 @@ class BrokerService:
 
     # --- SEND ----------------------------------------------------------------------------------
     def register_producer(
-        self, producer_id: int, name: str, topic: str, initial_subscription: str | None = None
+        self,
+        producer_id: int,
+        name: str,
+        topic: str,
+        initial_subscription: str | None = None,
+        *,
+        access_mode: ProducerAccessMode = ProducerAccessMode.Shared,
+        topic_epoch: int | None = None,
+        on_ready: Any = None,
+        on_fenced: Any = None,
     ) -> ProducerHandle:
         """PRODUCER; with ``initial_subscription`` (CommandProducer's ``initial_subscription_name``) that
-        subscription is created at the earliest position of the topic if it does not exist yet."""
-        handle = self.get_topic(topic).add_producer(producer_id, name)
+        subscription is created at the earliest position of the topic if it does not exist yet. The access mode
+        may refuse it (``ProducerBusy`` / ``ProducerFenced``) or queue it (``WaitForExclusive``: the handle is
+        not ``ready`` until ``on_ready(handle)``); a producer fenced out later hears ``on_fenced(handle,
+        reason)`` (`producer_access`). ``handle.topic.last_published_sequence_id(name)`` is what
+        PRODUCER_SUCCESS reports (deduplication)."""
+        handle = self.get_topic(topic).add_producer(producer_id, name, access_mode, topic_epoch, on_ready, on_fenced)
         if initial_subscription:
             handle.topic.get_or_create_subscription(initial_subscription, InitialPosition.Earliest.name)
         return handle
@@ -373,10 +449,11 @@ class BrokerService:
             self.get_topic(name).get_or_create_subscription(subscription, InitialPosition.Latest.name)
 
     def unregister_producer(self, handle: ProducerHandle) -> None:
-        handle.topic.producers.pop(handle.producer_id, None)
+        handle.topic.remove_producer(handle)
 
-    def publish(self, handle: ProducerHandle, entry: Any):
-        return handle.topic.publish(handle, entry)
+    def publish(self, handle: ProducerHandle, entry: Any, highest_sequence_id: int | None = None):
+        """SEND: the entry's position, or ``-1:-1`` for a duplicate (deduplication)."""
+        return handle.topic.publish(handle, entry, highest_sequence_id)
 
     # --- SUBSCRIBE -----------------------------------------------------------------------------
     def subscribe(

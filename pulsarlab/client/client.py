@@ -40,7 +40,8 @@ class Client:
         """``Client.create_producer(topic, producer_name=None, initial_sequence_id=None, batching_enabled=False,
         batching_max_messages=1000, batching_max_allowed_size_in_bytes=131072, batching_max_publish_delay_ms=10,
         batching_type=BatchingType.Default, message_routing_mode=RoundRobinDistribution, message_router=None,
-        properties=None, chunking_enabled=False)``; lab extras: ``chunk_send_interval_ms=0``, and
+        properties=None, chunking_enabled=False,
+        access_mode=ProducerAccessMode.Shared)``; lab extras: ``chunk_send_interval_ms=0``, and
         ``chunk_max_message_size=-1`` (Java client only)."""
         self._check()
         producer = Producer(self, topic, **kwargs)

@@ -25,14 +25,16 @@ if TYPE_CHECKING:  # pragma: no cover
 
 @dataclass(slots=True)
 class RemoteProducer:
-    """A producer of one connection: the client's producer id, the broker's handle (lab-wide id), and the start
-    of its SEND_RECEIPTs (field 1, the client's id)."""
+    """A producer of one connection: the client's producer id, the broker's handle (lab-wide id), the start
+    of its SEND_RECEIPTs (field 1, the client's id) and the request id of its PRODUCER (answered again when a
+    waiting producer gets the topic)."""
 
     client_id: int
     handle: "ProducerHandle"
     name: str
     topic: str
     prefix: bytes
+    request_id: int = 0
 
 
 class RemoteConsumer:

@@ -17,8 +17,12 @@ connection, as Pulsar's broker does (`exceptionCaught` -> close); the reason is 
 `Producer.publishMessage` does, and the connection stays. Known requests the lab does not model (transactions,
 topic watchers) get ERROR(NotAllowedError).
 
-Simplifies: no authentication or authorization, no producer access modes or deduplication (every producer is
-Shared, ``last_sequence_id`` is -1), schemas are accepted and not checked (GET_SCHEMA finds none), readers'
+Lookups, PRODUCER and SUBSCRIBE on a topic of a namespace that does not exist fail with TopicNotFound. PRODUCER
+goes through the topic's access modes (a ``WaitForExclusive`` producer is answered twice, ``producer_ready`` false
+then true; a fenced producer gets CLOSE_PRODUCER) and reports the name's last sequence id when deduplication is
+on; a duplicate SEND is acknowledged with message id -1:-1.
+
+Simplifies: no authentication or authorization, schemas are accepted and not checked (GET_SCHEMA finds none), readers'
 non-durable cursors are modelled as subscriptions deleted when their consumer goes, a seek to a batch index
 resets to its entry, no broker entry metadata on MESSAGE, no topic migration.
 """
@@ -34,6 +38,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import google_crc32c
 
+from pulsarlab.broker.namespaces import namespace_of
 from pulsarlab.broker.service import client_error_code
 from pulsarlab.errors import PulsarError
 from pulsarlab.event_catalogue import broker as ev
@@ -71,6 +76,7 @@ from pulsarlab.serve.commands import (
     PartitionMetadataResponse,
     Ping,
     Pong,
+    ProducerAccessMode,
     ProducerRequest,
     ProducerSuccess,
     RawCommand,
@@ -402,6 +408,16 @@ class ServerConnection(asyncio.Protocol):
                 )
             )
             return
+        if not self.service.namespace_exists(namespace_of(topic)):
+            self.send(
+                PartitionMetadataResponse(
+                    request_id=cmd.request_id,
+                    response=MetadataLookupKind.Failed,
+                    error=ServerError.TopicNotFound,
+                    message="Namespace does not exist",
+                )
+            )
+            return
         self.send(
             PartitionMetadataResponse(
                 partitions=self.service.partition_count(topic),
@@ -412,7 +428,7 @@ class ServerConnection(asyncio.Protocol):
 
     def _on_lookup(self, cmd: LookupRequest, frame: Frame) -> None:
         try:
-            self._topic_name(cmd.topic)
+            topic = self._topic_name(cmd.topic)
         except PulsarError as e:
             self.send(
                 LookupResponse(
@@ -420,6 +436,16 @@ class ServerConnection(asyncio.Protocol):
                     response=LookupKind.Failed,
                     error=ServerError.InvalidTopicName,
                     message=str(e),
+                )
+            )
+            return
+        if not self.service.namespace_exists(namespace_of(topic)):
+            self.send(
+                LookupResponse(
+                    request_id=cmd.request_id,
+                    response=LookupKind.Failed,
+                    error=ServerError.TopicNotFound,
+                    message="Namespace does not exist",
                 )
             )
             return
@@ -452,9 +478,11 @@ class ServerConnection(asyncio.Protocol):
 
     # --- producers ------------------------------------------------------------------------------
     def _on_producer(self, cmd: ProducerRequest, frame: Frame) -> None:
+        """`ServerCnx.handleProducer`: the access mode may refuse the producer, or queue it (``WaitForExclusive``:
+        PRODUCER_SUCCESS with ``producer_ready`` false now, a second one when it gets the topic)."""
         existing = self.producers.get(cmd.producer_id)
         if existing is not None:
-            self.send(ProducerSuccess(request_id=cmd.request_id, producer_name=existing.name, last_sequence_id=-1))
+            self._producer_success(cmd.request_id, existing)
             return
         try:
             topic = self._topic_name(cmd.topic)
@@ -464,20 +492,69 @@ class ServerConnection(asyncio.Protocol):
         svc = self.service
         lab_id = svc.new_producer_id()
         name = cmd.producer_name if cmd.producer_name else f"standalone-0-{lab_id}"
+        mode = ProducerAccessMode(int(cmd.value("producer_access_mode")))
         try:
-            handle = svc.register_producer(lab_id, name, topic, cmd.initial_subscription_name)
+            handle = svc.register_producer(
+                lab_id,
+                name,
+                topic,
+                cmd.initial_subscription_name,
+                access_mode=mode,
+                topic_epoch=cmd.topic_epoch,
+                on_ready=self._producer_got_topic,
+                on_fenced=self._producer_fenced,
+            )
         except PulsarError as e:
             self.error(cmd.request_id, client_error_code(e), str(e))
             return
-        self.producers[cmd.producer_id] = RemoteProducer(
-            cmd.producer_id, handle, name, topic, producer_prefix(cmd.producer_id)
-        )
+        producer = RemoteProducer(cmd.producer_id, handle, name, topic, producer_prefix(cmd.producer_id))
+        producer.request_id = cmd.request_id
+        self.producers[cmd.producer_id] = producer
         self._recently_closed_producers.discard(cmd.producer_id)
         if self.lab.events.enabled:
             self.lab.events.append(
                 ev.PRODUCER_CREATED, self.lab.now(), producer=lab_id, name=name, topic=topic, batching=None
             )
-        self.send(ProducerSuccess(request_id=cmd.request_id, producer_name=name, last_sequence_id=-1))
+        self._producer_success(cmd.request_id, producer)
+
+    def _producer_success(self, request_id: int, producer: RemoteProducer) -> None:
+        handle = producer.handle
+        self.send(
+            ProducerSuccess(
+                request_id=request_id,
+                producer_name=producer.name,
+                last_sequence_id=handle.topic.last_published_sequence_id(producer.name),
+                topic_epoch=handle.topic_epoch,
+                producer_ready=None if handle.ready else False,
+            )
+        )
+
+    def _remote_producer(self, handle: Any) -> RemoteProducer | None:
+        for p in self.producers.values():
+            if p.handle is handle:
+                return p
+        return None
+
+    def _producer_got_topic(self, handle: Any) -> None:
+        """A queued ``WaitForExclusive`` producer got the topic: its PRODUCER completes now."""
+        producer = self._remote_producer(handle)
+        if producer is not None:
+            self._producer_success(producer.request_id, producer)
+
+    def _producer_fenced(self, handle: Any, reason: str) -> None:
+        """Fenced out by an ``ExclusiveWithFencing`` producer: a waiting PRODUCER fails with ProducerFenced; a
+        producer that was producing is closed (CLOSE_PRODUCER; the client's reconnect is then refused)."""
+        producer = self._remote_producer(handle)
+        if producer is None:
+            return
+        del self.producers[producer.client_id]
+        self._recently_closed_producers.add(producer.client_id)
+        if self.lab.events.enabled:
+            self.lab.events.append(ev.PRODUCER_CLOSED, self.lab.now(), producer=handle.producer_id)
+        if handle.topic_epoch is None and handle.access_mode is ProducerAccessMode.WaitForExclusive:
+            self.error(producer.request_id, ServerError.ProducerFenced, reason)
+        else:
+            self.send(CloseProducer(producer.client_id, 0))
 
     def _on_send(self, cmd: Any, frame: Frame) -> None:  # only when the fast path did not recognise the frame
         self._publish(
@@ -520,7 +597,7 @@ class ServerConnection(asyncio.Protocol):
             checksum = google_crc32c.value(wire)
         entry = WireEntry.from_wire(meta, wire, checksum.to_bytes(4, "big"), plain, section.metadata_end)
         try:
-            pos = self.service.publish(producer.handle, entry)
+            pos = self.service.publish(producer.handle, entry, highest)
         except PulsarError as e:
             self._send_error(producer_id, sequence_id, client_error_code(e), str(e))
             return
