@@ -449,9 +449,23 @@ class ServerConnection(asyncio.Protocol):
                 )
             )
             return
+        url = self.server.url
+        listener = cmd.advertised_listener_name
+        if listener:  # NamespaceService: a listener name the broker does not advertise fails the lookup
+            url = self.server.advertised_listeners.get(listener)
+            if url is None:
+                self.send(
+                    LookupResponse(
+                        request_id=cmd.request_id,
+                        response=LookupKind.Failed,
+                        error=ServerError.ServiceNotReady,
+                        message=f"the broker do not have {listener} listener",
+                    )
+                )
+                return
         self.send(
             LookupResponse(
-                broker_service_url=self.server.url,
+                broker_service_url=url,
                 response=LookupKind.Connect,
                 request_id=cmd.request_id,
                 authoritative=True,

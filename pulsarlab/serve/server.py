@@ -93,6 +93,25 @@ class ClientInfo:
     consumers: tuple[tuple[str, str, str], ...]
 
 
+def parse_advertised_listeners(listeners: dict[str, str] | str | None) -> dict[str, str]:
+    """``advertisedListeners`` (``name:pulsar://host:port,...`` or a dict): the broker URL a lookup with that
+    ``listener_name`` gets. Only ``pulsar://`` URLs (the lab has no TLS)."""
+    if not listeners:
+        return {}
+    if isinstance(listeners, str):
+        pairs = []
+        for item in listeners.split(","):
+            name, sep, url = item.strip().partition(":")
+            if not sep or not name:
+                raise ValueError(f"an advertised listener reads name:pulsar://host:port, got {item!r}")
+            pairs.append((name, url))
+        listeners = dict(pairs)
+    for name, url in listeners.items():
+        if not isinstance(url, str) or not url.startswith("pulsar://"):
+            raise ValueError(f"advertised listener {name!r}: a pulsar:// URL, got {url!r}")
+    return dict(listeners)
+
+
 class LabServer:
     """The lab's broker listening for real Pulsar clients (run it with `start` or `serve_forever`)."""
 
@@ -107,8 +126,10 @@ class LabServer:
         keepalive_s: float = 30.0,
         max_write_buffer: int = 64 * 1024 * 1024,
         admin_port: int | None = None,
+        advertised_listeners: dict[str, str] | None = None,
     ) -> None:
         check_bind_address(host, allow_remote)
+        self.advertised_listeners = parse_advertised_listeners(advertised_listeners)
         self.admin_port = admin_port
         self.admin: Any = None
         self.admin_url: str | None = None
@@ -377,7 +398,8 @@ def start(
     """Serve ``lab`` on a background thread: ``server = start(lab, port=0)``; ``server.url``; ``server.stop()``.
 
     ``port=0`` picks a free port; the admin REST API listens on ``admin_port`` (by default a free one,
-    ``server.admin_url``; None turns it off). Options: ``advertised_host``, ``keepalive_s``, ``max_write_buffer``.
+    ``server.admin_url``; None turns it off). Options: ``advertised_host``, ``keepalive_s``, ``max_write_buffer``,
+    ``advertised_listeners`` (``{"internal": "pulsar://127.0.0.1:6650"}``: what a client's ``listener_name`` looks up).
     """
     server = LabServer(lab, host, port, allow_remote=allow_remote, admin_port=admin_port, **options)
     loop = asyncio.new_event_loop()
