@@ -149,6 +149,7 @@ BROKER_DEFAULTS: dict[str, Any] = {
     "subscriptionRedeliveryTrackerEnabled": True,
     "statsUpdateFrequencyInSecs": 60,
     "brokerDeduplicationEnabled": False,
+    "topicCompactionRetainNullKey": False,
 }
 
 _3X = dict(

@@ -23,6 +23,8 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
+from pulsarlab.broker.compaction import CompactionStatus
+from pulsarlab.broker.compaction import compact as compact_topic
 from pulsarlab.broker.consumer import Consumer
 from pulsarlab.broker.delayed.bucket.snapshot import InMemoryBucketSnapshotStorage
 from pulsarlab.broker.delayed.factory import load_delayed_delivery_tracker_factory
@@ -417,6 +419,29 @@ class BrokerService:
                     closed()
             self._delete_subscription_if_present(s.topic.name, s.name)
 
+    # --- compaction ----------------------------------------------------------------------------
+    def compact(self, name: str) -> None:
+        """``pulsar-admin topics compact`` (every partition of a partitioned topic): runs at once
+        (`compaction.compact`); 409 "Compaction already in progress" cannot happen in the model."""
+        retain = bool(self.config.get("topicCompactionRetainNullKey", False))
+        for t in [self.existing_topic(p) for p in self._partitions_or_self(name)]:
+            t.compaction_status = CompactionStatus.RUNNING
+            try:
+                t.compacted = compact_topic(t, retain)
+            except Exception:
+                t.compaction_status = CompactionStatus.ERROR
+                raise
+            t.compaction_status = CompactionStatus.SUCCESS
+            t.compaction_succeeded_at = self.scheduler.now_ms
+
+    def compaction_status(self, name: str) -> dict[str, str]:
+        """``pulsar-admin topics compaction-status``: `LongRunningProcessStatus` as JSON (``status``,
+        ``lastError``); over the partitions of a partitioned topic, the least advanced one."""
+        order = [CompactionStatus.ERROR, CompactionStatus.NOT_RUN, CompactionStatus.RUNNING, CompactionStatus.SUCCESS]
+        states = [self.existing_topic(p).compaction_status for p in self._partitions_or_self(name)]
+        status = min(states, key=order.index)
+        return {"status": status.value, "lastError": ""}
+
     # --- SEND ----------------------------------------------------------------------------------
     def register_producer(
         self,
@@ -471,14 +496,28 @@ class BrokerService:
         partition_index: int = -1,
         durable: bool = True,
         start_message_id: tuple[int, int] | None = None,
+        read_compacted: bool = False,
     ) -> Consumer:
         """SUBSCRIBE. ``durable`` False is a reader's non-durable subscription: created here if missing (its
         cursor then starts at ``start_message_id``, a ``(ledger, entry)`` id, when given) and deleted when its
-        last such consumer closes (`close_consumer`) or when the subscribe fails."""
+        last such consumer closes (`close_consumer`) or when the subscribe fails. ``read_compacted`` (Exclusive
+        and Failover only) reads the compacted view up to the horizon (`compaction`)."""
+        if read_compacted and sub_type not in (ConsumerType.Exclusive, ConsumerType.Failover):
+            raise NotAllowedException("readCompacted only allowed on failover or exclusive subscriptions")
         t = self.get_topic(topic)
         if durable:
             return self._subscribe(
-                t, cnx, consumer_id, subscription, sub_type, name, priority, initial_position, key_shared_policy, True
+                t,
+                cnx,
+                consumer_id,
+                subscription,
+                sub_type,
+                name,
+                priority,
+                initial_position,
+                key_shared_policy,
+                True,
+                read_compacted,
             )
         created = subscription not in t.subscriptions
         try:
@@ -486,7 +525,17 @@ class BrokerService:
             if created and start_message_id is not None:
                 sub.cursor.reset_cursor(message_id_position(*start_message_id))
             return self._subscribe(
-                t, cnx, consumer_id, subscription, sub_type, name, priority, initial_position, key_shared_policy, False
+                t,
+                cnx,
+                consumer_id,
+                subscription,
+                sub_type,
+                name,
+                priority,
+                initial_position,
+                key_shared_policy,
+                False,
+                read_compacted,
             )
         except PulsarError:
             if created:
@@ -505,6 +554,7 @@ class BrokerService:
         initial_position: InitialPosition,
         key_shared_policy: ConsumerKeySharedPolicy | None,
         durable: bool,
+        read_compacted: bool = False,
     ) -> Consumer:
         ks_mode = None
         ooo = False
@@ -531,6 +581,7 @@ class BrokerService:
             connected_since=self.scheduler.now(),
             durable=durable,
         )
+        consumer.read_compacted = read_compacted
         try:
             sub.add_consumer(consumer)
         except Exception:

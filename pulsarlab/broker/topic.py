@@ -5,7 +5,8 @@ Models `PersistentTopic` (reference §10, §11): ``publishMessage`` refuses a me
 wakes the dispatchers whose cursor waits at the end of the topic; ``subscribe`` opens (or reuses) the
 subscription's durable cursor at the initial position. ``unload`` / ``reload`` are what a graceful broker
 restart does to a topic (`broker.restart`). Producers are admitted by their access mode (`producer_access`);
-with deduplication on, duplicates are dropped (`deduplication`). Simplifies: no retention or backlog quotas,
+with deduplication on, duplicates are dropped (`deduplication`); ``compacted`` is the last compaction
+(`compaction`). Simplifies: no retention or backlog quotas,
 no replication.
 """
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any, Callable
 
+from pulsarlab.broker.compaction import CompactedTopic, CompactionStatus, compaction_stats
 from pulsarlab.broker.deduplication import DUPLICATE, MessageDeduplication
 from pulsarlab.broker.producer_access import ProducerAccess
 from pulsarlab.broker.subscription import PersistentSubscription
@@ -113,6 +115,9 @@ class PersistentTopic:
         self._entry_ev = ev.ENTRY_PERSISTED
         self.delayed_messages_published = False  # a stored entry has a deliverAt time (dispatchers check delays)
         self.access = ProducerAccess()
+        self.compacted: CompactedTopic | None = None  # the last compaction's result (broker.compaction)
+        self.compaction_status = CompactionStatus.NOT_RUN
+        self.compaction_succeeded_at = 0
         self.deduplication: MessageDeduplication | None = None  # set while deduplication is enabled
         self.dedup_state = MessageDeduplication()  # kept across disable/enable, as Pulsar's snapshot cursor
 
@@ -290,12 +295,7 @@ class PersistentTopic:
             "nonContiguousDeletedMessagesRangesSerializedSize": 0,
             "delayedMessageIndexSizeInBytes": sum(s["delayedMessageIndexSizeInBytes"] for s in subs.values()),
             "bucketDelayedIndexStats": _sum_metrics(s.get("bucketDelayedIndexStats", {}) for s in subs.values()),
-            "compaction": {
-                "lastCompactionRemovedEventCount": 0,
-                "lastCompactionSucceedTimestamp": 0,
-                "lastCompactionFailedTimestamp": 0,
-                "lastCompactionDurationTimeInMills": 0,
-            },
+            "compaction": compaction_stats(self.compacted, self.compaction_succeeded_at),
             "ownerBroker": "localhost:8080",
         }
 

@@ -532,7 +532,12 @@ class Consumer:
         tick_duration_ms: int = DEFAULT_TICK_DURATION_MILLIS,
         negative_ack_redelivery_backoff: MultiplierRedeliveryBackoff | None = None,
         retry_enable: bool = False,
+        is_read_compacted: bool = False,
     ) -> None:
+        if not isinstance(is_read_compacted, bool):
+            raise ValueError(
+                f"Argument is_read_compacted is expected to be of type 'bool' and not '{type(is_read_compacted).__name__}'"
+            )
         _check_chunk_settings(
             max_pending_chunked_message,
             auto_ack_oldest_chunked_message_on_queue_full,
@@ -636,6 +641,7 @@ class Consumer:
                     initial_position=initial_position,
                     key_shared_policy=key_shared_policy if impl.sub_type is ConsumerType.KeyShared else None,
                     partition_index=impl.partition,
+                    read_compacted=is_read_compacted,
                 )
                 impl.connected = True
                 subscribed.append(impl)

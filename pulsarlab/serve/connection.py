@@ -681,6 +681,7 @@ class ServerConnection(asyncio.Protocol):
                 partition_index=cnx.partition,
                 durable=durable,
                 start_message_id=start.signed_ids() if start is not None else None,
+                read_compacted=bool(cmd.read_compacted),
             )
         except PulsarError as e:
             self.error(cmd.request_id, client_error_code(e), str(e))
