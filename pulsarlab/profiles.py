@@ -150,6 +150,7 @@ BROKER_DEFAULTS: dict[str, Any] = {
     "statsUpdateFrequencyInSecs": 60,
     "brokerDeduplicationEnabled": False,
     "topicCompactionRetainNullKey": False,
+    "schemaCompatibilityStrategy": "FULL",
 }
 
 _3X = dict(

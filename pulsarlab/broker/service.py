@@ -30,11 +30,13 @@ from pulsarlab.broker.delayed.bucket.snapshot import InMemoryBucketSnapshotStora
 from pulsarlab.broker.delayed.factory import load_delayed_delivery_tracker_factory
 from pulsarlab.broker.namespaces import NamespaceRegistry, namespace_of, valid_name
 from pulsarlab.broker.restart import RestartReport, restart_broker
+from pulsarlab.broker.schema_registry import SchemaData, SchemaRegistry
 from pulsarlab.broker.topic import PersistentTopic, ProducerHandle, partition_index_of
 from pulsarlab.errors import (
     ConsumerAssignException,
     ConsumerBusyException,
     IllegalArgumentException,
+    IncompatibleSchemaException,
     NamingException,
     NotAllowedException,
     ProducerBusyException,
@@ -100,6 +102,8 @@ def client_error_code(error: BaseException) -> ServerError:
         return ServerError.ConsumerBusy
     if isinstance(error, ConsumerAssignException):
         return ServerError.ConsumerAssignError
+    if isinstance(error, IncompatibleSchemaException):
+        return ServerError.IncompatibleSchema
     if isinstance(error, ProducerFencedException):
         return ServerError.ProducerFenced
     if isinstance(error, (ProducerBusyException, NamingException)):
@@ -173,6 +177,7 @@ class BrokerService:
         self.topics: dict[str, PersistentTopic] = {}
         self.partitioned: dict[str, int] = {}
         self.namespaces = NamespaceRegistry()
+        self.schemas = SchemaRegistry(str(self.config.get("schemaCompatibilityStrategy", "FULL")))
         self._next_producer = 0
         self._next_consumer = 0
         self._next_subscription = 0
@@ -418,6 +423,32 @@ class BrokerService:
                 if closed is not None:
                     closed()
             self._delete_subscription_if_present(s.topic.name, s.name)
+
+    # --- schemas -------------------------------------------------------------------------------
+    def add_schema(self, topic: str, schema: SchemaData) -> int:
+        """A producer's schema (PRODUCER, GET_OR_CREATE_SCHEMA): its version on the topic, stored if new and
+        compatible, else `IncompatibleSchemaException` (`schema_registry`)."""
+        self._check_namespace(topic)
+        return self.schemas.put_if_absent(topic, schema)
+
+    def check_consumer_schema(self, topic: str, schema: SchemaData) -> None:
+        """A consumer's schema (SUBSCRIBE): compatible with the topic's, or the topic's first if it is idle (no
+        producers, no connected consumers, no entries)."""
+        self._check_namespace(topic)
+        idle = True
+        for name in self._partitions_or_self(topic):
+            t = self.topics.get(name)
+            if t is not None and (
+                t.producers
+                or t.ledger.last_confirmed_entry.entry_id >= 0
+                or any(s.consumers() for s in t.subscriptions.values())
+            ):
+                idle = False
+        self.schemas.check_consumer(topic, schema, idle)
+
+    def get_schema(self, topic: str, version: int | None = None) -> tuple[int, SchemaData] | None:
+        """GET_SCHEMA (``pulsar-admin schemas get``): ``(version, schema)``, the latest without ``version``."""
+        return self.schemas.get(topic, version)
 
     # --- compaction ----------------------------------------------------------------------------
     def compact(self, name: str) -> None:

@@ -35,6 +35,7 @@ class RemoteProducer:
     topic: str
     prefix: bytes
     request_id: int = 0
+    schema_version: int | None = None
 
 
 class RemoteConsumer:

@@ -22,7 +22,10 @@ goes through the topic's access modes (a ``WaitForExclusive`` producer is answer
 then true; a fenced producer gets CLOSE_PRODUCER) and reports the name's last sequence id when deduplication is
 on; a duplicate SEND is acknowledged with message id -1:-1.
 
-Simplifies: no authentication or authorization, schemas are accepted and not checked (GET_SCHEMA finds none), readers'
+Schemas of PRODUCER, SUBSCRIBE and GET_OR_CREATE_SCHEMA go to the broker's registry (an incompatible one is
+refused with IncompatibleSchema); PRODUCER_SUCCESS and GET_SCHEMA carry versions.
+
+Simplifies: no authentication or authorization, readers'
 non-durable cursors are modelled as subscriptions deleted when their consumer goes, a seek to a batch index
 resets to its entry, no broker entry metadata on MESSAGE, no topic migration.
 """
@@ -39,6 +42,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import google_crc32c
 
 from pulsarlab.broker.namespaces import namespace_of
+from pulsarlab.broker.schema_registry import SCHEMA_TYPES, SchemaData
 from pulsarlab.broker.service import client_error_code
 from pulsarlab.errors import PulsarError
 from pulsarlab.event_catalogue import broker as ev
@@ -67,6 +71,7 @@ from pulsarlab.serve.commands import (
     GetSchemaResponse,
     GetTopicsOfNamespace,
     GetTopicsOfNamespaceResponse,
+    KeyValue,
     LookupKind,
     LookupRequest,
     LookupResponse,
@@ -81,6 +86,8 @@ from pulsarlab.serve.commands import (
     ProducerSuccess,
     RawCommand,
     RedeliverUnacked,
+    SchemaInfo,
+    SchemaKind,
     Seek,
     SendError,
     Subscribe,
@@ -479,16 +486,37 @@ class ServerConnection(asyncio.Protocol):
         self.send(GetTopicsOfNamespaceResponse(request_id=cmd.request_id, topics=topics))
 
     def _on_get_schema(self, cmd: GetSchema, frame: Frame) -> None:
-        self.send(
-            GetSchemaResponse(
-                request_id=cmd.request_id,
-                error_code=ServerError.TopicNotFound,
-                error_message="Topic not found or no-schema",
+        """`ServerCnx.handleGetSchema`: the topic's latest schema, or the version asked for."""
+        version = int.from_bytes(cmd.schema_version, "big", signed=True) if cmd.schema_version else None
+        try:
+            found = self.service.get_schema(self._topic_name(cmd.topic), version)
+        except PulsarError:
+            found = None
+        if found is None:
+            self.send(
+                GetSchemaResponse(
+                    request_id=cmd.request_id,
+                    error_code=ServerError.TopicNotFound,
+                    error_message="Topic not found or no-schema",
+                )
             )
+            return
+        number, schema = found
+        self.send(
+            GetSchemaResponse(request_id=cmd.request_id, schema=_wire_schema(schema), schema_version=_version(number))
         )
 
     def _on_get_or_create_schema(self, cmd: GetOrCreateSchema, frame: Frame) -> None:
-        self.send(GetOrCreateSchemaResponse(request_id=cmd.request_id, schema_version=bytes(8)))
+        try:
+            version = self.service.add_schema(self._topic_name(cmd.topic), _model_schema(cmd.schema))
+        except PulsarError as e:
+            self.send(
+                GetOrCreateSchemaResponse(
+                    request_id=cmd.request_id, error_code=client_error_code(e), error_message=str(e)
+                )
+            )
+            return
+        self.send(GetOrCreateSchemaResponse(request_id=cmd.request_id, schema_version=_version(version)))
 
     # --- producers ------------------------------------------------------------------------------
     def _on_producer(self, cmd: ProducerRequest, frame: Frame) -> None:
@@ -508,6 +536,7 @@ class ServerConnection(asyncio.Protocol):
         name = cmd.producer_name if cmd.producer_name else f"standalone-0-{lab_id}"
         mode = ProducerAccessMode(int(cmd.value("producer_access_mode")))
         try:
+            schema_version = svc.add_schema(topic, _model_schema(cmd.schema)) if cmd.schema is not None else None
             handle = svc.register_producer(
                 lab_id,
                 name,
@@ -523,6 +552,7 @@ class ServerConnection(asyncio.Protocol):
             return
         producer = RemoteProducer(cmd.producer_id, handle, name, topic, producer_prefix(cmd.producer_id))
         producer.request_id = cmd.request_id
+        producer.schema_version = schema_version
         self.producers[cmd.producer_id] = producer
         self._recently_closed_producers.discard(cmd.producer_id)
         if self.lab.events.enabled:
@@ -538,6 +568,7 @@ class ServerConnection(asyncio.Protocol):
                 request_id=request_id,
                 producer_name=producer.name,
                 last_sequence_id=handle.topic.last_published_sequence_id(producer.name),
+                schema_version=None if producer.schema_version is None else _version(producer.schema_version),
                 topic_epoch=handle.topic_epoch,
                 producer_ready=None if handle.ready else False,
             )
@@ -668,6 +699,8 @@ class ServerConnection(asyncio.Protocol):
         cnx = RemoteConsumer(self, cmd.consumer_id, topic, cmd.subscription, name, svc.partition_index(topic))
         start = cmd.start_message_id
         try:
+            if cmd.schema is not None:
+                svc.check_consumer_schema(topic, _model_schema(cmd.schema))
             consumer = svc.subscribe(
                 cnx,
                 consumer_id=lab_id,
@@ -866,6 +899,28 @@ class ServerConnection(asyncio.Protocol):
             f"<ServerConnection {self.peer} {self.state.value} producers={len(self.producers)} "
             f"consumers={len(self.consumers)}>"
         )
+
+
+def _model_schema(schema: SchemaInfo) -> SchemaData:
+    """A wire `Schema` as the registry's `SchemaData` (type by Pulsar's name)."""
+    kind = int(schema.type)
+    name = SCHEMA_TYPES[kind] if 0 <= kind < len(SCHEMA_TYPES) else f"TYPE_{kind}"
+    return SchemaData(name, bytes(schema.schema_data), {p.key: p.value for p in schema.properties})
+
+
+def _wire_schema(schema: SchemaData) -> SchemaInfo:
+    kind = SCHEMA_TYPES.index(schema.type) if schema.type in SCHEMA_TYPES else 0
+    return SchemaInfo(
+        name=schema.type.lower(),
+        schema_data=schema.data,
+        type=SchemaKind(kind),
+        properties=[KeyValue(k, v) for k, v in schema.properties.items()],
+    )
+
+
+def _version(number: int) -> bytes:
+    """A schema version on the wire: 8 bytes, big-endian."""
+    return number.to_bytes(8, "big", signed=True)
 
 
 __all__ = ["ProtocolViolation", "ServerConnection", "State"]
