@@ -29,6 +29,7 @@ from pulsarlab.broker.consumer import Consumer
 from pulsarlab.broker.delayed.bucket.snapshot import InMemoryBucketSnapshotStorage
 from pulsarlab.broker.delayed.factory import load_delayed_delivery_tracker_factory
 from pulsarlab.broker.namespaces import NamespaceRegistry, namespace_of, valid_name
+from pulsarlab.broker.non_persistent import NonPersistentTopic
 from pulsarlab.broker.restart import RestartReport, restart_broker
 from pulsarlab.broker.schema_registry import SchemaData, SchemaRegistry
 from pulsarlab.broker.topic import PersistentTopic, ProducerHandle, partition_index_of
@@ -72,14 +73,12 @@ class PreconditionFailedException(PulsarError):
 
 
 def normalize_topic(name: str) -> str:
-    """`TopicName.get(name).toString()` for persistent topics."""
+    """`TopicName.get(name).toString()`: a short name is persistent; ``non-persistent://`` names are kept."""
     if not isinstance(name, str) or not name:
         raise IllegalArgumentException(f"Invalid topic name: {name!r}")
     if "://" in name:
         domain, rest = name.split("://", 1)
-        if domain == "non-persistent":
-            raise IllegalArgumentException("non-persistent topics are not modelled by the lab")
-        if domain != "persistent":
+        if domain not in ("persistent", "non-persistent"):
             raise IllegalArgumentException(f"Invalid topic domain: '{domain}'")
         if len(rest.split("/")) < 3 or not all(rest.split("/")):
             raise IllegalArgumentException(f"Invalid topic name: {name}")
@@ -175,6 +174,7 @@ class BrokerService:
         )
         self.restarts = 0
         self.topics: dict[str, PersistentTopic] = {}
+        self.non_persistent_topics: dict[str, NonPersistentTopic] = {}  # apart: nothing stored to show or restart
         self.partitioned: dict[str, int] = {}
         self.namespaces = NamespaceRegistry()
         self.schemas = SchemaRegistry(str(self.config.get("schemaCompatibilityStrategy", "FULL")))
@@ -258,15 +258,24 @@ class BrokerService:
         """PARTITIONED_METADATA: the partitions of a partitioned topic, 0 for any other name."""
         return self.partitioned.get(name, 0)
 
+    def _topic_map(self, name: str) -> dict[str, Any]:
+        return self.non_persistent_topics if name.startswith("non-persistent://") else self.topics
+
     def topic_exists(self, name: str) -> bool:
         """Whether a (normalised) name is a topic, a partition or a partitioned topic."""
-        return name in self.topics or name in self.partitioned
+        return name in self._topic_map(name) or name in self.partitioned
 
-    def topics_of_namespace(self, namespace: str) -> list[str]:
-        """GET_TOPICS_OF_NAMESPACE (persistent) and ``pulsar-admin topics list``: every topic of the namespace,
-        partitions included, sorted."""
-        prefix = f"persistent://{namespace}/"
-        return sorted(n for n in self.topics if n.startswith(prefix))
+    def topics_of_namespace(self, namespace: str, mode: str = "PERSISTENT") -> list[str]:
+        """GET_TOPICS_OF_NAMESPACE and ``pulsar-admin topics list``: every topic of the namespace, partitions
+        included, sorted; ``mode`` PERSISTENT, NON_PERSISTENT or ALL (CommandGetTopicsOfNamespace.Mode)."""
+        out: list[str] = []
+        if mode in ("PERSISTENT", "ALL"):
+            prefix = f"persistent://{namespace}/"
+            out.extend(n for n in self.topics if n.startswith(prefix))
+        if mode in ("NON_PERSISTENT", "ALL"):
+            prefix = f"non-persistent://{namespace}/"
+            out.extend(n for n in self.non_persistent_topics if n.startswith(prefix))
+        return sorted(out)
 
     def partitioned_topics_of_namespace(self, namespace: str) -> list[str]:
         """``pulsar-admin topics list-partitioned-topics``: the partitioned topics of the namespace, sorted."""
@@ -275,7 +284,7 @@ class BrokerService:
 
     def existing_topic(self, name: str) -> PersistentTopic:
         """The topic (or partition) of a normalised name, without auto-creation; NotFoundException if absent."""
-        t = self.topics.get(name)
+        t = self._topic_map(name).get(name)
         if t is None:
             raise NotFoundException("Topic not found")
         return t
@@ -300,10 +309,11 @@ class BrokerService:
 
     def _create_topic(self, name: str, partitions: int = 0) -> PersistentTopic:
         self._check_namespace(name)
-        topic = PersistentTopic(self, name, self._next_topic)
+        kind = NonPersistentTopic if name.startswith("non-persistent://") else PersistentTopic
+        topic = kind(self, name, self._next_topic)
         self._apply_deduplication(topic)
         self._next_topic += 1
-        self.topics[name] = topic
+        self._topic_map(name)[name] = topic
         if self.events.enabled:
             self.events.append(ev.TOPIC_CREATED, self.scheduler.now(), topic=topic.id, name=name, partitions=partitions)
         return topic
@@ -312,12 +322,12 @@ class BrokerService:
         """Create the topic if it does not exist (auto-creation); returns its partition count (0: not partitioned)."""
         if name in self.partitioned:
             return self.partitioned[name]
-        if name not in self.topics:
+        if name not in self._topic_map(name):
             self._create_topic(name)
         return 0
 
     def get_topic(self, name: str) -> PersistentTopic:
-        topic = self.topics.get(name)
+        topic = self._topic_map(name).get(name)
         if topic is None:
             if name in self.partitioned:
                 raise PreconditionFailedException(f"{name} is a partitioned topic; use one of its partitions")
@@ -355,7 +365,7 @@ class BrokerService:
     def _drop_topic(self, topic: PersistentTopic) -> None:
         for sub in list(topic.subscriptions):
             topic.delete_subscription(sub)
-        del self.topics[topic.name]
+        del self._topic_map(topic.name)[topic.name]
 
     def delete_topic(self, name: str) -> None:
         """``pulsar-admin topics delete``: a non-partitioned topic (or one partition) with its subscriptions;
@@ -553,7 +563,7 @@ class BrokerService:
         created = subscription not in t.subscriptions
         try:
             sub = t.get_or_create_subscription(subscription, initial_position.name)
-            if created and start_message_id is not None:
+            if created and start_message_id is not None and not isinstance(t, NonPersistentTopic):
                 sub.cursor.reset_cursor(message_id_position(*start_message_id))
             return self._subscribe(
                 t,
@@ -677,6 +687,8 @@ class BrokerService:
         ``publish_time`` - from the entry after the newest one published strictly before it, i.e. the first entry
         published at or after it (the first entry when none is). Returns the new read position."""
         sub = consumer.subscription
+        if isinstance(sub.topic, NonPersistentTopic):
+            raise NotAllowedException("Seek operation not supported for non-persistent topics")
         if isinstance(position, tuple):
             position = message_id_position(*position)
         if publish_time is not None:
@@ -716,7 +728,7 @@ class BrokerService:
                 self._delete_subscription_if_present(sub.topic.name, sub.name)
 
     def _delete_subscription_if_present(self, topic: str, subscription: str) -> None:
-        t = self.topics.get(topic)
+        t = self._topic_map(topic).get(topic)
         if t is not None and subscription in t.subscriptions:
             t.delete_subscription(subscription)
 
@@ -747,6 +759,8 @@ class BrokerService:
     def get_last_message_id(self, consumer: Consumer) -> LastMessageId:
         """GET_LAST_MESSAGE_ID (`ServerCnx.handleGetLastMessageId`) for a consumer's topic and subscription."""
         sub = consumer.subscription
+        if isinstance(sub.topic, NonPersistentTopic):
+            raise NotAllowedException("GetLastMessageId is not supported for non-persistent topics")
         ml = sub.topic.ledger
         last = ml.last_confirmed_entry
         md = sub.cursor.mark_delete_position
@@ -774,7 +788,9 @@ class BrokerService:
             blocked_consumer_on_unacked_msgs=consumer.blocked,
             connected_since=consumer.stats()["connectedSince"],
             type=sub.dispatcher.type_name,
-            msg_backlog=sub.cursor.number_of_entries_in_backlog(False),
+            msg_backlog=0
+            if isinstance(sub.topic, NonPersistentTopic)
+            else sub.cursor.number_of_entries_in_backlog(False),
         )
 
 

@@ -92,7 +92,6 @@ from pulsarlab.serve.commands import (
     SendError,
     Subscribe,
     Success,
-    TopicsMode,
     UnknownCommand,
     Unsubscribe,
     encode_command,
@@ -480,9 +479,7 @@ class ServerConnection(asyncio.Protocol):
         )
 
     def _on_get_topics(self, cmd: GetTopicsOfNamespace, frame: Frame) -> None:
-        topics: list[str] = []
-        if cmd.value("mode") is not TopicsMode.NON_PERSISTENT:
-            topics = self.service.topics_of_namespace(cmd.namespace)
+        topics = self.service.topics_of_namespace(cmd.namespace, cmd.value("mode").name)
         self.send(GetTopicsOfNamespaceResponse(request_id=cmd.request_id, topics=topics))
 
     def _on_get_schema(self, cmd: GetSchema, frame: Frame) -> None:
