@@ -122,3 +122,24 @@ def test_a_missing_tenant_or_namespace_is_topic_not_found():
         client.create_producer("persistent://acme/orders/t").send(b"now it exists")
         with server.lock:
             assert lab.admin.topics.list("acme/orders") == ["persistent://acme/orders/t"]
+
+
+def test_a_custom_router_and_the_partition_in_received_message_ids():
+    topic = "persistent://public/default/routed"
+    with served_lab() as (lab, server), client_for(server) as client:
+        with server.lock:
+            lab.service.create_partitioned_topic(topic, 5)
+
+        def router(msg, partitions):
+            return 3 if msg.value().startswith(b"a") else 1
+
+        p = client.create_producer(topic, message_router=router)
+        sent = [p.send(v) for v in (b"a0", b"b0", b"a1")]
+        assert [m.partition() for m in sent] == [3, 1, 3]
+        c = client.subscribe(topic, "s", initial_position=pulsar.InitialPosition.Earliest)
+        got = {}
+        for _ in range(3):
+            m = c.receive(RECEIVE_MS)
+            got.setdefault(m.message_id().partition(), []).append(m.data())
+            assert m.topic_name() == f"{topic}-partition-{m.message_id().partition()}"
+        assert got == {3: [b"a0", b"a1"], 1: [b"b0"]}
