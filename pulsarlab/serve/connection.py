@@ -49,6 +49,7 @@ from pulsarlab.event_catalogue import broker as ev
 from pulsarlab.protocol.acks import AckCommand, AckType
 from pulsarlab.protocol.server_errors import ServerError
 from pulsarlab.protocol.subscription import ConsumerKeySharedPolicy, ConsumerType, KeySharedMode
+from pulsarlab.serve import topic_list
 from pulsarlab.serve.bridge import RemoteConsumer, RemoteProducer
 from pulsarlab.serve.codec import CodecError, decode_varint
 from pulsarlab.serve.commands import (
@@ -480,7 +481,16 @@ class ServerConnection(asyncio.Protocol):
 
     def _on_get_topics(self, cmd: GetTopicsOfNamespace, frame: Frame) -> None:
         topics = self.service.topics_of_namespace(cmd.namespace, cmd.value("mode").name)
-        self.send(GetTopicsOfNamespaceResponse(request_id=cmd.request_id, topics=topics))
+        found = topic_list.answer(topics, cmd.topics_pattern, cmd.topics_hash)
+        self.send(
+            GetTopicsOfNamespaceResponse(
+                request_id=cmd.request_id,
+                topics=found.topics,
+                filtered=found.filtered,
+                topics_hash=found.topics_hash,
+                changed=found.changed,
+            )
+        )
 
     def _on_get_schema(self, cmd: GetSchema, frame: Frame) -> None:
         """`ServerCnx.handleGetSchema`: the topic's latest schema, or the version asked for."""
