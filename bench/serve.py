@@ -1,6 +1,7 @@
 """Throughput of real Pulsar clients through ``pulsarlab serve``, beside the in-process API.
 
-Run: ``.venv/bin/python bench/serve.py [--messages N] [--size BYTES] [--repeat R] [--profile]``.
+Run: ``.venv/bin/python bench/serve.py [--messages N] [--size BYTES] [--repeat R] [--profile]
+[--many-clients-messages N] [--only-many-clients]``.
 
 Workloads (one lab per case, profile 4.0, event log on; the server runs on a background thread of this
 process, the real client - the ``pulsar-client`` package, C++ 4.2 inside - in a subprocess of its own):
@@ -16,6 +17,16 @@ process, the real client - the ``pulsar-client`` package, C++ 4.2 inside - in a 
 * in-process: the same N messages through ``lab.client()`` in one process (batched producer, Shared consumer,
   receive + acknowledge in rounds of 1000, 10 ms of virtual time per round), as ``bench/broker.py`` measures the
   model.
+
+* many clients (``serve_many_clients_msgs_per_s``): the ``pulsarlab serve`` command in a process of its own,
+  and `tests/many_clients.py` in another: N producers and N consumers (N = 10 and 100), each a ``pulsar.Client``
+  with its own connection, over min(N, 20) topics of the four subscription types (Exclusive topics give each
+  consumer its own subscription), unbatched sends from one thread per producer; msg/s = messages delivered to
+  (received and acknowledged by) the consumers / the wall time from the first send to the last delivery. The
+  run's ledger must show nothing missing.
+* admin stats under load (``admin_stats_requests_per_s``): while the 100-pair traffic flows, two threads of this
+  process ask ``GET .../stats`` of one topic over keep-alive HTTP connections, back to back; requests/s = the
+  answered requests / the time they took.
 
 Each figure is the best of ``--repeat`` runs. The machine may be shared and noisy: compare figures from one run.
 ``--profile`` prints the server thread's cProfile top entries for the batched produce and consume runs. Goals
@@ -35,11 +46,14 @@ sys.path.insert(0, str(ROOT))
 import argparse  # noqa: E402
 import asyncio  # noqa: E402
 import cProfile  # noqa: E402
+import http.client  # noqa: E402
 import io  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
 import pstats  # noqa: E402
+import signal  # noqa: E402
 import subprocess  # noqa: E402
+import threading  # noqa: E402
 import time  # noqa: E402
 
 import pulsarlab as pl  # noqa: E402
@@ -178,6 +192,94 @@ def inprocess_case(n: int, size: int) -> float:
     return n / elapsed
 
 
+class ServeCommand:
+    """The ``pulsarlab serve`` command in a process of its own (free loopback ports), stopped on exit."""
+
+    def __enter__(self) -> "ServeCommand":
+        env = dict(os.environ, PYTHONPATH=str(ROOT))
+        cmd = [sys.executable, "-m", "pulsarlab", "serve", "--port", "0", "--admin-port", "0", "--log-level", "warning"]
+        self.proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline()
+        if "listening on" not in line:
+            self.__exit__()
+            raise RuntimeError(f"pulsarlab serve did not start: {line}")
+        self.url = line.split(" listening on ")[1].split()[0]
+        self.admin = line.split("admin REST on ")[1].split(";")[0]
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.communicate(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.communicate()
+
+
+def many_clients_run(url: str, pairs: int, messages: int) -> subprocess.Popen:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    args = ["--producers", str(pairs), "--consumers", str(pairs), "--topics", str(min(pairs, 20))]
+    args += ["--messages", str(messages), "--deadline", "300"]
+    return subprocess.Popen(
+        [sys.executable, str(ROOT / "tests" / "many_clients.py"), url, *args],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _ledger(proc: subprocess.Popen) -> dict:
+    out, err = proc.communicate(timeout=600)
+    if proc.returncode != 0:
+        raise RuntimeError(f"many_clients failed: {err}")
+    ledger = json.loads(out.strip().splitlines()[-1])
+    if ledger["missing"] or ledger["received"] != ledger["expected_deliveries"]:
+        raise RuntimeError(f"messages lost: {ledger['missing']}")
+    return ledger
+
+
+def many_clients_case(pairs: int, messages: int) -> dict:
+    with ServeCommand() as serve:
+        return _ledger(many_clients_run(serve.url, pairs, messages))
+
+
+def admin_stats_case(pairs: int, messages: int, threads: int = 2) -> tuple[float, dict]:
+    """REST stats requests/s while ``pairs`` producer/consumer pairs run."""
+    with ServeCommand() as serve:
+        host, port = serve.admin.removeprefix("http://").rsplit(":", 1)
+        path = "/admin/v2/persistent/public/default/load-2/stats"
+        proc = many_clients_run(serve.url, pairs, messages)
+        counts = [0] * threads
+        stop = threading.Event()
+
+        def ask(i: int) -> None:
+            conn = http.client.HTTPConnection(host, int(port), timeout=30)
+            while not stop.is_set():
+                conn.request("GET", path)
+                resp = conn.getresponse()
+                resp.read()
+                if resp.status == 200:
+                    counts[i] += 1
+                else:
+                    time.sleep(0.01)  # the topic does not exist yet
+            conn.close()
+
+        workers = [threading.Thread(target=ask, args=(i,), daemon=True) for i in range(threads)]
+        t0 = time.perf_counter()
+        for w in workers:
+            w.start()
+        while proc.poll() is None:
+            time.sleep(0.05)
+        stop.set()
+        for w in workers:
+            w.join(30)
+        elapsed = time.perf_counter() - t0
+        return sum(counts) / elapsed, _ledger(proc)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=200_000, help="messages per batched run")
@@ -185,7 +287,35 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=100, help="payload bytes")
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--profile", action="store_true", help="print the server thread's profile")
+    parser.add_argument("--many-clients-messages", type=int, default=10_000, help="messages sent per many-client run")
+    parser.add_argument("--only-many-clients", action="store_true", help="run only the many-client and admin cases")
     args = parser.parse_args()
+
+    many: dict[str, float] = {}
+    for pairs in (10, 100):
+        best = 0.0
+        for _ in range(args.repeat):
+            ledger = many_clients_case(pairs, max(1, args.many_clients_messages // pairs))
+            best = max(best, ledger["msgs_per_s"])
+        many[str(pairs)] = round(best)
+        print(
+            f"{f'serve_many_clients ({pairs} pairs)':32s} {best:12,.0f} msg/s  ({ledger['received']:,} deliveries of "
+            f"{ledger['sent']:,} messages, {ledger['clients']} clients, {ledger['topics']} topics; "
+            f"connect {ledger['connect_s']} s)",
+            flush=True,
+        )
+    admin_rate = 0.0
+    for _ in range(args.repeat):
+        rate, ledger = admin_stats_case(100, max(1, 2 * args.many_clients_messages // 100))
+        admin_rate = max(admin_rate, rate)
+    print(
+        f"{'admin_stats (100 pairs flowing)':32s} {admin_rate:12,.0f} req/s  (while {ledger['received']:,} "
+        f"deliveries ran at {ledger['msgs_per_s']:,.0f} msg/s)",
+        flush=True,
+    )
+    if args.only_many_clients:
+        print(json.dumps({"serve_many_clients_msgs_per_s": many, "admin_stats_requests_per_s": round(admin_rate)}))
+        return
 
     rates: dict[str, float] = {}
     profiles: dict[str, str] = {}
@@ -225,6 +355,8 @@ def main() -> None:
                 "inprocess_msgs_per_s": round(rates["inprocess"]),
                 "serve_unbatched_produce_msgs_per_s": round(rates["serve_unbatched_produce"]),
                 "serve_unbatched_consume_ack_msgs_per_s": round(rates["serve_unbatched_consume_ack"]),
+                "serve_many_clients_msgs_per_s": many,
+                "admin_stats_requests_per_s": round(admin_rate),
                 "messages": args.messages,
                 "unbatched_messages": args.unbatched_messages,
                 "payload_bytes": args.size,

@@ -3,10 +3,12 @@
 Models `PulsarAdmin.topics()` (`Topics`): ``list``, ``list_partitioned_topics``, ``create_partitioned_topic``,
 ``create_non_partitioned_topic``, ``get_partitioned_topic_metadata``, ``stats`` (`TopicStatsImpl`),
 ``partitioned_stats``, ``stats_internal`` (`PersistentTopicInternalStats`, reference §11), ``subscriptions``,
-``delete``, ``delete_partitioned_topic``, ``update_partitioned_topic``, ``create_subscription`` and
-``delete_subscription``; `PulsarAdmin.clusters()`, ``tenants()`` and ``namespaces()`` lists. Simplifies: one
-cluster (``standalone``); tenants and namespaces are not registered: the lab knows ``public/default`` and every
-namespace a topic lives in (topics are auto-created in any namespace).
+``delete``, ``delete_partitioned_topic``, ``update_partitioned_topic``, ``create_subscription``,
+``delete_subscription``, ``skip_messages``, ``skip_all_messages``, ``expire_messages``, ``reset_cursor`` (by
+publish time or message id); `PulsarAdmin.clusters()`; ``tenants()`` (list, create, get, delete) and
+``namespaces()`` (list, create, delete, deduplication policy). Simplifies: one cluster (``standalone``); besides
+the tenants and namespaces created here the lab knows ``public/default`` and every namespace a topic lives in
+(topics are auto-created in any namespace); times are on the lab's clock.
 Errors carry pulsar-admin's exception classes and texts (``NotFoundException: Topic not found``,
 ``ConflictException: This topic already exists``). Every call goes through the broker's command surface
 (`BrokerService`); the results are plain JSON-shaped values.
@@ -14,7 +16,7 @@ Errors carry pulsar-admin's exception classes and texts (``NotFoundException: To
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 from pulsarlab.broker.service import ConflictException, NotFoundException, PreconditionFailedException
 
@@ -118,14 +120,35 @@ class Topics:
         """``pulsar-admin topics stats-internal``."""
         return self._svc.topic_stats_internal(self._name(topic))
 
+    def skip_messages(self, topic: str, subscription: str, n: int) -> None:
+        """``topics skip``: acknowledge the subscription's next ``n`` unacknowledged entries."""
+        self._svc.skip_messages(self._name(topic), subscription, n)
 
-def _namespaces(lab: "Lab") -> set[str]:
-    svc = lab.service
-    out = {DEFAULT_NAMESPACE, *svc.namespaces.namespaces}
-    for name in (*svc.topics, *svc.partitioned):
-        tenant, namespace = name.split("://", 1)[1].split("/")[:2]
-        out.add(f"{tenant}/{namespace}")
-    return out
+    def skip_all_messages(self, topic: str, subscription: str) -> None:
+        """``topics clear-backlog``: acknowledge everything published so far."""
+        self._svc.skip_all(self._name(topic), subscription)
+
+    def expire_messages(self, topic: str, subscription: str, expire_time_in_seconds: int) -> None:
+        """``topics expire-messages``: acknowledge every entry published more than that long ago."""
+        self._svc.expire_messages(self._name(topic), subscription, expire_time_in_seconds)
+
+    def reset_cursor(
+        self,
+        topic: str,
+        subscription: str,
+        timestamp: int | None = None,
+        *,
+        message_id: tuple[int, int] | None = None,
+        is_excluded: bool = False,
+    ) -> None:
+        """``topics reset-cursor``: by ``timestamp`` (lab clock, ms; the first entry published at or after it)
+        or by ``message_id`` ``(ledger, entry)`` (``is_excluded``: from the entry after it)."""
+        if (timestamp is None) == (message_id is None):
+            raise TypeError("reset_cursor takes a timestamp or a message_id, not both or neither")
+        if message_id is not None:
+            self._svc.reset_cursor_to_position(self._name(topic), subscription, tuple(message_id), is_excluded)
+        else:
+            self._svc.reset_cursor_to_time(self._name(topic), subscription, timestamp)
 
 
 class Clusters:
@@ -142,7 +165,20 @@ class Tenants:
         self._lab = lab
 
     def list(self) -> list[str]:
-        return sorted({ns.split("/")[0] for ns in _namespaces(self._lab)} | self._lab.service.namespaces.tenants)
+        return sorted(self._lab.service.known_tenants())
+
+    def create_tenant(
+        self, tenant: str, admin_roles: Sequence[str] = (), allowed_clusters: Sequence[str] = (CLUSTER,)
+    ) -> None:
+        """``tenants create``: a tenant with its ``TenantInfo``."""
+        self._lab.service.create_tenant(tenant, admin_roles, allowed_clusters)
+
+    def get_tenant_info(self, tenant: str) -> dict[str, Any]:
+        """``tenants get``: ``{"adminRoles": [...], "allowedClusters": [...]}``."""
+        return self._lab.service.tenant_info(tenant).to_json()
+
+    def delete_tenant(self, tenant: str) -> None:
+        self._lab.service.delete_tenant(tenant)
 
 
 class Namespaces:
@@ -153,13 +189,29 @@ class Namespaces:
 
     def list(self, tenant: str) -> list[str]:
         """The namespaces of ``tenant`` (``tenant/ns``), sorted; NotFoundException for an unknown tenant."""
-        found = sorted(ns for ns in _namespaces(self._lab) if ns.split("/")[0] == tenant)
-        if not found and tenant not in self._lab.service.namespaces.tenants:
+        svc = self._lab.service
+        if tenant not in svc.known_tenants():
             raise NotFoundException("Tenant does not exist")
-        return found
+        return sorted(ns for ns in svc.known_namespaces() if ns.split("/")[0] == tenant)
 
     def exists(self, namespace: str) -> bool:
-        return namespace in _namespaces(self._lab)
+        return namespace in self._lab.service.known_namespaces()
+
+    def create_namespace(self, namespace: str) -> None:
+        self._lab.service.create_namespace(namespace)
+
+    def delete_namespace(self, namespace: str) -> None:
+        self._lab.service.delete_namespace(namespace)
+
+    def get_deduplication_status(self, namespace: str) -> bool | None:
+        """``namespaces get-deduplication``: True/False, or None when the namespace does not set it."""
+        return self._lab.service.deduplication(namespace)
+
+    def set_deduplication_status(self, namespace: str, enabled: bool) -> None:
+        self._lab.service.set_deduplication(namespace, enabled)
+
+    def remove_deduplication_status(self, namespace: str) -> None:
+        self._lab.service.set_deduplication(namespace, None)
 
 
 class Admin:

@@ -75,7 +75,7 @@ def test_topics_only_in_existing_namespaces():
     lab.service.create_namespace("acme/orders")
     with pytest.raises(ConflictException, match="Namespace already exists"):
         lab.service.create_namespace("acme/orders")
-    with pytest.raises(ConflictException, match="Tenant already exists"):
+    with pytest.raises(ConflictException, match="Tenant already exist"):
         lab.service.create_tenant("acme")
     assert str(client.create_producer("acme/orders/t").send(b"x")) == "3:0:-1"
     assert lab.admin.tenants.list() == ["acme", "public"]

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import json
 import socket
+import time
 import urllib.error
 import urllib.request
 from typing import Any
 
 import pulsar
 import pytest
-from serve_support import RECEIVE_MS, client_for, quiet_client, served_lab
+from serve_support import RECEIVE_MS, client_for, quiet_client, served_lab, wait_until
 
 from pulsarlab.serve import start
 from pulsarlab.serve.admin_http import MAX_BODY
@@ -258,3 +259,160 @@ def test_the_real_client_over_http_lookup_produces_and_consumes(served) -> None:
     with server.lock:
         assert lab.admin.topics.stats("plain-http")["msgInCounter"] == 1
         assert lab.admin.topics.partitioned_stats("hp")["msgInCounter"] == 4
+
+
+def test_tenants_and_namespaces_create_get_delete_as_lab_admin(served) -> None:
+    lab, server = served
+    info = {"adminRoles": ["ops"], "allowedClusters": ["standalone"]}
+    assert http(server, "PUT", "/admin/v2/tenants/acme", info) == (204, None)
+    assert http(server, "PUT", "/admin/v2/tenants/acme", info) == (409, {"reason": "Tenant already exist"})
+    assert http(server, "GET", "/admin/v2/tenants/acme") == (200, info)
+    assert http(server, "GET", "/admin/v2/tenants/nobody") == (404, {"reason": "Tenant does not exist"})
+    assert http(server, "PUT", "/admin/v2/tenants/x") == (412, {"reason": "Clusters can not be empty"})
+    status, body = http(server, "PUT", "/admin/v2/tenants/x", {"allowedClusters": ["mars"]})
+    assert status == 412 and body["reason"].startswith("Clusters do not exist")
+    assert http(server, "PUT", "/admin/v2/tenants/a%20b", info) == (412, {"reason": "Tenant name is not valid"})
+    assert http(server, "GET", "/admin/v2/namespaces/acme") == (200, [])
+    assert http(server, "PUT", "/admin/v2/namespaces/acme/orders") == (204, None)
+    assert http(server, "PUT", "/admin/v2/namespaces/acme/orders") == (409, {"reason": "Namespace already exists"})
+    assert http(server, "PUT", "/admin/v2/namespaces/nobody/x") == (404, {"reason": "Tenant does not exist"})
+    assert http(server, "GET", "/admin/v2/persistent/acme/orders") == (200, [])
+    rest, expected = rest_and_admin(server, "/admin/v2/namespaces/acme", lab.admin.namespaces.list, "acme")
+    assert rest == expected == ["acme/orders"]
+    rest, expected = rest_and_admin(server, "/admin/v2/tenants/acme", lab.admin.tenants.get_tenant_info, "acme")
+    assert rest == expected
+    assert http(server, "DELETE", "/admin/v2/tenants/acme") == (
+        409,
+        {"reason": "The tenant still has active namespaces"},
+    )
+    assert http(server, "PUT", "/admin/v2/persistent/acme/orders/t1") == (204, None)
+    assert http(server, "DELETE", "/admin/v2/namespaces/acme/orders") == (
+        409,
+        {"reason": "Cannot delete non empty namespace"},
+    )
+    assert http(server, "DELETE", "/admin/v2/persistent/acme/orders/t1") == (204, None)
+    assert http(server, "DELETE", "/admin/v2/namespaces/acme/orders?force=true")[0] == 405
+    assert http(server, "DELETE", "/admin/v2/namespaces/acme/orders") == (204, None)
+    assert http(server, "DELETE", "/admin/v2/namespaces/acme/orders") == (404, {"reason": "Namespace does not exist"})
+    assert http(server, "DELETE", "/admin/v2/tenants/acme") == (204, None)
+    assert http(server, "DELETE", "/admin/v2/tenants/acme") == (404, {"reason": "Tenant doesn't exist"})
+    with server.lock:
+        assert lab.admin.tenants.list() == ["public"]
+
+
+def test_namespace_deduplication_policy(served) -> None:
+    lab, server = served
+    path = "/admin/v2/namespaces/public/default/deduplication"
+    assert http(server, "GET", path) == (204, None)  # not set: JAX-RS answers a null entity with 204
+    assert http(server, "POST", path, True) == (204, None)
+    assert http(server, "GET", path) == (200, True)
+    with server.lock:
+        assert lab.admin.namespaces.get_deduplication_status("public/default") is True
+    assert http(server, "POST", path, False) == (204, None)
+    assert http(server, "GET", path) == (200, False)
+    assert http(server, "DELETE", path) == (204, None)
+    assert http(server, "GET", path) == (204, None)
+    status, body = http(server, "POST", path, "yes")
+    assert status == 400 and "true or false" in body["reason"]
+    assert http(server, "GET", "/admin/v2/namespaces/public/nope/deduplication") == (
+        404,
+        {"reason": "Namespace does not exist"},
+    )
+
+
+def _cursor_rest_and_admin(server: Any, lab: Any, topic: str, sub: str) -> tuple[Any, Any]:
+    rest, expected = rest_and_admin(server, f"{NS}/{topic}/internalStats", lab.admin.topics.stats_internal, topic)
+    return rest["cursors"][sub], expected["cursors"][sub]
+
+
+def test_skip_skip_all_expire_and_reset_cursor_over_http(served) -> None:
+    lab, server = served
+    sub_path = f"{NS}/moves/subscription/s"
+    with client_for(server) as client:
+        consumer = client.subscribe("moves", "s", consumer_type=pulsar.ConsumerType.Shared)
+        producer = client.create_producer("moves", batching_enabled=False)
+        ids = [producer.send(f"m{i}".encode()) for i in range(6)]
+        got = [consumer.receive(RECEIVE_MS) for _ in range(6)]
+        consumer.acknowledge(got[1])
+        wait_until(lambda: http(server, "GET", f"{NS}/moves/stats")[1]["subscriptions"]["s"]["msgBacklog"] == 5)
+        assert http(server, "POST", f"{sub_path}/skip/2") == (204, None)  # m0 and m2 (m1 is acked)
+        rest, expected = _cursor_rest_and_admin(server, lab, "moves", "s")
+        assert rest == expected and rest["markDeletePosition"] == f"{ids[2].ledger_id()}:{ids[2].entry_id()}"
+        assert http(server, "GET", f"{NS}/moves/stats")[1]["subscriptions"]["s"]["msgBacklog"] == 3
+        assert http(server, "POST", f"{sub_path}/skip_all") == (204, None)
+        assert http(server, "GET", f"{NS}/moves/stats")[1]["subscriptions"]["s"]["msgBacklog"] == 0
+        # reset by publish time (wall clock ms): the consumer is disconnected, reconnects and gets m3 again
+        # (several messages may share m3's millisecond: the first published at or after it comes first)
+        at = got[3].publish_timestamp()
+        first = next(i for i, m in enumerate(got) if m.publish_timestamp() >= at)
+        assert http(server, "POST", f"{sub_path}/resetcursor/{at}") == (204, None)
+        again = [consumer.receive(RECEIVE_MS).data() for _ in range(6 - first)]
+        assert again == [m.data() for m in got[first:]] and first <= 3
+        body = {"ledgerId": ids[4].ledger_id(), "entryId": ids[4].entry_id(), "isExcluded": True}
+        assert http(server, "POST", f"{sub_path}/resetcursor", body) == (204, None)
+        assert consumer.receive(RECEIVE_MS).data() == b"m5"
+        rest, expected = _cursor_rest_and_admin(server, lab, "moves", "s")
+        assert rest == expected and rest["readPosition"] == f"{ids[5].ledger_id()}:{ids[5].entry_id() + 1}"
+        # expire: nothing is an hour old; everything published before now is expired with a TTL of 0
+        assert http(server, "POST", f"{sub_path}/expireMessages/3600") == (204, None)
+        assert http(server, "GET", f"{NS}/moves/stats")[1]["subscriptions"]["s"]["msgBacklog"] == 1  # m5
+        time.sleep(0.005)  # the publish times must be strictly in the past
+        assert http(server, "POST", f"{NS}/moves/all_subscription/expireMessages/0") == (204, None)
+        assert http(server, "GET", f"{NS}/moves/stats")[1]["subscriptions"]["s"]["msgBacklog"] == 0
+        rest, expected = _cursor_rest_and_admin(server, lab, "moves", "s")
+        assert rest == expected
+        consumer.close()
+        producer.close()
+
+
+def test_cursor_moves_refuse_what_pulsar_refuses(served) -> None:
+    _, server = served
+    assert http(server, "PUT", f"{NS}/pm/partitions", 2) == (204, None)
+    assert http(server, "PUT", f"{NS}/pm/subscription/s", {"ledgerId": -1, "entryId": -1}) == (204, None)
+    assert http(server, "POST", f"{NS}/pm/subscription/s/skip/1") == (
+        405,
+        {"reason": "Skip messages on a partitioned topic is not allowed"},
+    )
+    assert http(server, "POST", f"{NS}/pm/subscription/s/resetcursor", {"ledgerId": 1, "entryId": 0}) == (
+        405,
+        {"reason": "Reset-cursor at position is not allowed for partitioned-topic"},
+    )
+    assert http(server, "POST", f"{NS}/pm/subscription/s/skip_all") == (204, None)
+    assert http(server, "POST", f"{NS}/pm/subscription/s/resetcursor/0") == (204, None)
+    assert http(server, "POST", f"{NS}/pm/subscription/s/expireMessages/10") == (204, None)
+    assert http(server, "POST", f"{NS}/pm/all_subscription/expireMessages/10") == (204, None)
+    assert http(server, "POST", f"{NS}/none/all_subscription/expireMessages/10") == (404, {"reason": "Topic not found"})
+    assert http(server, "POST", f"{NS}/pm/subscription/nope/skip_all") == (404, {"reason": "Subscription not found"})
+    assert http(server, "POST", f"{NS}/none/subscription/s/skip/1") == (404, {"reason": "Topic not found"})
+    assert http(server, "POST", f"{NS}/pm/subscription/s/skip/ten")[0] == 404  # not an int: no such resource
+    assert http(server, "GET", f"{NS}/pm/subscription/s/skip_all") == (405, {"reason": "Method Not Allowed"})
+    status, body = http(server, "POST", f"{NS}/pm-partition-0/subscription/s/resetcursor", raw=b"{oops")
+    assert status == 400 and body["reason"].startswith("Cannot parse the request body as JSON")
+    body = {"ledgerId": 1, "entryId": 0, "isExcluded": "yes"}
+    assert http(server, "POST", f"{NS}/pm-partition-0/subscription/s/resetcursor", body)[0] == 400
+    status, body = http(server, "PUT", "/admin/v2/tenants/big", raw=b" " * (MAX_BODY + 1))
+    assert status == 413
+    assert http(server, "PUT", "/admin/v2/tenants/t", ["standalone"])[0] == 400
+    assert http(server, "PUT", "/admin/v2/tenants/t", {"allowedClusters": "standalone"})[0] == 400
+    assert http(server, "DELETE", "/admin/v2/tenants/public?force=true") == (
+        405,
+        {"reason": "Broker doesn't allow forced deletion of tenants"},
+    )
+    assert http(server, "GET", "/admin/v2/clusters") == (200, ["standalone"])
+
+
+def test_compaction_trigger_and_status(served) -> None:
+    lab, server = served
+    assert http(server, "PUT", f"{NS}/c") == (204, None)
+    if not hasattr(lab.service, "compact"):  # the broker on this branch does not compact: said so, not faked
+        assert http(server, "PUT", f"{NS}/c/compaction") == (
+            501,
+            {"reason": "Topic compaction is not modelled by this broker"},
+        )
+        assert http(server, "GET", f"{NS}/c/compaction")[0] == 501
+        return
+    status, before = http(server, "GET", f"{NS}/c/compaction")
+    assert status == 200 and set(before) == {"status", "lastError"}
+    assert http(server, "PUT", f"{NS}/c/compaction") == (204, None)
+    wait_until(lambda: http(server, "GET", f"{NS}/c/compaction")[1]["status"] in ("SUCCESS", "ERROR"))
+    assert http(server, "GET", f"{NS}/c/compaction")[1]["status"] == "SUCCESS"

@@ -28,10 +28,10 @@ from pulsarlab.broker.compaction import compact as compact_topic
 from pulsarlab.broker.consumer import Consumer
 from pulsarlab.broker.delayed.bucket.snapshot import InMemoryBucketSnapshotStorage
 from pulsarlab.broker.delayed.factory import load_delayed_delivery_tracker_factory
-from pulsarlab.broker.namespaces import NamespaceRegistry, namespace_of, valid_name
 from pulsarlab.broker.non_persistent import NonPersistentTopic
 from pulsarlab.broker.restart import RestartReport, restart_broker
 from pulsarlab.broker.schema_registry import SchemaData, SchemaRegistry
+from pulsarlab.broker.tenancy import STANDALONE_CLUSTER, NamespacePolicies, Tenancy, TenantInfo, valid_name
 from pulsarlab.broker.topic import PersistentTopic, ProducerHandle, partition_index_of
 from pulsarlab.errors import (
     ConsumerAssignException,
@@ -72,6 +72,12 @@ class PreconditionFailedException(PulsarError):
     java_class = "org.apache.pulsar.client.admin.PulsarAdminException$PreconditionFailedException"
 
 
+class MethodNotAllowedException(PulsarError):
+    """An admin operation Pulsar refuses for this kind of resource (HTTP 405)."""
+
+    java_class = "org.apache.pulsar.client.admin.PulsarAdminException$NotAllowedException"
+
+
 def normalize_topic(name: str) -> str:
     """`TopicName.get(name).toString()`: a short name is persistent; ``non-persistent://`` names are kept."""
     if not isinstance(name, str) or not name:
@@ -91,6 +97,12 @@ def normalize_topic(name: str) -> str:
     raise IllegalArgumentException(
         f"Invalid short topic name '{name}', it should be in the format of <tenant>/<namespace>/<topic> or <topic>"
     )
+
+
+def namespace_of(topic: str) -> str:
+    """``tenant/namespace`` of a normalised topic name (``persistent://t/ns/x`` -> ``t/ns``)."""
+    tenant, namespace = topic.split("://", 1)[-1].split("/")[:2]
+    return f"{tenant}/{namespace}"
 
 
 def client_error_code(error: BaseException) -> ServerError:
@@ -176,12 +188,12 @@ class BrokerService:
         self.topics: dict[str, PersistentTopic] = {}
         self.non_persistent_topics: dict[str, NonPersistentTopic] = {}  # apart: nothing stored to show or restart
         self.partitioned: dict[str, int] = {}
-        self.namespaces = NamespaceRegistry()
         self.schemas = SchemaRegistry(str(self.config.get("schemaCompatibilityStrategy", "FULL")))
         self._next_producer = 0
         self._next_consumer = 0
         self._next_subscription = 0
         self._next_topic = 0
+        self.tenancy = Tenancy.standalone(STANDALONE_CLUSTER)
 
     def restart(self) -> RestartReport:
         """A graceful restart: every topic unloaded and loaded again (`restart.restart_broker`)."""
@@ -200,43 +212,14 @@ class BrokerService:
         self._next_subscription += 1
         return self._next_subscription - 1
 
-    # --- tenants, namespaces and their policies ------------------------------------------------
-    def create_tenant(self, tenant: str) -> None:
-        """``pulsar-admin tenants create``: 409 if it exists (no admin roles or clusters are kept)."""
-        if not valid_name(tenant):
-            raise PreconditionFailedException(f"Invalid tenant name: {tenant!r}")
-        if tenant in self.namespaces.tenants:
-            raise ConflictException("Tenant already exists")
-        self.namespaces.tenants.add(tenant)
-
-    def create_namespace(self, namespace: str) -> None:
-        """``pulsar-admin namespaces create tenant/ns``: 404 for an unknown tenant, 409 if it exists."""
-        parts = namespace.split("/") if isinstance(namespace, str) else []
-        if len(parts) != 2 or not valid_name(parts[0]) or not valid_name(parts[1]):
-            raise PreconditionFailedException(f"Invalid namespace name: {namespace!r}")
-        if parts[0] not in self.namespaces.tenants:
-            raise NotFoundException("Tenant does not exist")
-        if self.namespaces.exists(namespace):
-            raise ConflictException("Namespace already exists")
-        self.namespaces.add(namespace)
-
+    # --- namespace policies the topics follow ------------------------------------------------
     def namespace_exists(self, namespace: str) -> bool:
-        return self.namespaces.exists(namespace)
-
-    def set_deduplication(self, namespace: str, enabled: bool | None) -> None:
-        """``pulsar-admin namespaces set-deduplication`` (None: back to ``brokerDeduplicationEnabled``); applies
-        to the namespace's topics at once."""
-        if not self.namespaces.exists(namespace):
-            raise NotFoundException("Namespace does not exist")
-        self.namespaces.policies(namespace).deduplication_enabled = enabled
-        prefix = f"persistent://{namespace}/"
-        for name, topic in self.topics.items():
-            if name.startswith(prefix):
-                self._apply_deduplication(topic)
+        """A registered namespace (``public/default`` from the start, others once created)."""
+        return namespace in self.tenancy.namespaces
 
     def deduplication_enabled(self, namespace: str) -> bool:
         """The namespace's ``deduplicationEnabled``, else the broker's ``brokerDeduplicationEnabled``."""
-        policies = self.namespaces.namespaces.get(namespace)
+        policies = self.tenancy.namespaces.get(namespace)
         if policies is not None and policies.deduplication_enabled is not None:
             return policies.deduplication_enabled
         return bool(self.config.get("brokerDeduplicationEnabled", False))
@@ -246,8 +229,8 @@ class BrokerService:
         topic.deduplication = topic.dedup_state if on else None
 
     def _check_namespace(self, name: str) -> None:
-        """A topic is only created in an existing namespace (``TopicNotFound`` on the wire)."""
-        if not self.namespaces.topic_namespace_exists(name):
+        """A topic is only created in a registered namespace (``TopicNotFound`` on the wire)."""
+        if namespace_of(name) not in self.tenancy.namespaces:
             raise NotFoundException("Namespace does not exist")
 
     # --- topics --------------------------------------------------------------------------------
@@ -482,6 +465,176 @@ class BrokerService:
         states = [self.existing_topic(p).compaction_status for p in self._partitions_or_self(name)]
         status = min(states, key=order.index)
         return {"status": status.value, "lastError": ""}
+
+    # --- tenants and namespaces (admin) -------------------------------------------------------
+    def known_namespaces(self) -> set[str]:
+        """Registered namespaces and every namespace a topic lives in (``tenant/ns``)."""
+        out = set(self.tenancy.namespaces)
+        for name in (*self.topics, *self.partitioned):
+            tenant, namespace = name.split("://", 1)[1].split("/")[:2]
+            out.add(f"{tenant}/{namespace}")
+        return out
+
+    def known_tenants(self) -> set[str]:
+        return set(self.tenancy.tenants) | {ns.split("/")[0] for ns in self.known_namespaces()}
+
+    def create_tenant(
+        self, tenant: str, admin_roles: Sequence[str] = (), allowed_clusters: Sequence[str] = (STANDALONE_CLUSTER,)
+    ) -> None:
+        """``pulsar-admin tenants create`` (`TenantsBase.createTenant`)."""
+        clusters = list(allowed_clusters)
+        if not clusters or any(not isinstance(c, str) or not c.strip() for c in clusters):
+            raise PreconditionFailedException("Clusters can not be empty")
+        if any(c != STANDALONE_CLUSTER for c in clusters):
+            raise PreconditionFailedException(f"Clusters do not exist: {sorted(set(clusters) - {STANDALONE_CLUSTER})}")
+        if not valid_name(tenant):
+            raise PreconditionFailedException("Tenant name is not valid")
+        if tenant in self.known_tenants():
+            raise ConflictException("Tenant already exist")
+        self.tenancy.tenants[tenant] = TenantInfo(tuple(admin_roles), tuple(clusters))
+
+    def tenant_info(self, tenant: str) -> TenantInfo:
+        """``pulsar-admin tenants get``; a tenant known only from its topics has the standalone cluster."""
+        info = self.tenancy.tenants.get(tenant)
+        if info is not None:
+            return info
+        if tenant in self.known_tenants():
+            return TenantInfo((), (STANDALONE_CLUSTER,))
+        raise NotFoundException("Tenant does not exist")
+
+    def delete_tenant(self, tenant: str) -> None:
+        """``pulsar-admin tenants delete`` (no ``force``): refused while the tenant has namespaces."""
+        if tenant not in self.known_tenants():
+            raise NotFoundException("Tenant doesn't exist")
+        if any(ns.split("/")[0] == tenant for ns in self.known_namespaces()):
+            raise ConflictException("The tenant still has active namespaces")
+        self.tenancy.tenants.pop(tenant, None)
+
+    def create_namespace(self, namespace: str) -> None:
+        """``pulsar-admin namespaces create`` (`NamespacesBase.internalCreateNamespace`)."""
+        parts = namespace.split("/") if isinstance(namespace, str) else []
+        if len(parts) != 2 or not all(valid_name(p) for p in parts):
+            raise PreconditionFailedException("Namespace name is not valid")
+        if parts[0] not in self.known_tenants():
+            raise NotFoundException("Tenant does not exist")
+        if namespace in self.known_namespaces():
+            raise ConflictException("Namespace already exists")
+        self.tenancy.namespaces[namespace] = NamespacePolicies()
+
+    def delete_namespace(self, namespace: str) -> None:
+        """``pulsar-admin namespaces delete`` (no ``force``): refused while it has topics."""
+        if namespace not in self.known_namespaces():
+            raise NotFoundException("Namespace does not exist")
+        if self.topics_of_namespace(namespace) or self.partitioned_topics_of_namespace(namespace):
+            raise ConflictException("Cannot delete non empty namespace")
+        self.tenancy.namespaces.pop(namespace, None)
+
+    def _namespace_policies(self, namespace: str) -> NamespacePolicies:
+        if namespace not in self.known_namespaces():
+            raise NotFoundException("Namespace does not exist")
+        return self.tenancy.namespaces.setdefault(namespace, NamespacePolicies())
+
+    def deduplication(self, namespace: str) -> bool | None:
+        """``namespaces get-deduplication``: the namespace's ``deduplicationEnabled`` (None: not set)."""
+        return self._namespace_policies(namespace).deduplication_enabled
+
+    def set_deduplication(self, namespace: str, enabled: bool | None) -> None:
+        """``namespaces set-deduplication`` (True/False) or ``remove-deduplication`` (None)."""
+        if enabled is not None and not isinstance(enabled, bool):
+            raise IllegalArgumentException(f"deduplication is true, false or None, not {enabled!r}")
+        self._namespace_policies(namespace).deduplication_enabled = enabled
+        prefix = f"persistent://{namespace}/"
+        for name, topic in self.topics.items():  # the topics follow at once
+            if name.startswith(prefix):
+                self._apply_deduplication(topic)
+
+    # --- subscription cursor moves (admin) ----------------------------------------------------
+    def _subscriptions_named(self, name: str, subscription: str) -> list[Any]:
+        """The subscription on the topic, or on each partition of a partitioned topic that has it."""
+        topics = [self.existing_topic(p) for p in self._partitions_or_self(name)]
+        subs = [t.subscriptions[subscription] for t in topics if subscription in t.subscriptions]
+        if not subs:
+            raise NotFoundException("Subscription not found")
+        return subs
+
+    def skip_messages(self, name: str, subscription: str, n: int) -> None:
+        """``topics skip`` (`PersistentSubscription.skipMessages`): the next ``n`` unacknowledged entries are
+        acknowledged; consumers stay connected. Refused on a partitioned topic, as Pulsar does."""
+        if name in self.partitioned:
+            raise MethodNotAllowedException("Skip messages on a partitioned topic is not allowed")
+        if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+            raise PreconditionFailedException(f"The number of messages to skip must be >= 0, got {n!r}")
+        for sub in self._subscriptions_named(name, subscription):
+            sub.cursor.skip_entries(n)
+
+    def skip_all(self, name: str, subscription: str) -> None:
+        """``topics clear-backlog`` / ``skip-all`` (`PersistentSubscription.clearBacklog`): everything published
+        so far is acknowledged (on every partition of a partitioned topic)."""
+        for sub in self._subscriptions_named(name, subscription):
+            sub.cursor.clear_backlog()
+
+    def expire_messages(self, name: str, subscription: str, seconds: int) -> None:
+        """``topics expire-messages`` (`PersistentMessageExpiryMonitor.expireMessages`): the mark-delete position
+        moves to the newest entry whose publish time is more than ``seconds`` before now (lab clock)."""
+        if not isinstance(seconds, int) or isinstance(seconds, bool) or seconds < 0:
+            raise PreconditionFailedException(f"The expiry time must be >= 0 seconds, got {seconds!r}")
+        now = self.scheduler.now()
+        for sub in self._subscriptions_named(name, subscription):
+            cursor = sub.cursor
+            found = self._newest_published_before(sub.topic, now - seconds * 1000, cursor.mark_delete_position)
+            if found is not None:
+                cursor.advance_mark_delete(found)
+
+    @staticmethod
+    def _newest_published_before(topic: PersistentTopic, cutoff: int, after: Position) -> Position | None:
+        """The newest entry after ``after`` with ``publish_time + ttl < now`` (`MessageImpl.isEntryExpired`)."""
+        ml = topic.ledger
+        stop = (after.ledger_id, after.entry_id)
+        for info in reversed(list(ml.ledgers)):
+            if info.ledger_id < after.ledger_id:
+                break
+            entries = ml.entries_of(info.ledger_id)
+            for e in range(len(entries) - 1, -1, -1):
+                if (info.ledger_id, e) <= stop:
+                    return None
+                if entries[e].metadata.publish_time < cutoff:
+                    return ml.position_of(info.ledger_id, e)
+        return None
+
+    def _reset_subscription(self, sub: Any, position: Position) -> Position:
+        """`PersistentSubscription.resetCursor`: consumers are disconnected (a real client re-subscribes), the
+        cursor reads again from ``position``."""
+        for c in list(sub.consumers()):
+            self._close_consumer(c, "reset cursor")
+            closed = getattr(c.cnx, "closed_by_broker", None)
+            if closed is not None:
+                closed()
+        read = sub.cursor.reset_cursor(position)
+        if sub.dispatcher is not None:
+            sub.dispatcher.on_cursor_rewound()
+        return read
+
+    def reset_cursor_to_time(self, name: str, subscription: str, timestamp: int) -> None:
+        """``topics reset-cursor --time``: each partition's subscription reads again from the first entry
+        published at or after ``timestamp`` (lab clock, ms)."""
+        if not isinstance(timestamp, int) or isinstance(timestamp, bool):
+            raise PreconditionFailedException(f"The timestamp must be an integer (ms), got {timestamp!r}")
+        for sub in self._subscriptions_named(name, subscription):
+            self._reset_subscription(sub, self._position_after_publish_time(sub.topic, timestamp))
+
+    def reset_cursor_to_position(
+        self, name: str, subscription: str, message_id: tuple[int, int], excluded: bool = False
+    ) -> None:
+        """``topics reset-cursor --messageId``: read again from the message id (``excluded``: from the entry
+        after it). Refused on a partitioned topic (reset one of its partitions)."""
+        if name in self.partitioned:
+            raise MethodNotAllowedException("Reset-cursor at position is not allowed for partitioned-topic")
+        position = message_id_position(*message_id)
+        for sub in self._subscriptions_named(name, subscription):
+            target = position
+            if excluded and position not in (EARLIEST, LATEST):
+                target = sub.topic.ledger.next_valid_position(position)
+            self._reset_subscription(sub, target)
 
     # --- SEND ----------------------------------------------------------------------------------
     def register_producer(

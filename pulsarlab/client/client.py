@@ -1,10 +1,12 @@
 """The client: ``pulsar.Client`` in the lab (producers and consumers talk to the lab's one broker).
 
-Models the Python ``pulsar.Client`` surface (``create_producer``, ``subscribe``, ``get_topic_partitions``,
-``close``). ``client_library`` picks whose batching and chunking rules the producers follow (default the C++
-client the Python package wraps; `ClientLibrary.JAVA` for the Java client the reference reads). On connect the
-client learns the broker's ``maxMessageSize`` (CONNECTED's ``max_message_size``, `ClientCnx.getMaxMessageSize`);
-its producers size messages and chunks against it.
+Models the Python ``pulsar.Client`` surface (``create_producer``, ``subscribe``, ``create_reader``,
+``get_topic_partitions``, ``close``); the real client's enum values (``pulsar.ConsumerType.Shared``, ...) are
+accepted where the lab's are expected, so a pulsar-client script runs unchanged. ``client_library`` picks
+whose batching and chunking rules the producers follow (default the C++ client the Python package wraps;
+`ClientLibrary.JAVA` for the Java client the reference reads). On connect the client learns the broker's
+``maxMessageSize`` (CONNECTED's ``max_message_size``, `ClientCnx.getMaxMessageSize`); its producers size
+messages and chunks against it.
 """
 
 from __future__ import annotations
@@ -12,8 +14,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable
 
 from pulsarlab.client.batching import ClientLibrary
+from pulsarlab.client.compat import lab_kwargs
 from pulsarlab.client.consumer import Consumer
 from pulsarlab.client.producer import AlreadyClosedException, Producer
+from pulsarlab.client.reader import Reader
 from pulsarlab.errors import PulsarError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -44,7 +48,7 @@ class Client:
         access_mode=ProducerAccessMode.Shared)``; lab extras: ``chunk_send_interval_ms=0``, and
         ``chunk_max_message_size=-1`` (Java client only)."""
         self._check()
-        producer = Producer(self, topic, **kwargs)
+        producer = Producer(self, topic, **lab_kwargs(kwargs))
         self._producers.append(producer)
         return producer
 
@@ -62,9 +66,20 @@ class Client:
         from 4.1). The ack timeout follows Java's rule (0/None or >= 1000 ms); the C++ client under the Python one
         asks for >= 10 s."""
         self._check()
-        consumer = Consumer(self, topic, subscription_name, **kwargs)
+        consumer = Consumer(self, topic, subscription_name, **lab_kwargs(kwargs))
         self._consumers.append(consumer)
         return consumer
+
+    def create_reader(self, topic: str, start_message_id: Any, **kwargs: Any) -> Reader:
+        """``Client.create_reader(topic, start_message_id, reader_listener=None, receiver_queue_size=1000,
+        reader_name=None, subscription_role_prefix=None, is_read_compacted=False, crypto_key_reader=None,
+        start_message_id_inclusive=False)``: ``start_message_id`` is ``MessageId.earliest``, ``MessageId.latest``
+        or a message's id (the lab's or pulsar-client's)."""
+        self._check()
+        kwargs.pop("schema", None)  # bytes only: the lab has no schemas
+        reader = Reader(self, topic, start_message_id, **kwargs)
+        self._consumers.append(reader._consumer)
+        return reader
 
     def get_topic_partitions(self, topic: str) -> list[str]:
         """The partition topic names, or ``[topic]`` for a non-partitioned topic."""

@@ -51,6 +51,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from pulsarlab.client.ack_grouping import AcknowledgmentsGroupingTracker
+from pulsarlab.client.batching import ClientLibrary
 from pulsarlab.client.chunk_reassembly import (
     DEFAULT_EXPIRE_TIME_OF_INCOMPLETE_CHUNKED_MESSAGE_MS,
     DEFAULT_MAX_PENDING_CHUNKED_MESSAGE,
@@ -73,6 +74,7 @@ from pulsarlab.client.retry import (
     RetryLetters,
     delay_millis,
 )
+from pulsarlab.client.start_filter import drop_before
 from pulsarlab.client.unacked_tracker import (
     DEFAULT_TICK_DURATION_MILLIS,
     UnAckedMessageTracker,
@@ -89,7 +91,7 @@ from pulsarlab.errors import (
 from pulsarlab.event_catalogue import broker as ev
 from pulsarlab.event_catalogue import redelivery as rev
 from pulsarlab.event_catalogue.chunk_reassembly import CHUNKED_MESSAGE_ACKED
-from pulsarlab.ids import MessageId, trusted_message_id
+from pulsarlab.ids import LATEST, MessageId, client_message_id, trusted_message_id
 from pulsarlab.messages import ROW_EVENT_TIME as _ROW_EVENT_TIME
 from pulsarlab.messages import ROW_ORDERING_KEY as _ROW_ORDERING_KEY
 from pulsarlab.messages import ROW_PARTITION_KEY as _ROW_PARTITION_KEY
@@ -166,7 +168,7 @@ class Message:
         return self._meta.event_time if row is None else row[_ROW_EVENT_TIME]
 
     def message_id(self) -> MessageId:
-        return self._id
+        return client_message_id(self._id)
 
     def topic_name(self) -> str:
         return self._topic
@@ -538,6 +540,7 @@ class Consumer:
             raise ValueError(
                 f"Argument is_read_compacted is expected to be of type 'bool' and not '{type(is_read_compacted).__name__}'"
             )
+        self._read_compacted = is_read_compacted
         _check_chunk_settings(
             max_pending_chunked_message,
             auto_ack_oldest_chunked_message_on_queue_full,
@@ -641,7 +644,8 @@ class Consumer:
                     initial_position=initial_position,
                     key_shared_policy=key_shared_policy if impl.sub_type is ConsumerType.KeyShared else None,
                     partition_index=impl.partition,
-                    read_compacted=is_read_compacted,
+                    read_compacted=self._read_compacted,
+                    **self._subscribe_options(),
                 )
                 impl.connected = True
                 subscribed.append(impl)
@@ -686,6 +690,10 @@ class Consumer:
         if self._retry_enable:
             retry = LetterProducer(self._lab, make, self._id, "retry letter", resolved.retry_letter_topic)
             impl.retry = RetryLetters(self._lab, resolved, retry_producer=retry, dead_letter_producer=dlq, **common)
+
+    def _subscribe_options(self) -> dict[str, Any]:
+        """Extra SUBSCRIBE fields (a reader's consumer: non-durable, with its start message id)."""
+        return {}
 
     # --- identity ---------------------------------------------------------------------------------
     def topic(self) -> str:
@@ -1127,6 +1135,8 @@ class Consumer:
                 initial_position=self._initial_position,
                 key_shared_policy=self._key_shared_policy if impl.sub_type is ConsumerType.KeyShared else None,
                 partition_index=impl.partition,
+                read_compacted=self._read_compacted,
+                **self._subscribe_options(),
             )
             impl.connected = True
         for impl in self._all_impls:
@@ -1140,6 +1150,35 @@ class Consumer:
             self._unacked.close()
         for impl in self._all_impls:
             impl.close_trackers()
+
+    def seek(self, messageid: Any) -> None:
+        """``Consumer.seek(messageid | timestamp)`` (C++ `ConsumerImpl::seekAsync`): SEEK resets the subscription
+        and the broker disconnects its consumers; this one flushes its pending acks first, then clears its queue
+        and subscribes again. By message id
+        (a lab or pulsar-client MessageId) the C++ client then drops messages up to that id, so the next one is
+        the message after it (the Java client reads from the id itself); by publish time (an int, ms on the lab's
+        clock) reading restarts at the first message published at or after it. A message id on a partitioned
+        topic is refused, as the C++ client refuses it. Other in-process consumers of the subscription stay
+        disconnected (a real client would reconnect)."""
+        self._check_open()
+        for impl in self._all_impls:  # seekAsync: ackGroupingTracker.flushAndClean() first
+            impl.tracker.flush_and_clean()
+        if isinstance(messageid, int) and not isinstance(messageid, bool):
+            for impl in self._impls.values():
+                self._service.reset_cursor(impl.broker_consumer, publish_time=messageid)
+            self._reconnect()
+            return
+        mid = MessageId.of(messageid)
+        if self._multi_topics:
+            raise IllegalArgumentException(
+                "seek by message id is not supported on a partitioned or multi-topic consumer"
+            )
+        impl = next(iter(self._impls.values()))
+        self._service.reset_cursor(impl.broker_consumer, (mid.ledger, mid.entry))
+        self._reconnect()
+        special = mid.ledger < 0 or mid.entry < 0 or (mid.ledger, mid.entry) == (LATEST.ledger, LATEST.entry)
+        if not special and self._client._client_library is ClientLibrary.CPP:
+            drop_before(self, mid, getattr(self, "_start_inclusive", False))
 
     def unsubscribe(self) -> None:
         """Close and delete the subscription (only when this is its last consumer)."""

@@ -53,6 +53,9 @@ DEFAULT_MAX_BATCH_DELETED_INDEX_TO_PERSIST = 10000  # managedLedgerMaxBatchDelet
 WHY_INDIVIDUAL = "individual acks made the entries after it contiguous"
 WHY_CUMULATIVE = "cumulative ack"
 WHY_CUMULATIVE_BATCH = "cumulative ack inside a batch: the entry before it is marked, the batch keeps its ack set"
+WHY_SKIP = "admin skip: entries skipped"
+WHY_CLEAR_BACKLOG = "admin skip_all: backlog cleared"
+WHY_EXPIRED = "admin expire: entries older than the TTL"
 
 _CLOSED = "Cursor was already closed"
 
@@ -571,6 +574,61 @@ class ManagedCursor:
             log.append_row(
                 MARK_DELETE_MOVED, ml.scheduler.now_ms, self._event_sid(log), old_l, old_e, l, e, log.intern(why)
             )
+
+    # ------------------------------------------------------------------ admin moves of the mark-delete position
+
+    def skip_entries(self, n: int) -> Position:
+        """`asyncSkipEntries(n, IndividualDeletedEntries.Exclude)`: mark-delete the ``n`` entries after the
+        mark-delete position that are not yet deleted (deleted ones in between are passed over; at most up to
+        the last confirmed entry). Returns the new mark-delete position."""
+        if self._closed:
+            raise CursorAlreadyClosedException(_CLOSED)
+        if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+            raise IllegalArgumentException(f"the number of entries to skip must be an int >= 0, got {n!r}")
+        ml = self._ledger
+        lce = ml.last_confirmed_entry
+        end = (lce.ledger_id, lce.entry_id)
+        md = self.mark_delete_position
+        l, e = md.ledger_id, md.entry_id
+        idm = self.individually_deleted_messages
+        left = n
+        while left > 0 and (l, e) < end:
+            nl, ne = ml._next_valid(l, e)
+            if (nl, ne) > end:
+                break
+            l, e = nl, ne
+            if not idm.contains(l, e):
+                left -= 1
+        return self.advance_mark_delete(ml.position_of(l, e), WHY_SKIP)
+
+    def clear_backlog(self) -> Position:
+        """`asyncClearBacklog`: mark-delete up to the last confirmed entry. Returns the new mark-delete position."""
+        if self._closed:
+            raise CursorAlreadyClosedException(_CLOSED)
+        return self.advance_mark_delete(self._ledger.last_confirmed_entry, WHY_CLEAR_BACKLOG)
+
+    def advance_mark_delete(self, position: Position, why: str = WHY_EXPIRED) -> Position:
+        """`asyncMarkDelete(position)` from an admin operation (skip, clear backlog, message expiry): the
+        mark-delete position moves forward to ``position`` (never back: an earlier one changes nothing), batch
+        ack sets up to it are dropped and the read position follows when it was at or before it. Returns the
+        mark-delete position."""
+        if self._closed:
+            raise CursorAlreadyClosedException(_CLOSED)
+        md = self.mark_delete_position
+        l, e = position.ledger_id, position.entry_id
+        if (l, e) <= (md.ledger_id, md.entry_id) or e < 0:
+            return md
+        batch = self._batch
+        if batch is not None:
+            while batch and batch.peekitem(0)[0] <= (l, e):
+                batch.popitem(0)
+        log = self._ledger.events
+        self._set_acknowledged_position(l, e, why, log if log is not None and log.enabled else None)
+        new = self.mark_delete_position
+        read = self.read_position
+        if (read.ledger_id, read.entry_id) <= (new.ledger_id, new.entry_id):
+            self.read_position = self._ledger.next_valid_position(new)
+        return new
 
     # ------------------------------------------------------------------ properties
 

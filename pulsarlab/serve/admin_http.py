@@ -6,7 +6,8 @@ Models the broker's web service (``webServicePort``, 8080 by default): the ``/ad
 Every handler calls ``lab.admin`` (the broker's command surface) under the server's ``lock``, catching the clock
 up first, exactly as a binary connection handles its frames; answers are ``lab.admin``'s JSON. Errors are
 Pulsar's statuses with a ``{"reason": ...}`` body: 404 not found, 409 conflict, 412 precondition failed (also an
-invalid topic name), 400 bad JSON, 405 wrong method, 413 a body over `MAX_BODY`.
+invalid topic name), 400 bad JSON, 405 wrong method (or an operation Pulsar refuses on that resource), 413 a body
+over `MAX_BODY`.
 
 Library: aiohttp.web. It is asyncio-native (an `AppRunner` + `TCPSite` joins the loop the binary listener
 already runs, with no second server object, no thread and no signal handling of its own), it parses HTTP itself
@@ -14,8 +15,13 @@ already runs, with no second server object, no thread and no signal handling of 
 and maintained. An ASGI stack (Starlette + uvicorn) would work too, but needs uvicorn's ``Server`` driven by
 hand inside a foreign loop and two packages for what aiohttp does alone.
 
-Simplifies: persistent topics only, v2 paths only, no authentication, no tenant/namespace creation or policies
-(the lab knows the namespaces its topics live in), no ``force`` on topic deletion.
+Tenants (create, get, delete), namespaces (create, delete, the ``deduplication`` policy), subscription cursor
+moves (``skip/{n}``, ``skip_all``, ``expireMessages/{seconds}`` for one or ``all_subscription``,
+``resetcursor/{timestamp}`` and by message id)
+and ``compaction`` (trigger, status; answered 501 while the broker has no compaction) call the broker's admin
+commands the same way. Simplifies: persistent topics only, v2 paths only, no authentication, no ``force`` on
+deletions (tenant/namespace ``force`` is refused as a broker without ``forceDeleteTenantAllowed`` does), no
+retention policy (the model keeps every ledger).
 """
 
 from __future__ import annotations
@@ -26,7 +32,12 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from aiohttp import web
 
-from pulsarlab.broker.service import ConflictException, NotFoundException, PreconditionFailedException
+from pulsarlab.broker.service import (
+    ConflictException,
+    MethodNotAllowedException,
+    NotFoundException,
+    PreconditionFailedException,
+)
 from pulsarlab.errors import IllegalArgumentException
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -37,6 +48,8 @@ log = logging.getLogger("pulsarlab.serve.admin")
 MAX_BODY = 1024 * 1024  # bytes; a larger request body is answered 413
 SHUTDOWN_S = 1.0
 TOPIC = "/admin/v2/persistent/{tenant}/{namespace}/{topic}"
+NAMESPACE = "/admin/v2/namespaces/{tenant}/{namespace}"
+SUBSCRIPTION = TOPIC + "/subscription/{subscription}"
 LONG_MAX = 2**63 - 1
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -48,6 +61,8 @@ def _status_of(error: BaseException) -> int | None:
         return 404
     if isinstance(error, ConflictException):
         return 409
+    if isinstance(error, MethodNotAllowedException):
+        return 405
     if isinstance(error, (PreconditionFailedException, IllegalArgumentException)):
         return 412
     return None
@@ -98,6 +113,24 @@ def _message_id(body: Any) -> tuple[int, int]:
     if not isinstance(body, dict):
         raise web.HTTPBadRequest(reason='The body must be a message id: {"ledgerId": L, "entryId": E}')
     return (_int_body(body.get("ledgerId"), "ledgerId"), _int_body(body.get("entryId"), "entryId"))
+
+
+def _string_list(value: Any, what: str) -> list[str]:
+    """A JSON list of strings from a body field (absent: empty)."""
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise web.HTTPBadRequest(reason=f"{what} must be a JSON list of strings, got {json.dumps(value)}")
+    return value
+
+
+def _long_running_status(status: Any) -> dict[str, Any]:
+    """A compaction status as `LongRunningProcessStatus` JSON, from a dict or an object with ``status``."""
+    if isinstance(status, dict):
+        return status
+    state = getattr(status, "status", status)
+    name = getattr(state, "name", state)
+    return {"status": str(name), "lastError": getattr(status, "last_error", "") or ""}
 
 
 def _flag(request: web.Request, name: str, default: bool) -> bool:
@@ -187,6 +220,22 @@ class AdminHttp:
         r.add_get(TOPIC + "/subscriptions", self.subscriptions)
         r.add_put(TOPIC + "/subscription/{subscription}", self.create_subscription)
         r.add_delete(TOPIC + "/subscription/{subscription}", self.delete_subscription)
+        r.add_post(SUBSCRIPTION + r"/skip/{n:\d+}", self.skip)
+        r.add_post(SUBSCRIPTION + "/skip_all", self.skip_all)
+        r.add_post(SUBSCRIPTION + r"/expireMessages/{seconds:\d+}", self.expire_messages)
+        r.add_post(TOPIC + r"/all_subscription/expireMessages/{seconds:\d+}", self.expire_all_subscriptions)
+        r.add_post(SUBSCRIPTION + r"/resetcursor/{timestamp:\d+}", self.reset_cursor_to_time)
+        r.add_post(SUBSCRIPTION + "/resetcursor", self.reset_cursor_to_position)
+        r.add_put(TOPIC + "/compaction", self.trigger_compaction)
+        r.add_get(TOPIC + "/compaction", self.compaction_status)
+        r.add_get("/admin/v2/tenants/{tenant}", self.tenant_info)
+        r.add_put("/admin/v2/tenants/{tenant}", self.create_tenant)
+        r.add_delete("/admin/v2/tenants/{tenant}", self.delete_tenant)
+        r.add_put(NAMESPACE, self.create_namespace)
+        r.add_delete(NAMESPACE, self.delete_namespace)
+        r.add_get(NAMESPACE + "/deduplication", self.deduplication)
+        r.add_post(NAMESPACE + "/deduplication", self.set_deduplication)
+        r.add_delete(NAMESPACE + "/deduplication", self.remove_deduplication)
         r.add_get("/lookup/v2/topic/persistent/{tenant}/{namespace}/{topic}", self.lookup)
 
     # --- clusters, tenants, namespaces ----------------------------------------------------------
@@ -195,6 +244,57 @@ class AdminHttp:
 
     async def tenants(self, request: web.Request) -> web.Response:
         return web.json_response(self._call(self.admin.tenants.list))
+
+    async def tenant_info(self, request: web.Request) -> web.Response:
+        info = self._call(self.admin.tenants.get_tenant_info, request.match_info["tenant"])
+        return web.json_response(info)
+
+    async def create_tenant(self, request: web.Request) -> web.Response:
+        """``PUT /admin/v2/tenants/{t}`` with a `TenantInfo` body; none or no clusters: 412 as Pulsar."""
+        body = await _json_body(request)
+        if body is None:
+            body = {}
+        if not isinstance(body, dict):
+            raise web.HTTPBadRequest(
+                reason='The body must be a TenantInfo: {"adminRoles": [...], "allowedClusters": [...]}'
+            )
+        roles = _string_list(body.get("adminRoles"), "adminRoles")
+        clusters = _string_list(body.get("allowedClusters"), "allowedClusters")
+        self._call(self.admin.tenants.create_tenant, request.match_info["tenant"], roles, clusters)
+        return web.Response(status=204)
+
+    async def delete_tenant(self, request: web.Request) -> web.Response:
+        if _flag(request, "force", False):
+            raise MethodNotAllowedException("Broker doesn't allow forced deletion of tenants")
+        self._call(self.admin.tenants.delete_tenant, request.match_info["tenant"])
+        return web.Response(status=204)
+
+    async def create_namespace(self, request: web.Request) -> web.Response:
+        await _json_body(request)  # initial Policies: accepted, only the modelled ones are kept (none here)
+        self._call(self.admin.namespaces.create_namespace, self._namespace(request))
+        return web.Response(status=204)
+
+    async def delete_namespace(self, request: web.Request) -> web.Response:
+        if _flag(request, "force", False):
+            raise MethodNotAllowedException("Broker doesn't allow forced deletion of namespaces")
+        self._call(self.admin.namespaces.delete_namespace, self._namespace(request))
+        return web.Response(status=204)
+
+    async def deduplication(self, request: web.Request) -> web.Response:
+        """``GET .../deduplication``: the Boolean policy; unset (null) is 204 with no body, as JAX-RS answers."""
+        value = self._call(self.admin.namespaces.get_deduplication_status, self._namespace(request))
+        return web.Response(status=204) if value is None else web.json_response(value)
+
+    async def set_deduplication(self, request: web.Request) -> web.Response:
+        body = await _json_body(request)
+        if not isinstance(body, bool):
+            raise web.HTTPBadRequest(reason=f"The body must be true or false, got {json.dumps(body)}")
+        self._call(self.admin.namespaces.set_deduplication_status, self._namespace(request), body)
+        return web.Response(status=204)
+
+    async def remove_deduplication(self, request: web.Request) -> web.Response:
+        self._call(self.admin.namespaces.remove_deduplication_status, self._namespace(request))
+        return web.Response(status=204)
 
     async def namespaces(self, request: web.Request) -> web.Response:
         return web.json_response(self._call(self.admin.namespaces.list, request.match_info["tenant"]))
@@ -269,6 +369,85 @@ class AdminHttp:
         sub = request.match_info["subscription"]
         self._call(self.admin.topics.delete_subscription, self._topic(request), sub, force)
         return web.Response(status=204)
+
+    async def skip(self, request: web.Request) -> web.Response:
+        n = int(request.match_info["n"])
+        if n > 2**31 - 1:
+            raise web.HTTPNotFound()  # not an int path parameter: JAX-RS does not match the resource
+        self._call(self.admin.topics.skip_messages, self._topic(request), request.match_info["subscription"], n)
+        return web.Response(status=204)
+
+    async def skip_all(self, request: web.Request) -> web.Response:
+        self._call(self.admin.topics.skip_all_messages, self._topic(request), request.match_info["subscription"])
+        return web.Response(status=204)
+
+    async def expire_messages(self, request: web.Request) -> web.Response:
+        seconds = int(request.match_info["seconds"])
+        if seconds > 2**31 - 1:
+            raise web.HTTPNotFound()
+        sub = request.match_info["subscription"]
+        self._call(self.admin.topics.expire_messages, self._topic(request), sub, seconds)
+        return web.Response(status=204)
+
+    async def expire_all_subscriptions(self, request: web.Request) -> web.Response:
+        """``.../all_subscription/expireMessages/{seconds}``: every subscription of the topic (or its partitions)."""
+        seconds = int(request.match_info["seconds"])
+        if seconds > 2**31 - 1:
+            raise web.HTTPNotFound()
+        topic = self._topic(request)
+        topics = self.admin.topics
+
+        def expire_all() -> None:
+            for sub in topics.subscriptions(topic):
+                topics.expire_messages(topic, sub, seconds)
+
+        self._call(expire_all)
+        return web.Response(status=204)
+
+    async def reset_cursor_to_time(self, request: web.Request) -> web.Response:
+        """``.../resetcursor/{timestamp}``: a wall-clock time (ms since the epoch), moved onto the lab clock."""
+        wall = int(request.match_info["timestamp"])
+        if wall > LONG_MAX:
+            raise web.HTTPNotFound()
+        sub = request.match_info["subscription"]
+        topic = self._topic(request)
+        self._call(lambda: self.admin.topics.reset_cursor(topic, sub, self.server.clock.to_virtual(wall)))
+        return web.Response(status=204)
+
+    async def reset_cursor_to_position(self, request: web.Request) -> web.Response:
+        """``.../resetcursor`` with a `ResetCursorData` body (``ledgerId``, ``entryId``, ``isExcluded``)."""
+        body = await _json_body(request)
+        if not isinstance(body, dict):
+            raise web.HTTPBadRequest(reason='The body must be a message id: {"ledgerId": L, "entryId": E}')
+        message_id = _message_id(body)
+        excluded = body.get("isExcluded", False)
+        if not isinstance(excluded, bool):
+            raise web.HTTPBadRequest(reason=f"isExcluded must be true or false, got {json.dumps(excluded)}")
+        sub = request.match_info["subscription"]
+        topic = self._topic(request)
+        self._call(lambda: self.admin.topics.reset_cursor(topic, sub, message_id=message_id, is_excluded=excluded))
+        return web.Response(status=204)
+
+    # --- compaction -----------------------------------------------------------------------------
+    def _compaction(self, name: str) -> Callable[..., Any]:
+        fn = getattr(self.server.lab.service, name, None)
+        if fn is None:
+            raise web.HTTPNotImplemented(reason="Topic compaction is not modelled by this broker")
+        return fn
+
+    async def trigger_compaction(self, request: web.Request) -> web.Response:
+        """``PUT .../compaction`` (`PersistentTopicsBase.internalTriggerCompaction`): 204 once started."""
+        compact = self._compaction("compact")
+        topic = self._topic(request)
+        self._call(lambda: compact(self.server.lab.service.normalize(topic)))
+        return web.Response(status=204)
+
+    async def compaction_status(self, request: web.Request) -> web.Response:
+        """``GET .../compaction``: `LongRunningProcessStatus` ``{"status": ..., "lastError": ...}``."""
+        status_of = self._compaction("compaction_status")
+        topic = self._topic(request)
+        status = self._call(lambda: status_of(self.server.lab.service.normalize(topic)))
+        return web.json_response(_long_running_status(status))
 
     # --- lookup ---------------------------------------------------------------------------------
     async def lookup(self, request: web.Request) -> web.Response:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pulsarlab.serve.commands import ActiveConsumerChange, CloseConsumer, encode_command
-from pulsarlab.serve.entries import consumer_prefix, message_frame, partition_field
+from pulsarlab.serve.entries import consumer_prefix, message_frame
 from pulsarlab.serve.frames import simple_frame
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -56,7 +56,6 @@ class RemoteConsumer:
         "name",
         "partition",
         "prefix",
-        "partition_field",
         "broker_consumer",
     )
 
@@ -70,16 +69,13 @@ class RemoteConsumer:
         self.name = name
         self.partition = partition
         self.prefix = consumer_prefix(consumer_id)
-        self.partition_field = partition_field(partition)
         self.broker_consumer: "Consumer | None" = None
 
     # --- what the broker model calls -----------------------------------------------------------
     def message_received(self, ledger: int, entry: int, data: Any, redelivery_count: int, ack_set: int | None) -> None:
         conn = self.connection
         wire, checksum = conn.encoded_entry(data)
-        conn.write(
-            message_frame(self.prefix, ledger, entry, redelivery_count, ack_set, wire, checksum, self.partition_field)
-        )
+        conn.write(message_frame(self.prefix, ledger, entry, redelivery_count, ack_set, wire, checksum, self.partition))
 
     def active_consumer_changed(self, is_active: bool) -> None:
         self.connection.write(simple_frame(encode_command(ActiveConsumerChange(self.consumer_id, is_active))))

@@ -41,9 +41,8 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import google_crc32c
 
-from pulsarlab.broker.namespaces import namespace_of
 from pulsarlab.broker.schema_registry import SCHEMA_TYPES, SchemaData
-from pulsarlab.broker.service import client_error_code
+from pulsarlab.broker.service import client_error_code, namespace_of
 from pulsarlab.errors import PulsarError
 from pulsarlab.event_catalogue import broker as ev
 from pulsarlab.protocol.acks import AckCommand, AckType

@@ -382,11 +382,6 @@ class EncodedEntries:
 
 
 # --- MESSAGE ------------------------------------------------------------------------------------
-def partition_field(partition: int) -> bytes:
-    """MessageIdData's ``partition`` (field 3) for a partition of a partitioned topic, empty otherwise."""
-    return b"\x18" + encode_varint(partition) if partition >= 0 else b""
-
-
 def consumer_prefix(consumer_id: int) -> bytes:
     """The start of a `CommandMessage` body for one consumer (field 1, its id), computed once per consumer."""
     return b"\x08" + encode_varint(consumer_id)
@@ -400,12 +395,14 @@ def message_frame(
     ack_set: int | None,
     wire: bytes,
     checksum: bytes,
-    partition_field: bytes = b"",
+    partition: int = -1,
 ) -> bytes:
-    """A complete MESSAGE frame: ``CommandMessage`` for one entry, then the stored bytes with their CRC32C.
-    ``partition_field`` is the message id's partition (`partition_field`), as the broker fills it in
-    (`Commands.newMessage`); the client reports it as ``MessageId.partition()``."""
-    mid = b"\x08" + encode_varint(ledger) + b"\x10" + encode_varint(entry) + partition_field
+    """A complete MESSAGE frame: ``CommandMessage`` for one entry, then the stored bytes with their CRC32C. The
+    message id carries the consumer's partition index when it reads a partition (`Commands.newMessageCommand`:
+    clients take the received ids' ``partition()`` from it)."""
+    mid = b"\x08" + encode_varint(ledger) + b"\x10" + encode_varint(entry)
+    if partition >= 0:
+        mid += b"\x18" + encode_varint(partition)
     body = prefix + b"\x12" + encode_varint(len(mid)) + mid
     if redelivery_count:
         body += b"\x18" + encode_varint(redelivery_count)
@@ -424,7 +421,6 @@ __all__ = [
     "entry_wire",
     "message_frame",
     "metadata_bytes",
-    "partition_field",
     "read_metadata",
     "single_metadata_bytes",
 ]
