@@ -209,8 +209,8 @@ class Run:
                 receiver_queue_size=self.queue,
                 initial_position=pl.InitialPosition.Earliest,
                 key_shared_policy=self._policy(slot),
-                ack_group_time_ms=self.group_ms,
-                priority_level=self.rng.choice([0, 0, 1]),
+                lab_ack_group_time_ms=self.group_ms,
+                lab_priority_level=self.rng.choice([0, 0, 1]),
             )
         except Exception as e:  # noqa: BLE001 - the error text is part of the behaviour
             self.errors.append(f"{name}: {type(e).__name__}: {e}")

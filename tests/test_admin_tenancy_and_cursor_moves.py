@@ -86,7 +86,7 @@ def test_namespaces_create_delete_and_deduplication_policy() -> None:
 
 def test_skip_passes_over_individually_acked_entries_and_keeps_consumers() -> None:
     lab = pl.Lab(broker_config={"managedLedgerMaxEntriesPerLedger": 4})
-    consumer = lab.client().subscribe("t", "s", consumer_type=pl.ConsumerType.Shared, ack_group_time_ms=0)
+    consumer = lab.client().subscribe("t", "s", consumer_type=pl.ConsumerType.Shared, lab_ack_group_time_ms=0)
     ids = _published(lab, "t", 10)
     got = [consumer.receive(timeout_millis=0) for _ in range(10)]
     consumer.acknowledge(got[1])  # entries 1 and 2 acked individually: a hole after the mark-delete position
@@ -141,7 +141,7 @@ def test_expire_messages_acknowledges_what_is_older_than_the_ttl() -> None:
 
 def test_reset_cursor_by_time_and_by_message_id_redelivers() -> None:
     lab = pl.Lab()
-    consumer = lab.client().subscribe("t", "s", ack_group_time_ms=0)
+    consumer = lab.client().subscribe("t", "s", lab_ack_group_time_ms=0)
     ids = _published(lab, "t", 5, gap_ms=1000)
     for _ in range(5):
         consumer.acknowledge(consumer.receive(timeout_millis=0))

@@ -44,7 +44,7 @@ def drain(lab: pl.Lab, consumers, rounds: int = 50, step: int = 100) -> list[tup
 def test_a_restart_keeps_the_cursor_and_loses_pending_acks_and_redelivery_counts():
     lab = pl.Lab(version="4.0", seed=1, broker_config={"managedLedgerMaxEntriesPerLedger": 4})
     client = lab.client()
-    c1 = client.subscribe("t", "s", consumer_type=pl.ConsumerType.Shared, consumer_name="c1", ack_group_time_ms=0)
+    c1 = client.subscribe("t", "s", consumer_type=pl.ConsumerType.Shared, consumer_name="c1", lab_ack_group_time_ms=0)
     producer = client.create_producer("t")
     for i in range(6):
         producer.send(f"m{i}".encode())
@@ -268,7 +268,7 @@ def test_recover_snapshot_wired():
         },
     )
     client = lab.client()
-    consumer = client.subscribe("t", "s", consumer_type=pl.ConsumerType.Shared, ack_group_time_ms=0)
+    consumer = client.subscribe("t", "s", consumer_type=pl.ConsumerType.Shared, lab_ack_group_time_ms=0)
     producer = client.create_producer("t")
     ids = {i: producer.send(f"{i}".encode(), deliver_at=i * 10_000) for i in range(1, 101)}
     tracker = lab.service.topics[TOPIC].subscriptions["s"].dispatcher.delayed.tracker
@@ -320,7 +320,7 @@ def test_a_missing_snapshot_is_read_again_from_the_ledger():
         },
     )
     client = lab.client()
-    consumer = client.subscribe("t", "s", consumer_type=pl.ConsumerType.Shared, ack_group_time_ms=0)
+    consumer = client.subscribe("t", "s", consumer_type=pl.ConsumerType.Shared, lab_ack_group_time_ms=0)
     producer = client.create_producer("t")
     for i in range(3):
         producer.send(f"{i}".encode(), deliver_after=timedelta(seconds=10 + i))
@@ -372,7 +372,7 @@ def run_workload(setup: Setup, ops: list[tuple]) -> tuple[dict[bytes, list[int]]
     ctype = TYPES[setup.ctype]
     consumers = [
         client.subscribe(
-            "t", "s", consumer_type=ctype, consumer_name=f"c{i}", receiver_queue_size=4, ack_group_time_ms=0
+            "t", "s", consumer_type=ctype, consumer_name=f"c{i}", receiver_queue_size=4, lab_ack_group_time_ms=0
         )
         for i in range(2)
     ]
@@ -517,7 +517,7 @@ def test_a_restart_without_an_event_log_or_any_topic():
         },
     )
     client = lab.client()
-    consumer = client.subscribe("t", "s", consumer_type=pl.ConsumerType.Shared, ack_group_time_ms=0)
+    consumer = client.subscribe("t", "s", consumer_type=pl.ConsumerType.Shared, lab_ack_group_time_ms=0)
     producer = client.create_producer("t")
     for i in range(4):
         producer.send(f"{i}".encode(), deliver_after=timedelta(seconds=5))

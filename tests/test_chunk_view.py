@@ -42,9 +42,9 @@ def three_producers(consumer_type=pl.ConsumerType.Exclusive, max_pending=2, cons
     ]
     lab.advance(1000)  # Failover: the delay before the first read
     for name in ("p0", "p1", "p2"):
-        client.create_producer("big", producer_name=name, chunking_enabled=True, chunk_send_interval_ms=1).send_async(
-            bytes(200), None
-        )
+        client.create_producer(
+            "big", producer_name=name, chunking_enabled=True, lab_chunk_send_interval_ms=1
+        ).send_async(bytes(200), None)
     lab.advance(50)
     return lab, rec, subs
 
@@ -123,7 +123,7 @@ def test_summary_and_empty_states():
     client = lab.client()
     client.subscribe("big", "s", consumer_name="c0")
     assert summary(snapshot(lab)) == "c0: no chunk received yet"
-    producer = client.create_producer("big", chunking_enabled=True, chunk_send_interval_ms=5)
+    producer = client.create_producer("big", chunking_enabled=True, lab_chunk_send_interval_ms=5)
     producer.send_async(bytes(300), None)
     lab.advance(1)
     assert summary(snapshot(lab)) == ("c0: pending standalone-0-0-0 (1/4); 1 pending message counted, limit 10")

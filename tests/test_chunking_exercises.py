@@ -4,7 +4,7 @@ with a message that names the mistake."""
 from __future__ import annotations
 
 import pytest
-from exercise_support import rejected
+from exercise_support import rejected, unanswered, where_to_look
 
 from pulsarlab.exercises import chunking as ch
 
@@ -108,3 +108,32 @@ def test_batching_and_chunking_is_the_python_clients_value_error():
         "ends with a full stop",
     )
     rejected(ch.check_batching_and_chunking("ValueError"), "answer should be a dict")
+
+
+@pytest.mark.parametrize(
+    "check",
+    [
+        ch.check_too_big,
+        ch.check_chunk_counts,
+        ch.check_message_ids,
+        ch.check_pending_map,
+        ch.check_shared,
+        ch.check_batching_and_chunking,
+    ],
+    ids=lambda c: c.__name__,
+)
+def test_shipped_answer_is_not_answered_yet(check):
+    assert unanswered(check(...)).endswith(check.todo)
+
+
+def test_wrong_chunk_answers_point_to_the_lab_section_and_the_guide():
+    where = where_to_look(ch.check_chunk_counts([1, 1, 3, 3, 10]), 8)
+    assert 'section 2 ("A chunking producer")' in where
+    assert "docs/guide/chunked-messages.md#chunk-count" in where
+    where = where_to_look(ch.check_shared({"p0-0": "c2"}), 8)
+    assert "chunked-messages.md#chunks-on-shared" in where
+
+
+def test_right_chunk_answers_say_why():
+    result = ch.check_pending_map({"received": ["p1-0", "p2-0"], "evicted": ["p0-0"]})
+    assert result.ok and "evicts the OLDEST pending message" in result.message

@@ -60,7 +60,7 @@ def cpp_metadata(name: str, seq: int, publish_time: int) -> int:
 def test_5120_bytes_at_1024_go_out_as_6_chunk_entries_like_the_recorded_session():
     lab = make_lab(1024)
     client = lab.client()
-    consumer = client.subscribe("big", "s", ack_group_time_ms=0)
+    consumer = client.subscribe("big", "s", lab_ack_group_time_ms=0)
     producer = client.create_producer("big", producer_name="standalone-0-3", chunking_enabled=True)
     payload = bytes(range(256)) * 20
     mid = producer.send(payload)
@@ -103,7 +103,7 @@ def test_chunk_count_is_payload_over_max_size_minus_metadata_rounded_up(max_size
 def test_java_client_chunks_at_chunk_max_message_size_and_sizes_metadata_without_the_sequence_id():
     lab = make_lab(5_242_880)
     client = lab.client(client_library=pl.ClientLibrary.JAVA)
-    producer = client.create_producer("big", producer_name="p", chunking_enabled=True, chunk_max_message_size=100)
+    producer = client.create_producer("big", producer_name="p", chunking_enabled=True, lab_chunk_max_message_size=100)
     # MessageChunkingSharedTest.createChunkedMessage: (n - 1) * 100 + 10 bytes make n chunks
     for n in (1, 4, 10):
         before = len(entries(lab))
@@ -186,10 +186,18 @@ def test_batching_with_chunking_is_refused_with_each_clients_text():
             ValueError,
             "Argument chunking_enabled is expected to be of type 'bool' and not 'int'",
         ),
-        ({"chunking_enabled": True, "chunk_max_message_size": 100}, ValueError, "Java client's chunkMaxMessageSize"),
-        ({"chunking_enabled": True, "chunk_max_message_size": "100"}, TypeError, "must be an int"),
-        ({"chunking_enabled": True, "chunk_send_interval_ms": -1}, ValueError, "chunk_send_interval_ms must be"),
-        ({"chunk_send_interval_ms": 5}, ValueError, "needs chunking_enabled=True"),
+        (
+            {"chunking_enabled": True, "lab_chunk_max_message_size": 100},
+            ValueError,
+            "Java client's chunkMaxMessageSize",
+        ),
+        ({"chunking_enabled": True, "lab_chunk_max_message_size": "100"}, TypeError, "must be an int"),
+        (
+            {"chunking_enabled": True, "lab_chunk_send_interval_ms": -1},
+            ValueError,
+            "lab_chunk_send_interval_ms must be",
+        ),
+        ({"lab_chunk_send_interval_ms": 5}, ValueError, "needs chunking_enabled=True"),
     ],
 )
 def test_bad_producer_settings_fail_clearly(kwargs, error, text):
@@ -210,8 +218,8 @@ def test_bad_producer_settings_fail_clearly(kwargs, error, text):
         ),
         ({"max_pending_chunked_message": -1}, "max_pending_chunked_message must be >= 0"),
         (
-            {"expire_time_of_incomplete_chunked_message_ms": -5},
-            "expire_time_of_incomplete_chunked_message_ms must be >= 0",
+            {"lab_expire_time_of_incomplete_chunked_message_ms": -5},
+            "lab_expire_time_of_incomplete_chunked_message_ms must be >= 0",
         ),
     ],
 )
@@ -272,9 +280,9 @@ def test_non_final_chunks_return_their_permit_at_once():
 def test_an_individual_ack_expands_to_every_chunk_and_leaves_the_other_message_as_holes():
     lab = make_lab(100)
     client = lab.client()
-    consumer = client.subscribe("big", "s", ack_group_time_ms=0)
-    a = client.create_producer("big", producer_name="a", chunking_enabled=True, chunk_send_interval_ms=1)
-    b = client.create_producer("big", producer_name="b", chunking_enabled=True, chunk_send_interval_ms=1)
+    consumer = client.subscribe("big", "s", lab_ack_group_time_ms=0)
+    a = client.create_producer("big", producer_name="a", chunking_enabled=True, lab_chunk_send_interval_ms=1)
+    b = client.create_producer("big", producer_name="b", chunking_enabled=True, lab_chunk_send_interval_ms=1)
     a.send_async(bytes(200), None)  # 3 chunks each, interleaved: a at 3:0, 3:2, 3:4 and b at 3:1, 3:3, 3:5
     b.send_async(bytes(200), None)
     lab.advance(10)
@@ -298,7 +306,7 @@ def test_an_individual_ack_expands_to_every_chunk_and_leaves_the_other_message_a
 def test_a_cumulative_ack_goes_to_the_last_chunk():
     lab = make_lab(100)
     client = lab.client()
-    consumer = client.subscribe("big", "s", ack_group_time_ms=0)
+    consumer = client.subscribe("big", "s", lab_ack_group_time_ms=0)
     producer = client.create_producer("big", chunking_enabled=True)
     ids = [producer.send(bytes(250)) for _ in range(2)]
     msgs = drain(consumer)
@@ -319,14 +327,14 @@ def test_a_full_pending_map_evicts_the_oldest_message_acked_or_left_unacked(auto
     consumer = client.subscribe(
         "big",
         "s",
-        ack_group_time_ms=0,
+        lab_ack_group_time_ms=0,
         max_pending_chunked_message=2,
         auto_ack_oldest_chunked_message_on_queue_full=auto_ack,
     )
     for name in ("p0", "p1", "p2"):
-        client.create_producer("big", producer_name=name, chunking_enabled=True, chunk_send_interval_ms=1).send_async(
-            bytes(200), None
-        )
+        client.create_producer(
+            "big", producer_name=name, chunking_enabled=True, lab_chunk_send_interval_ms=1
+        ).send_async(bytes(200), None)
     lab.advance(10)
     received = [m.data() for m in drain(consumer)]
     assert len(received) == 2
@@ -346,8 +354,10 @@ def test_a_full_pending_map_evicts_the_oldest_message_acked_or_left_unacked(auto
 def test_an_incomplete_message_expires_after_one_to_two_periods_and_its_chunks_are_acked():
     lab = make_lab(100)
     client = lab.client()
-    consumer = client.subscribe("big", "s", ack_group_time_ms=0, expire_time_of_incomplete_chunked_message_ms=1000)
-    producer = client.create_producer("big", chunking_enabled=True, chunk_send_interval_ms=10)
+    consumer = client.subscribe(
+        "big", "s", lab_ack_group_time_ms=0, lab_expire_time_of_incomplete_chunked_message_ms=1000
+    )
+    producer = client.create_producer("big", chunking_enabled=True, lab_chunk_send_interval_ms=10)
     producer.send_async(bytes(500), None)
     lab.advance(25)
     producer.crash()  # chunks 0..2 stored, the rest never sent
@@ -365,8 +375,8 @@ def test_an_incomplete_message_expires_after_one_to_two_periods_and_its_chunks_a
 def test_no_expiry_keeps_the_incomplete_message_pending():
     lab = make_lab(100)
     client = lab.client()
-    consumer = client.subscribe("big", "s", expire_time_of_incomplete_chunked_message_ms=0)
-    producer = client.create_producer("big", chunking_enabled=True, chunk_send_interval_ms=10)
+    consumer = client.subscribe("big", "s", lab_expire_time_of_incomplete_chunked_message_ms=0)
+    producer = client.create_producer("big", chunking_enabled=True, lab_chunk_send_interval_ms=10)
     producer.send_async(bytes(500), None)
     lab.advance(15)
     producer.crash()
@@ -379,7 +389,7 @@ def test_a_consumer_that_leaves_mid_message_hands_the_chunks_to_the_next_exclusi
     lab = make_lab(100)
     client = lab.client()
     first = client.subscribe("big", "s", consumer_name="first")
-    producer = client.create_producer("big", chunking_enabled=True, chunk_send_interval_ms=10)
+    producer = client.create_producer("big", chunking_enabled=True, lab_chunk_send_interval_ms=10)
     producer.send_async(bytes(500), None)
     lab.advance(15)
     first.close()
@@ -396,7 +406,7 @@ def test_failover_switch_mid_message_redelivers_the_whole_message_to_the_new_act
         client.subscribe("big", "s", consumer_type=pl.ConsumerType.Failover, consumer_name=n) for n in ("a", "b")
     ]
     lab.advance(1000)
-    producer = client.create_producer("big", chunking_enabled=True, chunk_send_interval_ms=5)
+    producer = client.create_producer("big", chunking_enabled=True, lab_chunk_send_interval_ms=5)
     producer.send_async(bytes(400), None)
     lab.advance(6)
     active = next(c for c in consumers if c.is_active)
@@ -439,7 +449,7 @@ def test_shared_keeps_every_chunk_of_a_message_on_the_consumer_that_got_chunk_0(
         for i in range(3)
     ]
     for i in range(3):
-        p = client.create_producer("big", producer_name=f"p{i}", chunking_enabled=True, chunk_send_interval_ms=1)
+        p = client.create_producer("big", producer_name=f"p{i}", chunking_enabled=True, lab_chunk_send_interval_ms=1)
         for _ in range(3):
             p.send_async(bytes(400), None)
     for _ in range(40):
@@ -462,7 +472,7 @@ def test_key_shared_keeps_a_message_on_one_consumer_through_its_key_without_the_
         client.subscribe("big", "s", consumer_type=pl.ConsumerType.KeyShared, consumer_name=f"k{i}") for i in range(3)
     ]
     for i in range(3):
-        p = client.create_producer("big", producer_name=f"p{i}", chunking_enabled=True, chunk_send_interval_ms=1)
+        p = client.create_producer("big", producer_name=f"p{i}", chunking_enabled=True, lab_chunk_send_interval_ms=1)
         for k in range(3):
             p.send_async(bytes(400), None, partition_key=f"key-{i}-{k}")
     lab.advance(100)
@@ -477,7 +487,7 @@ def test_a_shared_consumer_leaving_mid_message_loses_the_rest_of_it_as_in_3_0_an
     client = lab.client()
     s1 = client.subscribe("big", "s", consumer_type=pl.ConsumerType.Shared, consumer_name="s1")
     s2 = client.subscribe("big", "s", consumer_type=pl.ConsumerType.Shared, consumer_name="s2")
-    producer = client.create_producer("big", chunking_enabled=True, chunk_send_interval_ms=5)
+    producer = client.create_producer("big", chunking_enabled=True, lab_chunk_send_interval_ms=5)
     producer.send_async(bytes(400), None)
     lab.advance(6)
     pinned = lab.events.of_kind("chunk_pinned")[0]
@@ -506,9 +516,9 @@ def interleaved_run(seed: int) -> pl.Lab:
     )
     client.subscribe("big", "s", consumer_type=pl.ConsumerType.Shared)
     for name in ("a", "b"):
-        client.create_producer("big", producer_name=name, chunking_enabled=True, chunk_send_interval_ms=1).send_async(
-            bytes(300), None
-        )
+        client.create_producer(
+            "big", producer_name=name, chunking_enabled=True, lab_chunk_send_interval_ms=1
+        ).send_async(bytes(300), None)
     lab.advance(20)
     for m in drain(consumer):
         consumer.acknowledge(m)
@@ -524,20 +534,20 @@ def test_every_chunk_step_is_an_event_that_explains_itself_and_cites_its_rule():
         "s",
         max_pending_chunked_message=1,
         auto_ack_oldest_chunked_message_on_queue_full=True,
-        expire_time_of_incomplete_chunked_message_ms=500,
+        lab_expire_time_of_incomplete_chunked_message_ms=500,
     )
     for name in ("a", "b"):
-        client.create_producer("big", producer_name=name, chunking_enabled=True, chunk_send_interval_ms=1).send_async(
-            bytes(300), None
-        )
+        client.create_producer(
+            "big", producer_name=name, chunking_enabled=True, lab_chunk_send_interval_ms=1
+        ).send_async(bytes(300), None)
     lab.advance(10)
     for m in drain(consumer):
         consumer.acknowledge(m)
     lab.advance(200)
     expiring = make_lab(100)  # a fresh consumer: no completed uuid at the head of its queue holds expiry back
-    expiring.client().subscribe("big", "s", expire_time_of_incomplete_chunked_message_ms=500)
+    expiring.client().subscribe("big", "s", lab_expire_time_of_incomplete_chunked_message_ms=500)
     flaky = expiring.client().create_producer(
-        "big", producer_name="flaky", chunking_enabled=True, chunk_send_interval_ms=10
+        "big", producer_name="flaky", chunking_enabled=True, lab_chunk_send_interval_ms=10
     )
     flaky.send_async(bytes(300), None)
     expiring.advance(5)
@@ -600,7 +610,7 @@ def publish_plans(lab: pl.Lab, client, plans) -> dict[str, bytes]:
     sent: dict[str, bytes] = {}
     for p, (start, interval, sizes) in enumerate(plans):
         producer = client.create_producer(
-            "big", producer_name=f"p{p}", chunking_enabled=True, chunk_send_interval_ms=interval
+            "big", producer_name=f"p{p}", chunking_enabled=True, lab_chunk_send_interval_ms=interval
         )
 
         def go(producer=producer, p=p, sizes=sizes) -> None:
@@ -663,7 +673,7 @@ def test_incomplete_messages_are_expired_or_evicted_as_configured_never_delivere
         "s",
         max_pending_chunked_message=max_pending,
         auto_ack_oldest_chunked_message_on_queue_full=auto_ack,
-        expire_time_of_incomplete_chunked_message_ms=expiry,
+        lab_expire_time_of_incomplete_chunked_message_ms=expiry,
     )
     sent = publish_plans(lab, client, plans)
     producers = [p for p in client._producers]

@@ -43,7 +43,7 @@ def test_shared_close_returns_pending_acks_to_the_replay_set(ctype: pl.ConsumerT
 def test_single_active_close_rewinds_to_the_mark_delete_position(ctype: pl.ConsumerType) -> None:
     lab = pl.Lab(broker_config={"activeConsumerFailoverDelayTimeMillis": 0})
     client = lab.client()
-    c1 = client.subscribe("t", "s", consumer_type=ctype, consumer_name="c1", ack_group_time_ms=0)
+    c1 = client.subscribe("t", "s", consumer_type=ctype, consumer_name="c1", lab_ack_group_time_ms=0)
     producer = client.create_producer("t")
     for i in range(4):
         producer.send(b"%d" % i)

@@ -37,7 +37,7 @@ TYPES = {
 def make(version: str = "4.0", ctype: pl.ConsumerType = pl.ConsumerType.Shared, **conf):
     lab = pl.Lab(version=version, seed=1, broker_config=conf)
     client = lab.client()
-    consumer = client.subscribe("t", "s", consumer_type=ctype, consumer_name="c1", ack_group_time_ms=0)
+    consumer = client.subscribe("t", "s", consumer_type=ctype, consumer_name="c1", lab_ack_group_time_ms=0)
     producer = client.create_producer("t")
     return lab, consumer, producer
 

@@ -47,7 +47,7 @@ def run(version: str = "4.0", conf: dict | None = None, messages: int = 7, recor
     lab = pl.Lab(version=version, seed=1, broker_config=conf or {})
     rec = Recorder(lab, every=DELAYED_VIEW_KINDS) if record else None
     client = lab.client()
-    consumer = client.subscribe("t", "s", consumer_type=pl.ConsumerType.Shared, ack_group_time_ms=0)
+    consumer = client.subscribe("t", "s", consumer_type=pl.ConsumerType.Shared, lab_ack_group_time_ms=0)
     producer = client.create_producer("t")
     for i in range(messages):
         producer.send(f"m{i}".encode(), deliver_after=timedelta(seconds=3 + i))
@@ -244,10 +244,13 @@ def test_restart_exercise():
     assert not check_restart_recovery([9, 1]).ok
 
 
-def test_the_labs_committed_answers_pass():
+def test_the_labs_checks_pass_with_the_solutions_and_wait_for_an_answer_as_shipped():
+    import re
     from pathlib import Path
 
     import nbformat
+
+    from pulsarlab.exercises.solutions import source
 
     lab = Path(__file__).resolve().parents[1] / "labs" / "09-delayed-delivery.ipynb"
     cells = [
@@ -261,8 +264,12 @@ def test_the_labs_committed_answers_pass():
         "check_subscription_delays": check_subscription_delays,
         "check_restart_recovery": check_restart_recovery,
     }
-    for source in cells:
-        *body, last = source.strip().splitlines()
+    for shipped in cells:
+        *body, last = shipped.strip().splitlines()
+        exec("\n".join(body), namespace)
+        assert not eval(last, namespace).answered
+        solved = re.sub(r"^(answer_\d+) = \.\.\.$", lambda m: source(lab.stem, m.group(1)), shipped, flags=re.M)
+        *body, last = solved.strip().splitlines()
         exec("\n".join(body), namespace)
         result = eval(last, namespace)
         assert result.ok, result.message
@@ -271,7 +278,7 @@ def test_the_labs_committed_answers_pass():
 def test_paused_in_the_snapshot_is_the_trackers_rule_and_taking_it_changes_no_timer():
     lab = pl.Lab(version="4.0", seed=1, broker_config={"delayedDeliveryFixedDelayDetectionLookahead": 3})
     client = lab.client()
-    client.subscribe("t", "s", consumer_type=pl.ConsumerType.Shared, ack_group_time_ms=0)
+    client.subscribe("t", "s", consumer_type=pl.ConsumerType.Shared, lab_ack_group_time_ms=0)
     producer = client.create_producer("t")
     for i in range(5):
         producer.send(f"m{i}".encode(), deliver_after=timedelta(seconds=3))

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from exercise_support import rejected
+from exercise_support import rejected, unanswered, where_to_look
 
 import pulsarlab as pl
 from pulsarlab.exercises import debugging as dbg
@@ -229,7 +229,7 @@ def test_pinning_entry_rejects_typical_mistakes(answer, needle) -> None:
 def test_pinning_entry_of_a_lab_hole_across_a_ledger_boundary() -> None:
     lab = pl.Lab(broker_config={"managedLedgerMaxEntriesPerLedger": 3})
     client = lab.client()
-    consumer = client.subscribe("t", "s", ack_group_time_ms=0)
+    consumer = client.subscribe("t", "s", lab_ack_group_time_ms=0)
     producer = client.create_producer("t")
     for i in range(7):
         producer.send(b"%d" % i)
@@ -276,7 +276,9 @@ def test_blocked_consumer_in_the_lab() -> None:
     lab = pl.Lab(version="3.0", broker_config={"maxUnackedMessagesPerConsumer": 20})
     client = lab.client()
     slow = client.subscribe("t", "s", consumer_type=pl.ConsumerType.Shared, consumer_name="slow")
-    fast = client.subscribe("t", "s", consumer_type=pl.ConsumerType.Shared, consumer_name="fast", ack_group_time_ms=0)
+    fast = client.subscribe(
+        "t", "s", consumer_type=pl.ConsumerType.Shared, consumer_name="fast", lab_ack_group_time_ms=0
+    )
     producer = client.create_producer("t")
     for i in range(60):
         producer.send(b"%d" % i)
@@ -312,3 +314,45 @@ def test_draining_sample_and_lab() -> None:
         dbg.check_draining(right, DATA / "shared-healthy.stats.json", "invoice-writer"),
         "no consumer of invoice-writer drains a hash",
     )
+
+
+# --- exercises as shipped: answer_N = ... ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "check",
+    [
+        subs.check_shared_dispatch,
+        subs.check_flow_commands,
+        subs.check_disconnect,
+        kso.check_after_join,
+        kso.check_after_acks,
+        dbg.check_pinning_entry,
+        dbg.check_blocked_consumer,
+        dbg.check_draining,
+    ],
+    ids=lambda c: c.__name__,
+)
+def test_checker_on_ellipsis_says_not_answered_yet(check) -> None:
+    """The shipped ``answer_N = ...`` is not a wrong answer: no model run, no problems, just what to write."""
+    message = unanswered(check(...))
+    assert message.endswith(check.todo)
+
+
+def test_wrong_answers_say_where_to_look() -> None:
+    where = where_to_look(subs.check_flow_commands([8, 1], receiver_queue_size=8, published=40, received=13), 2)
+    assert "flow-control.md#flow-permits" in where
+    where = where_to_look(subs.check_shared_dispatch("A", consumers=[("A", 0, 1)], messages=1), 2)
+    assert "Shared: round robin" in where
+    where = where_to_look(kso.check_after_join({"3.0": ["m8"], "4.0": []}), 5)
+    assert "key-shared-ordering.md#" in where
+    where = where_to_look(
+        dbg.check_pinning_entry("1:1", DATA / "ack-holes.stats-internal.json", "settlement-writer"), 6
+    )
+    assert "cursor.md#holes" in where
+
+
+def test_right_answers_say_why_and_not_where_to_look() -> None:
+    result = subs.check_flow_commands([8, 4, 4, 4], receiver_queue_size=8, published=40, received=13)
+    assert result.ok and result.answered
+    assert "hand 4 permit(s) back" in result.message and "Where to look" not in result.message

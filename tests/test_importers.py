@@ -374,7 +374,7 @@ def test_sample_yields_its_findings(name):
     assert rules(findings) == EXPECTED[name], format_findings(findings)
     assert [f.severity for f in findings] == sorted((f.severity for f in findings), reverse=True)
     for f in findings:
-        assert f.message and f.next_step and f.reference.startswith("§")
+        assert f.message and f.next_step and f.reference.startswith("docs/guide/")
 
 
 def test_sample_severities():

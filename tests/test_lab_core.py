@@ -24,7 +24,7 @@ def test_learner_api_from_the_issue() -> None:
         consumer_type=pl.ConsumerType.KeyShared,
         consumer_name="c1",
         receiver_queue_size=1000,
-        priority_level=0,
+        lab_priority_level=0,
         key_shared_policy=pl.ConsumerKeySharedPolicy(),
     )
     msg_id = producer.send(b"hello", partition_key="k1", properties={"a": "b"}, event_timestamp=7)
@@ -55,7 +55,7 @@ def test_single_delete_through_acks_and_stats_internal_strings() -> None:
     """ManagedCursorTest.testSingleDelete (reference §7.2) driven by real consumer acks."""
     lab = pl.Lab(version="4.0", broker_config={"managedLedgerMaxEntriesPerLedger": 3})
     client = lab.client()
-    consumer = client.subscribe("t", "s", ack_group_time_ms=0)
+    consumer = client.subscribe("t", "s", lab_ack_group_time_ms=0)
     producer = client.create_producer("t")
     ids = [producer.send(f"m{i}".encode()) for i in range(6)]
     assert [str(i) for i in ids] == ["3:0:-1", "3:1:-1", "3:2:-1", "4:0:-1", "4:1:-1", "4:2:-1"]
@@ -202,7 +202,7 @@ def test_shared_round_robin_javadoc_example_through_dispatch() -> None:
                 "s",
                 consumer_type=pl.ConsumerType.Shared,
                 consumer_name=n,
-                priority_level=pri,
+                lab_priority_level=pri,
                 receiver_queue_size=q,
             )._id: n
             for n, pri, q in spec
@@ -233,7 +233,7 @@ def test_shared_disconnect_returns_pending_messages_without_redelivery_count() -
 def test_shared_unacked_limit_blocks_consumer() -> None:
     lab = pl.Lab(broker_config={"maxUnackedMessagesPerConsumer": 4})
     client = lab.client()
-    c = client.subscribe("t", "s", consumer_type=pl.ConsumerType.Shared, ack_group_time_ms=0)
+    c = client.subscribe("t", "s", consumer_type=pl.ConsumerType.Shared, lab_ack_group_time_ms=0)
     p = client.create_producer("t")
     for i in range(10):
         p.send(b"%d" % i)
@@ -272,7 +272,7 @@ def test_failover_reference_ring_and_partition_picks_with_delay() -> None:
     lab.admin.topics.create_partitioned_topic("pt", 4)
     names = [("a", 1), ("b", 0), ("c", 0)]
     for n, pri in names:
-        client.subscribe("pt-partition-3", "s", consumer_type=fo, consumer_name=n, priority_level=pri)
+        client.subscribe("pt-partition-3", "s", consumer_type=fo, consumer_name=n, lab_priority_level=pri)
     assert lab.admin.topics.stats("pt-partition-3")["subscriptions"]["s"]["activeConsumerName"] == "c"
 
 
@@ -335,11 +335,11 @@ def test_key_shared_3_0_recently_joined_consumer_waits_for_mark_delete() -> None
     lab = pl.Lab(version="3.0")
     client = lab.client()
     ks = pl.ConsumerType.KeyShared
-    c1 = client.subscribe("t", "s", consumer_type=ks, consumer_name="c1", ack_group_time_ms=0)
+    c1 = client.subscribe("t", "s", consumer_type=ks, consumer_name="c1", lab_ack_group_time_ms=0)
     p = client.create_producer("t")
     for i in range(4):
         p.send(b"%d" % i, partition_key=str(i))
-    c2 = client.subscribe("t", "s", consumer_type=ks, consumer_name="c2", ack_group_time_ms=0)
+    c2 = client.subscribe("t", "s", consumer_type=ks, consumer_name="c2", lab_ack_group_time_ms=0)
     sub = lab.admin.topics.stats("t")["subscriptions"]["s"]
     assert sub["consumersAfterMarkDeletePosition"] == {"c2": "3:4"}
     assert next(c for c in sub["consumers"] if c["consumerName"] == "c2")["readPositionWhenJoining"] == "3:4"

@@ -84,7 +84,7 @@ class World:
             receiver_queue_size=self.queue,
             initial_position=pl.InitialPosition.Earliest,
             key_shared_policy=self._policy(),
-            ack_group_time_ms=self.group_ms,
+            lab_ack_group_time_ms=self.group_ms,
         )
         self.consumers[slot] = c
         self.received_by.setdefault(self.names, [])

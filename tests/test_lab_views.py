@@ -55,7 +55,7 @@ def workload(type_name: str, version: str = "4.0", partitions: int = 0, record: 
             consumer_type=ctype,
             consumer_name="c2",
             receiver_queue_size=6,
-            priority_level=1 if type_name == "Failover" else 0,
+            lab_priority_level=1 if type_name == "Failover" else 0,
         )
     lab.advance(1000)  # the Failover delay before the first read
     producer = client.create_producer("t", batching_enabled=True, batching_max_messages=3)
@@ -135,7 +135,7 @@ def six_received_in_ledgers_of_three() -> tuple[pl.Lab, Any, list[Any]]:
     """Six messages on "t" (3 entries per ledger) received by an individually acking consumer of "s"."""
     lab = pl.Lab(version="4.0", broker_config={"managedLedgerMaxEntriesPerLedger": 3})
     client = lab.client()
-    consumer = client.subscribe("t", "s", ack_group_time_ms=0)
+    consumer = client.subscribe("t", "s", lab_ack_group_time_ms=0)
     producer = client.create_producer("t")
     for i in range(6):
         producer.send(f"m{i}".encode())
@@ -243,7 +243,7 @@ def test_failover_graph_reproduces_the_reference_picks() -> None:
     lab.admin.topics.create_partitioned_topic("pt", 4)
     client = lab.client()
     for name, pri in (("a", 1), ("b", 0), ("c", 0)):
-        client.subscribe("pt", "s", consumer_type=pl.ConsumerType.Failover, consumer_name=name, priority_level=pri)
+        client.subscribe("pt", "s", consumer_type=pl.ConsumerType.Failover, consumer_name=name, lab_priority_level=pri)
     G = failover_graph(snapshot(lab), "pt")
     active = {u[1]: G.nodes[v]["label"] for u, v, a in G.edges(data=True) if a["kind"] in (ACTIVE, PENDING)}
     assert active == {0: "b", 1: "c", 2: "b", 3: "c"}
@@ -267,7 +267,7 @@ def test_failover_graph_marks_the_pending_switch_and_the_notifications() -> None
     client = lab.client()
     fo = pl.ConsumerType.Failover
     c1 = client.subscribe("t", "s", consumer_type=fo, consumer_name="c1")
-    client.subscribe("t", "s", consumer_type=fo, consumer_name="c2", priority_level=1)
+    client.subscribe("t", "s", consumer_type=fo, consumer_name="c2", lab_priority_level=1)
     lab.advance(1000)
     c1.close()
     G = failover_graph(snapshot(lab))
@@ -320,11 +320,11 @@ def test_key_shared_blocking_3_0_recently_joined() -> None:
     rec = Recorder(lab, every=VIEW_KINDS)
     client = lab.client()
     ks = pl.ConsumerType.KeyShared
-    c1 = client.subscribe("t", "s", consumer_type=ks, consumer_name="c1", ack_group_time_ms=0)
+    c1 = client.subscribe("t", "s", consumer_type=ks, consumer_name="c1", lab_ack_group_time_ms=0)
     p = client.create_producer("t")
     for i in range(4):
         p.send(b"%d" % i, partition_key=str(i))
-    client.subscribe("t", "s", consumer_type=ks, consumer_name="c2", ack_group_time_ms=0)
+    client.subscribe("t", "s", consumer_type=ks, consumer_name="c2", lab_ack_group_time_ms=0)
     for i in range(4, 40):
         p.send(b"%d" % i, partition_key=str(i))
     snap = snapshot(lab)
@@ -452,7 +452,7 @@ def test_recorder_explanations_name_consumers_and_cite_rules() -> None:
     lab, rec = workload("Shared")
     flows = [f for f in rec if f.kind == "flow"]
     assert flows and all("consumer c1" in f.explanation or "consumer c2" in f.explanation for f in flows)
-    assert all("(CommandFlow, reference §6)" in f.explanation for f in flows)
+    assert all("(CommandFlow; docs/guide/flow-control.md#flow-permits)" in f.explanation for f in flows)
     assert rec[0].event is None and "recording starts" in rec[0].explanation
     assert rec.kinds()[0] == "topic_created"
 
@@ -530,7 +530,7 @@ def test_ack_exercises_committed_answers_pass_and_wrong_ones_say_why() -> None:
     assert ack_flush_answer((130, 140, 150, 320), 100, 3) == [150, 150, 150, 400]
     assert check_ack_flush_times([150, 150, 150, 400])
     late = check_ack_flush_times([230, 240, 250, 420])
-    assert not late and "max_ack_group_size" in late.message and "fixed-delay" in late.message
+    assert not late and "lab_max_ack_group_size" in late.message and "fixed-delay" in late.message
 
 
 def test_failover_exercises_committed_answers_pass_and_wrong_ones_say_why() -> None:

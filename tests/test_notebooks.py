@@ -1,4 +1,7 @@
-"""Every lab notebook runs top to bottom in a fresh kernel, and is stored clean (no outputs, no counts)."""
+"""Every lab notebook runs top to bottom in a fresh kernel, and is stored clean (no outputs, no counts).
+
+Labs with exercises run twice: as shipped (every ``answer_N = ...``; every checker says "not answered yet") and
+with the solutions of `pulsarlab.exercises.solutions` put in place of those lines (every checker says OK)."""
 
 from __future__ import annotations
 
@@ -14,6 +17,9 @@ from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
+from pulsarlab.exercises.check import NOT_ANSWERED
+from pulsarlab.exercises.solutions import SOLUTIONS, source
+
 pytestmark = pytest.mark.notebook
 
 REPO = Path(__file__).resolve().parents[1]
@@ -23,8 +29,12 @@ NOTEBOOKS = sorted(LABS.glob("*.ipynb"))
 KERNEL = "python3"
 CELL_TIMEOUT = 900
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
+SHIPPED_ANSWER = re.compile(r"^(answer_\d+) = \.\.\.$", re.M)
 
 NOTEBOOK_PARAMS = [pytest.param(p, id=p.name) for p in NOTEBOOKS] or [pytest.param(None, id="no-notebooks")]
+EXERCISE_PARAMS = [pytest.param(p, id=p.name) for p in NOTEBOOKS if p.stem in SOLUTIONS] or [
+    pytest.param(None, id="no-exercises")
+]
 
 
 @pytest.fixture
@@ -119,12 +129,48 @@ def test_notebook_is_stored_clean(path):
     )
 
 
-@pytest.mark.parametrize("path", NOTEBOOK_PARAMS)
-def test_notebook_runs_top_to_bottom(path, kernel_env):
-    nb = nbformat.read(_need(path), as_version=4)
-    assert any(c.cell_type == "code" and c.source.strip() for c in nb.cells), f"{path.name} has no code"
-    _run(nb, path.parent, path.name)
+def _exercise_cells(nb: nbformat.NotebookNode) -> list[nbformat.NotebookNode]:
+    return [c for c in nb.cells if c.cell_type == "code" and SHIPPED_ANSWER.search(c.source)]
+
+
+def _check_texts(cells: list[nbformat.NotebookNode]) -> list[str]:
+    """What each exercise cell's checker printed (its result is the cell's value)."""
+    return [
+        "".join(o.get("data", {}).get("text/plain", "") for o in c.outputs if o.output_type == "execute_result")
+        for c in cells
+    ]
+
+
+def _ran_clean(nb: nbformat.NotebookNode) -> None:
     code = [c for c in nb.cells if c.cell_type == "code" and c.source.strip()]
     assert all(c.execution_count for c in code)
     errors = [o for c in code for o in c.outputs if o.output_type == "error"]
     assert not errors, errors
+
+
+@pytest.mark.parametrize("path", NOTEBOOK_PARAMS)
+def test_notebook_runs_top_to_bottom(path, kernel_env):
+    """As shipped: no exception, and every exercise's checker says "not answered yet"."""
+    nb = nbformat.read(_need(path), as_version=4)
+    assert any(c.cell_type == "code" and c.source.strip() for c in nb.cells), f"{path.name} has no code"
+    _run(nb, path.parent, path.name)
+    _ran_clean(nb)
+    texts = _check_texts(_exercise_cells(nb))
+    assert len(texts) == len(SOLUTIONS.get(path.stem, {})), f"{path.name}: exercises and solutions differ"
+    wrong = [t for t in texts if not t.startswith(f"{NOT_ANSWERED}: ")]
+    assert not wrong, f"{path.name}: checkers that did not wait for an answer: {wrong}"
+
+
+@pytest.mark.parametrize("path", EXERCISE_PARAMS)
+def test_notebook_with_solutions_passes_every_check(path, kernel_env):
+    """The solutions put in place of ``answer_N = ...``: the lab still runs top to bottom, every checker says OK."""
+    nb = nbformat.read(_need(path), as_version=4)
+    cells = _exercise_cells(nb)
+    for cell in cells:
+        cell.source = SHIPPED_ANSWER.sub(lambda m: source(path.stem, m.group(1)), cell.source)
+    assert len(cells) == len(SOLUTIONS[path.stem]) and not any(SHIPPED_ANSWER.search(c.source) for c in cells)
+    _run(nb, path.parent, f"solved-{path.name}")
+    _ran_clean(nb)
+    texts = _check_texts(cells)
+    wrong = [t for t in texts if not t.startswith("OK: ")]
+    assert not wrong, f"{path.name}: solutions the checkers rejected: {wrong}"

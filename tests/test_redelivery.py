@@ -73,18 +73,18 @@ def dispatch_times(lab, ledger, entry):
     [
         ({"unacked_messages_timeout_ms": 999}, IllegalArgumentException, "Ack timeout should be greater than 1000 ms"),
         (
-            {"unacked_messages_timeout_ms": 5000, "tick_duration_ms": 99},
+            {"unacked_messages_timeout_ms": 5000, "lab_tick_duration_ms": 99},
             IllegalArgumentException,
             "Ack timeout tick time should be greater than 100 ms",
         ),
         ({"negative_ack_redelivery_delay_ms": -1}, IllegalArgumentException, "redeliveryDelay needs to be >= 0"),
         ({"unacked_messages_timeout_ms": "5s"}, TypeError, "ackTimeoutMillis must be an int"),
         ({"negative_ack_redelivery_delay_ms": 1.5}, TypeError, "negative_ack_redelivery_delay_ms must be an int"),
-        ({"negative_ack_redelivery_backoff": 100}, TypeError, "MultiplierRedeliveryBackoff"),
+        ({"lab_negative_ack_redelivery_backoff": 100}, TypeError, "MultiplierRedeliveryBackoff"),
         ({"dead_letter_policy": {"max_redeliver_count": 3}}, TypeError, "ConsumerDeadLetterPolicy"),
-        ({"retry_enable": "yes"}, TypeError, "retry_enable must be a bool"),
+        ({"lab_retry_enable": "yes"}, TypeError, "lab_retry_enable must be a bool"),
         (
-            {"retry_enable": True, "receiver_queue_size": 0},
+            {"lab_retry_enable": True, "receiver_queue_size": 0},
             IllegalArgumentException,
             "Receiver queue size needs to be greater than 0 for Topics Consumer",
         ),
@@ -137,7 +137,7 @@ def test_default_names_and_properties_follow_retry_message_util():
 
 @pytest.mark.parametrize("ack_timeout, tick", [(1000, 1000), (3000, 2000), (10_000, 7000), (5000, 300)])
 def test_ack_timeout_redelivers_between_ceil_timeout_and_one_tick_later(ack_timeout, tick):
-    lab, _client, consumer, producer = setup(unacked_messages_timeout_ms=ack_timeout, tick_duration_ms=tick)
+    lab, _client, consumer, producer = setup(unacked_messages_timeout_ms=ack_timeout, lab_tick_duration_ms=tick)
     producer.send(b"m")
     lab.advance(137)  # the ring ticks from the consumer's creation, not from the receive
     msg = consumer.receive(0)
@@ -185,7 +185,7 @@ def test_batch_entry_stays_tracked_until_every_message_is_acked():
 
 def test_exclusive_ack_timeout_redelivers_everything_unacked_by_rewinding():
     lab, _client, consumer, producer = setup(
-        consumer_type=pl.ConsumerType.Exclusive, unacked_messages_timeout_ms=1000, ack_group_time_ms=0
+        consumer_type=pl.ConsumerType.Exclusive, unacked_messages_timeout_ms=1000, lab_ack_group_time_ms=0
     )
     for i in range(4):
         producer.send(f"m{i}".encode())
@@ -339,7 +339,7 @@ def test_negative_ack_is_never_late_by_the_bucket_nor_early_beyond_it(version, e
 
 def test_negative_ack_backoff_grows_with_the_redelivery_count():
     backoff = pl.MultiplierRedeliveryBackoff(min_delay_ms=1000, max_delay_ms=10_000, multiplier=3)
-    lab, _client, consumer, producer = setup("3.0", negative_ack_redelivery_backoff=backoff)
+    lab, _client, consumer, producer = setup("3.0", lab_negative_ack_redelivery_backoff=backoff)
     producer.send(b"m")
     waits = []
     msg = consumer.receive(0)
@@ -554,7 +554,7 @@ def test_partitioned_topic_dead_letters_per_partition_name():
 
 
 def test_reconsume_later_writes_a_delayed_copy_and_acks_the_original():
-    lab, client, consumer, producer = setup(retry_enable=True)
+    lab, client, consumer, producer = setup(lab_retry_enable=True)
     assert consumer.topics() == ["persistent://public/default/orders", RETRY]
     assert lab.admin.topics.stats(RETRY)["subscriptions"]["sub"]["type"] == "Shared"
     original = producer.send(b"m", properties={"user": "x", "REAL_TOPIC": "kept"}, partition_key="k", ordering_key="o")
@@ -581,7 +581,7 @@ def test_reconsume_later_writes_a_delayed_copy_and_acks_the_original():
 
 
 def test_reconsume_later_counts_up_then_dead_letters():
-    lab, client, consumer, producer = setup(retry_enable=True, dead_letter_policy=pl.ConsumerDeadLetterPolicy(2))
+    lab, client, consumer, producer = setup(lab_retry_enable=True, dead_letter_policy=pl.ConsumerDeadLetterPolicy(2))
     first = producer.send(b"m")
     seen = []
     for _ in range(5):
@@ -602,13 +602,13 @@ def test_reconsume_later_counts_up_then_dead_letters():
 
 def test_retry_defaults_and_legacy_names():
     lab = pl.Lab(seed=1)
-    consumer = lab.client().subscribe("orders", "sub", consumer_type=SHARED, retry_enable=True)
+    consumer = lab.client().subscribe("orders", "sub", consumer_type=SHARED, lab_retry_enable=True)
     assert consumer.dead_letter_policy.max_redeliver_count == MAX_RECONSUMETIMES == 16
     policy = consumer.dead_letter_policy
     assert (policy.retry_letter_topic, policy.dead_letter_topic) == (RETRY, DLQ)
     lab = pl.Lab(seed=1)
     lab.admin.topics.create_non_partitioned_topic("sub-RETRY")  # the pre-2.8 name exists: it is used
-    consumer = lab.client().subscribe("orders", "sub", consumer_type=SHARED, retry_enable=True)
+    consumer = lab.client().subscribe("orders", "sub", consumer_type=SHARED, lab_retry_enable=True)
     assert consumer.retry_letter_topic == "persistent://public/default/sub-RETRY"
     assert consumer.dead_letter_policy.dead_letter_topic == DLQ
 
@@ -616,7 +616,7 @@ def test_retry_defaults_and_legacy_names():
 @pytest.mark.parametrize("version, retry_type", [("4.0", "Shared"), ("3.0", "Shared"), ("3.0.3", "Failover")])
 def test_retry_topic_is_subscribed_as_shared_since_3_0_10(version, retry_type):
     lab = pl.Lab(version=version, seed=1)
-    lab.client().subscribe("orders", "sub", consumer_type=pl.ConsumerType.Failover, retry_enable=True)
+    lab.client().subscribe("orders", "sub", consumer_type=pl.ConsumerType.Failover, lab_retry_enable=True)
     assert lab.admin.topics.stats(RETRY)["subscriptions"]["sub"]["type"] == retry_type
     assert lab.admin.topics.stats("orders")["subscriptions"]["sub"]["type"] == "Failover"
 
@@ -627,7 +627,7 @@ def test_reconsume_later_errors():
     msg = consumer.receive(0)
     with pytest.raises(pl.PulsarClientException, match=r"^reconsumeLater method not support!$"):
         consumer.reconsume_later(msg, 1000)
-    lab, _client, consumer, producer = setup(retry_enable=True)
+    lab, _client, consumer, producer = setup(lab_retry_enable=True)
     producer.send(b"m")
     msg = consumer.receive(0)
     with pytest.raises(
@@ -641,7 +641,7 @@ def test_reconsume_later_errors():
 
 
 def test_reconsume_later_cumulative_on_exclusive():
-    lab, client, consumer, producer = setup(consumer_type=pl.ConsumerType.Exclusive, retry_enable=True)
+    lab, client, consumer, producer = setup(consumer_type=pl.ConsumerType.Exclusive, lab_retry_enable=True)
     for i in range(3):
         producer.send(f"m{i}".encode())
     msgs = [consumer.receive(0) for _ in range(3)]
@@ -655,7 +655,7 @@ def test_reconsume_later_cumulative_on_exclusive():
 
 
 def test_partitioned_retry_uses_the_topic_name_without_partition():
-    lab, client, consumer, producer = setup(partitions=2, retry_enable=True)
+    lab, client, consumer, producer = setup(partitions=2, lab_retry_enable=True)
     assert consumer.retry_letter_topic == RETRY
     producer.send(b"m")
     consumer.reconsume_later(consumer.receive(0), 0)
@@ -677,7 +677,7 @@ def scenario(seed):
         "orders",
         "sub",
         consumer_type=SHARED,
-        retry_enable=True,
+        lab_retry_enable=True,
         unacked_messages_timeout_ms=2000,
         negative_ack_redelivery_delay_ms=500,
         dead_letter_policy=pl.ConsumerDeadLetterPolicy(2),

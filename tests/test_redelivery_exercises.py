@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 import pytest
+from exercise_support import unanswered, where_to_look
 
 from pulsarlab.exercises.redelivery import (
     check_ack_timeout_redelivery,
@@ -65,3 +66,25 @@ def test_dead_letter_checker():
     assert not short and "maxRedeliverCount + 1" in short.message
     assert not check_dead_letter_deliveries([1, 2, 3, 4], max_redeliver_count=3)
     assert not check_dead_letter_deliveries("four", max_redeliver_count=3)
+
+
+@pytest.mark.parametrize(
+    "check",
+    [check_ack_timeout_redelivery, check_nack_redelivery_times, check_dead_letter_deliveries],
+    ids=lambda c: c.__name__,
+)
+def test_shipped_answer_is_not_answered_yet(check):
+    assert unanswered(check(...)).endswith(check.todo)
+
+
+def test_ellipsis_is_not_mistaken_for_a_time():
+    """``...`` is neither an int nor a list: before the unanswered rule it read as a malformed answer."""
+    result = check_ack_timeout_redelivery(...)
+    assert "answer should be" not in result.message and not result.answered
+
+
+def test_wrong_redelivery_answers_point_to_the_lab_section_and_the_guide():
+    where = where_to_look(check_ack_timeout_redelivery(3500), 7)
+    assert "docs/guide/redelivery.md#ack-timeout" in where
+    where = where_to_look(check_dead_letter_deliveries([0, 1, 2]), 7)
+    assert "retry-and-dead-letters.md#dead-letter-topic" in where

@@ -74,8 +74,8 @@ def run(w: Workload):
             unacked_messages_timeout_ms=w.ack_timeout,
             negative_ack_redelivery_delay_ms=w.nack_delay,
             dead_letter_policy=pl.ConsumerDeadLetterPolicy(w.max_redeliver),
-            retry_enable=w.retry,
-            ack_group_time_ms=w.ack_group_ms,
+            lab_retry_enable=w.retry,
+            lab_ack_group_time_ms=w.ack_group_ms,
         )
 
     consumers = [subscribe(i) for i in range(w.consumers)]
@@ -200,7 +200,7 @@ def test_no_negative_ack_redelivery_before_its_delay(version, delay, gaps, backo
         "sub",
         consumer_type=pl.ConsumerType.Shared,
         negative_ack_redelivery_delay_ms=delay,
-        negative_ack_redelivery_backoff=policy,
+        lab_negative_ack_redelivery_backoff=policy,
     )
     producer = client.create_producer(TOPIC)
     for i in range(len(gaps)):
@@ -242,7 +242,7 @@ def test_ack_timeout_never_redelivers_before_its_window(ack_timeout, tick, recei
     client = lab.client()
     ctype = pl.ConsumerType.KeyShared if key_shared else pl.ConsumerType.Shared
     consumer = client.subscribe(
-        TOPIC, "sub", consumer_type=ctype, unacked_messages_timeout_ms=ack_timeout, tick_duration_ms=tick
+        TOPIC, "sub", consumer_type=ctype, unacked_messages_timeout_ms=ack_timeout, lab_tick_duration_ms=tick
     )
     producer = client.create_producer(TOPIC)
     for i in range(len(receive_at)):

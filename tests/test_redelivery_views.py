@@ -43,7 +43,7 @@ def recorded(version="4.0"):
         consumer_name="c1",
         negative_ack_redelivery_delay_ms=1000,
         unacked_messages_timeout_ms=3000,
-        retry_enable=True,
+        lab_retry_enable=True,
         dead_letter_policy=pl.ConsumerDeadLetterPolicy(2),
     )
     producer = client.create_producer("orders")
@@ -116,7 +116,7 @@ def test_trackers_in_snapshots():
         consumer_type=pl.ConsumerType.Shared,
         consumer_name="c1",
         unacked_messages_timeout_ms=3000,
-        tick_duration_ms=1000,
+        lab_tick_duration_ms=1000,
         negative_ack_redelivery_delay_ms=900,
     )
     producer = client.create_producer("orders")

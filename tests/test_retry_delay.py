@@ -54,7 +54,7 @@ def retry_copies_delivered(
         "orders",
         "sub",
         consumer_type=consumer_type,
-        retry_enable=True,
+        lab_retry_enable=True,
         dead_letter_policy=pl.ConsumerDeadLetterPolicy(max_redeliver_count=5),
     )
     producer = client.create_producer("orders")

@@ -52,11 +52,11 @@ def test_4x_draining_reason_is_the_dispatchers_and_asking_changes_nothing():
 def test_classic_recently_joined_reason_is_the_dispatchers():
     lab = pl.Lab(version="3.0")
     client = lab.client()
-    client.subscribe("t", "s", consumer_type=KS, consumer_name="c1", ack_group_time_ms=0)
+    client.subscribe("t", "s", consumer_type=KS, consumer_name="c1", lab_ack_group_time_ms=0)
     p = client.create_producer("t")
     for i in range(4):
         p.send(b"%d" % i, partition_key=str(i))
-    client.subscribe("t", "s", consumer_type=KS, consumer_name="c2", ack_group_time_ms=0)
+    client.subscribe("t", "s", consumer_type=KS, consumer_name="c2", lab_ack_group_time_ms=0)
     for i in range(4, 40):
         p.send(b"%d" % i, partition_key=str(i))
     sub = snapshot(lab).subscription()

@@ -26,7 +26,7 @@ def _last_move_time(lab: pl.Lab) -> int:
 def test_individual_acks_stamp_the_time_the_mark_delete_position_moved() -> None:
     lab = pl.Lab()
     client = lab.client()
-    consumer = client.subscribe("t", "s", consumer_type=pl.ConsumerType.Shared, ack_group_time_ms=0)
+    consumer = client.subscribe("t", "s", consumer_type=pl.ConsumerType.Shared, lab_ack_group_time_ms=0)
     producer = client.create_producer("t")
     for i in range(3):
         producer.send(b"%d" % i)
@@ -53,7 +53,7 @@ def test_individual_acks_stamp_the_time_the_mark_delete_position_moved() -> None
 def test_cumulative_ack_stamps_the_time_too() -> None:
     lab = pl.Lab()
     client = lab.client()
-    consumer = client.subscribe("t", "s", consumer_type=pl.ConsumerType.Exclusive, ack_group_time_ms=0)
+    consumer = client.subscribe("t", "s", consumer_type=pl.ConsumerType.Exclusive, lab_ack_group_time_ms=0)
     producer = client.create_producer("t")
     for i in range(4):
         producer.send(b"%d" % i)
@@ -81,7 +81,7 @@ def test_the_stamp_is_the_time_of_the_last_mark_delete_move(ops, ctype, group_ms
     def play(record_events: bool) -> list[int]:
         lab = pl.Lab(seed=seed, record_events=record_events)
         client = lab.client()
-        consumer = client.subscribe("t", "s", consumer_type=ctype, ack_group_time_ms=group_ms)
+        consumer = client.subscribe("t", "s", consumer_type=ctype, lab_ack_group_time_ms=group_ms)
         producer = client.create_producer("t")
         stamps = []
         for i, (kind, n) in enumerate(ops):

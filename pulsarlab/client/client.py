@@ -13,12 +13,35 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable
 
-from pulsarlab.client.batching import ClientLibrary
-from pulsarlab.client.compat import lab_kwargs
-from pulsarlab.client.consumer import Consumer
+from pulsarlab.client.batching import (
+    DEFAULT_BATCHING_MAX_BYTES,
+    DEFAULT_BATCHING_MAX_MESSAGES,
+    BatchingType,
+    ClientLibrary,
+)
+from pulsarlab.client.chunk_reassembly import (
+    DEFAULT_EXPIRE_TIME_OF_INCOMPLETE_CHUNKED_MESSAGE_MS,
+    DEFAULT_MAX_PENDING_CHUNKED_MESSAGE,
+)
+from pulsarlab.client.chunking import DEFAULT_CHUNK_MAX_MESSAGE_SIZE
+from pulsarlab.client.compat import lab_enum
+from pulsarlab.client.consumer import DEFAULT_NEGATIVE_ACK_REDELIVERY_DELAY_MS, Consumer
+from pulsarlab.client.negative_acks import MultiplierRedeliveryBackoff
+from pulsarlab.client.options import (
+    PULSAR_CLIENT_PRODUCER_PARAMETERS,
+    PULSAR_CLIENT_SUBSCRIBE_PARAMETERS,
+    RENAMED_PRODUCER_OPTIONS,
+    RENAMED_SUBSCRIBE_OPTIONS,
+    refuse_unknown_options,
+)
+from pulsarlab.client.policies import ConsumerDeadLetterPolicy
 from pulsarlab.client.producer import AlreadyClosedException, Producer
 from pulsarlab.client.reader import Reader
+from pulsarlab.client.routing import PartitionsRoutingMode
+from pulsarlab.client.unacked_tracker import DEFAULT_TICK_DURATION_MILLIS
 from pulsarlab.errors import PulsarError
+from pulsarlab.protocol.producer_access import ProducerAccessMode
+from pulsarlab.protocol.subscription import ConsumerKeySharedPolicy, ConsumerType, InitialPosition
 
 if TYPE_CHECKING:  # pragma: no cover
     from pulsarlab.lab import Lab
@@ -40,33 +63,152 @@ class Client:
         self._consumers: list[Consumer] = []
         self._closed = False
 
-    def create_producer(self, topic: str, **kwargs: Any) -> Producer:
-        """``Client.create_producer(topic, producer_name=None, initial_sequence_id=None, batching_enabled=False,
-        batching_max_messages=1000, batching_max_allowed_size_in_bytes=131072, batching_max_publish_delay_ms=10,
-        batching_type=BatchingType.Default, message_routing_mode=RoundRobinDistribution, message_router=None,
-        properties=None, chunking_enabled=False,
-        access_mode=ProducerAccessMode.Shared)``; lab extras: ``chunk_send_interval_ms=0``, and
-        ``chunk_max_message_size=-1`` (Java client only)."""
+    def create_producer(
+        self,
+        topic: str,
+        producer_name: str | None = None,
+        *,
+        initial_sequence_id: int | None = None,
+        batching_enabled: bool = False,
+        batching_max_messages: int = DEFAULT_BATCHING_MAX_MESSAGES,
+        batching_max_allowed_size_in_bytes: int = DEFAULT_BATCHING_MAX_BYTES,
+        batching_max_publish_delay_ms: int = 10,
+        batching_type: BatchingType = BatchingType.Default,
+        message_routing_mode: PartitionsRoutingMode = PartitionsRoutingMode.RoundRobinDistribution,
+        message_router: Callable[[Any, int], int] | None = None,
+        properties: dict[str, str] | None = None,
+        chunking_enabled: bool = False,
+        access_mode: ProducerAccessMode = ProducerAccessMode.Shared,
+        lab_chunk_max_message_size: int = DEFAULT_CHUNK_MAX_MESSAGE_SIZE,
+        lab_chunk_send_interval_ms: int = 0,
+        **unknown: Any,
+    ) -> Producer:
+        """``pulsar.Client.create_producer``: a producer on ``topic`` (every partition of a partitioned topic).
+
+        pulsar-client 3.13 parameters the lab models (same names, same defaults): ``producer_name``,
+        ``initial_sequence_id``, ``batching_enabled``, ``batching_max_messages``,
+        ``batching_max_allowed_size_in_bytes``, ``batching_max_publish_delay_ms``, ``batching_type``,
+        ``message_routing_mode``, ``message_router``, ``properties``, ``chunking_enabled``, ``access_mode``
+        (pulsarlab's or the real client's ``ProducerAccessMode``; a ``WaitForExclusive`` producer is returned at
+        once and ``is_connected()`` is False until it gets the topic, where the real call blocks).
+
+        Lab-only settings (no such parameter in pulsar-client):
+
+        * ``lab_chunk_send_interval_ms``: virtual time between a producer's SENDs of chunks (0: all at once), so
+          the chunks of several producers interleave on the topic as they do on a busy network;
+        * ``lab_chunk_max_message_size``: the Java client's ``chunkMaxMessageSize`` (only with
+          ``lab.client(client_library=ClientLibrary.JAVA)``; -1 uses the broker's ``maxMessageSize``).
+
+        A keyword the lab does not take raises `TypeError`, naming the new name of a renamed lab setting
+        (``chunk_send_interval_ms`` -> ``lab_chunk_send_interval_ms``).
+        """
+        refuse_unknown_options("create_producer", unknown, RENAMED_PRODUCER_OPTIONS, PULSAR_CLIENT_PRODUCER_PARAMETERS)
         self._check()
-        producer = Producer(self, topic, **lab_kwargs(kwargs))
+        producer = Producer(
+            self,
+            topic,
+            producer_name=producer_name,
+            initial_sequence_id=initial_sequence_id,
+            batching_enabled=batching_enabled,
+            batching_max_messages=batching_max_messages,
+            batching_max_allowed_size_in_bytes=batching_max_allowed_size_in_bytes,
+            batching_max_publish_delay_ms=batching_max_publish_delay_ms,
+            batching_type=lab_enum(batching_type, BatchingType),
+            message_routing_mode=lab_enum(message_routing_mode, PartitionsRoutingMode),
+            message_router=message_router,
+            properties=properties,
+            chunking_enabled=chunking_enabled,
+            access_mode=access_mode,
+            lab_chunk_max_message_size=lab_chunk_max_message_size,
+            lab_chunk_send_interval_ms=lab_chunk_send_interval_ms,
+        )
         self._producers.append(producer)
         return producer
 
-    def subscribe(self, topic: str, subscription_name: str, **kwargs: Any) -> Consumer:
-        """``Client.subscribe(topic, subscription_name, consumer_type=ConsumerType.Exclusive, receiver_queue_size=1000,
-        max_total_receiver_queue_size_across_partitions=50000, consumer_name=None, unacked_messages_timeout_ms=None,
-        negative_ack_redelivery_delay_ms=60000, initial_position=InitialPosition.Latest, priority_level=0,
-        key_shared_policy=None, batch_index_ack_enabled=None, dead_letter_policy=None, max_pending_chunked_message=10,
-        auto_ack_oldest_chunked_message_on_queue_full=False)``; lab extras: ``ack_group_time_ms=100``,
-        ``max_ack_group_size=1000``, ``expire_time_of_incomplete_chunked_message_ms=60000`` (the C++
-        ``ConsumerConfiguration`` setting, which the Python client does not expose), and from the Java client
-        ``tick_duration_ms=1000`` (``ackTimeoutTickTime``), ``negative_ack_redelivery_backoff=None`` (a
-        `MultiplierRedeliveryBackoff`) and ``retry_enable=False`` (``enableRetry``: subscribe to the retry topic
-        too, for ``reconsume_later``). ``batch_index_ack_enabled=None`` takes the profile's client default (true
-        from 4.1). The ack timeout follows Java's rule (0/None or >= 1000 ms); the C++ client under the Python one
-        asks for >= 10 s."""
+    def subscribe(
+        self,
+        topic: str,
+        subscription_name: str,
+        consumer_type: ConsumerType = ConsumerType.Exclusive,
+        *,
+        receiver_queue_size: int = 1000,
+        max_total_receiver_queue_size_across_partitions: int = 50000,
+        consumer_name: str | None = None,
+        unacked_messages_timeout_ms: int | None = None,
+        negative_ack_redelivery_delay_ms: int = DEFAULT_NEGATIVE_ACK_REDELIVERY_DELAY_MS,
+        properties: dict[str, str] | None = None,
+        initial_position: InitialPosition = InitialPosition.Latest,
+        max_pending_chunked_message: int = DEFAULT_MAX_PENDING_CHUNKED_MESSAGE,
+        auto_ack_oldest_chunked_message_on_queue_full: bool = False,
+        key_shared_policy: ConsumerKeySharedPolicy | None = None,
+        batch_index_ack_enabled: bool | None = None,
+        dead_letter_policy: ConsumerDeadLetterPolicy | None = None,
+        is_read_compacted: bool = False,
+        lab_priority_level: int = 0,
+        lab_ack_group_time_ms: int = 100,
+        lab_max_ack_group_size: int = 1000,
+        lab_tick_duration_ms: int = DEFAULT_TICK_DURATION_MILLIS,
+        lab_negative_ack_redelivery_backoff: MultiplierRedeliveryBackoff | None = None,
+        lab_retry_enable: bool = False,
+        lab_expire_time_of_incomplete_chunked_message_ms: int = DEFAULT_EXPIRE_TIME_OF_INCOMPLETE_CHUNKED_MESSAGE_MS,
+        **unknown: Any,
+    ) -> Consumer:
+        """``pulsar.Client.subscribe``: a consumer of ``topic`` (every partition of a partitioned topic) on the
+        subscription ``subscription_name``.
+
+        pulsar-client 3.13 parameters the lab models (same names, same defaults): ``consumer_type``,
+        ``receiver_queue_size``, ``max_total_receiver_queue_size_across_partitions``, ``consumer_name``,
+        ``unacked_messages_timeout_ms`` (ack timeout; the lab follows Java's rule, 0/None or >= 1000 ms, where
+        the C++ client under the Python one asks for >= 10 s), ``negative_ack_redelivery_delay_ms``,
+        ``properties``, ``initial_position``, ``max_pending_chunked_message``,
+        ``auto_ack_oldest_chunked_message_on_queue_full``, ``key_shared_policy``, ``batch_index_ack_enabled``
+        (``None``, the lab's default, takes the version profile's client default; pulsar-client's is False),
+        ``dead_letter_policy`` and ``is_read_compacted`` (Exclusive/Failover: the compacted view, then the tail).
+
+        Lab-only settings (other clients' or the protocol's; no such parameter in pulsar-client):
+
+        * ``lab_priority_level``: CommandSubscribe's ``priority_level`` (Java ``priorityLevel``; 0 is the highest);
+        * ``lab_ack_group_time_ms``, ``lab_max_ack_group_size``: the ack grouping tracker's flush period and
+          size (Java ``acknowledgmentGroupTime`` / ``maxAcknowledgmentGroupSize``; 0 ms sends each ack at once);
+        * ``lab_tick_duration_ms``: the ack-timeout tracker's tick (Java ``ackTimeoutTickTime``);
+        * ``lab_negative_ack_redelivery_backoff``: a `MultiplierRedeliveryBackoff` (Java
+          ``negativeAckRedeliveryBackoff``);
+        * ``lab_retry_enable``: Java's ``enableRetry``: also subscribe to the retry topic, for
+          ``reconsume_later``;
+        * ``lab_expire_time_of_incomplete_chunked_message_ms``: the C++ ``ConsumerConfiguration`` setting the
+          Python client does not expose (0 turns expiry off).
+
+        A keyword the lab does not take raises `TypeError`, naming the new name of a renamed lab setting
+        (``priority_level`` -> ``lab_priority_level``) or saying that a pulsar-client parameter is not modelled.
+        """
+        refuse_unknown_options("subscribe", unknown, RENAMED_SUBSCRIBE_OPTIONS, PULSAR_CLIENT_SUBSCRIBE_PARAMETERS)
         self._check()
-        consumer = Consumer(self, topic, subscription_name, **lab_kwargs(kwargs))
+        consumer = Consumer(
+            self,
+            topic,
+            subscription_name,
+            consumer_type=lab_enum(consumer_type, ConsumerType),
+            receiver_queue_size=receiver_queue_size,
+            max_total_receiver_queue_size_across_partitions=max_total_receiver_queue_size_across_partitions,
+            consumer_name=consumer_name,
+            unacked_messages_timeout_ms=unacked_messages_timeout_ms,
+            negative_ack_redelivery_delay_ms=negative_ack_redelivery_delay_ms,
+            initial_position=lab_enum(initial_position, InitialPosition),
+            key_shared_policy=key_shared_policy,
+            batch_index_ack_enabled=batch_index_ack_enabled,
+            dead_letter_policy=dead_letter_policy,
+            is_read_compacted=is_read_compacted,
+            properties=properties,
+            max_pending_chunked_message=max_pending_chunked_message,
+            auto_ack_oldest_chunked_message_on_queue_full=auto_ack_oldest_chunked_message_on_queue_full,
+            lab_priority_level=lab_priority_level,
+            lab_ack_group_time_ms=lab_ack_group_time_ms,
+            lab_max_ack_group_size=lab_max_ack_group_size,
+            lab_expire_time_of_incomplete_chunked_message_ms=lab_expire_time_of_incomplete_chunked_message_ms,
+            lab_tick_duration_ms=lab_tick_duration_ms,
+            lab_negative_ack_redelivery_backoff=lab_negative_ack_redelivery_backoff,
+            lab_retry_enable=lab_retry_enable,
+        )
         self._consumers.append(consumer)
         return consumer
 

@@ -10,17 +10,6 @@ from __future__ import annotations
 import enum
 from typing import Any
 
-from pulsarlab.client.batching import BatchingType
-from pulsarlab.client.routing import PartitionsRoutingMode
-from pulsarlab.protocol.subscription import ConsumerType, InitialPosition
-
-ENUM_PARAMETERS: dict[str, type[enum.Enum]] = {
-    "consumer_type": ConsumerType,
-    "initial_position": InitialPosition,
-    "batching_type": BatchingType,
-    "message_routing_mode": PartitionsRoutingMode,
-}
-
 
 def lab_enum(value: Any, enum_cls: type[enum.Enum]) -> Any:
     """``value`` as a member of the lab's ``enum_cls`` when it is the real client's member of the same name."""
@@ -36,13 +25,4 @@ def lab_enum(value: Any, enum_cls: type[enum.Enum]) -> Any:
     return value
 
 
-def lab_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
-    """The keyword arguments of a client call with the real client's enums mapped onto the lab's."""
-    out = dict(kwargs)
-    for key, enum_cls in ENUM_PARAMETERS.items():
-        if key in out:
-            out[key] = lab_enum(out[key], enum_cls)
-    return out
-
-
-__all__ = ["ENUM_PARAMETERS", "lab_enum", "lab_kwargs"]
+__all__ = ["lab_enum"]

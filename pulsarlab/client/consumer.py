@@ -13,7 +13,7 @@ consumers' messages in arrival order) and `ZeroQueueConsumerImpl` (reference §6
   Pulsar's text; ``receive(timeout_millis=...)`` is refused as the C++ client refuses it.
 * Acks go through `AcknowledgmentsGroupingTracker` (group time, size, batch ack sets, duplicates);
   cumulative acks on Shared / Key_Shared fail with Pulsar's text.
-* Ack timeout (``unacked_messages_timeout_ms``, tick ``tick_duration_ms``): a received message enters the
+* Ack timeout (``unacked_messages_timeout_ms``, tick ``lab_tick_duration_ms``): a received message enters the
   `UnAckedMessageTracker` (the parent's on a multi-topic consumer) until it is acked or nacked; when it times
   out, Shared and Key_Shared ask the broker to redeliver those ids (in commands of at most 1000), Exclusive and
   Failover redeliver everything unacked (the broker rewinds the cursor).
@@ -23,12 +23,12 @@ consumers' messages in arrival order) and `ZeroQueueConsumerImpl` (reference §6
   profile switch ``negative_ack_double_redelivery``).
 * ``dead_letter_policy``: see `client.dead_letter` (by redelivery count, Shared / Key_Shared only). With a
   policy the 2.x lines imply a 30 s ack timeout (``dead_letter_default_ack_timeout_ms``); 3.0+ do not.
-* ``retry_enable=True`` (Java's ``enableRetry``; the Python client has none): the consumer also subscribes to
+* ``lab_retry_enable=True`` (Java's ``enableRetry``; the Python client has none): the consumer also subscribes to
   the retry topic (as Shared since 3.0.10 / 4.0.3) and ``reconsume_later`` writes copies there (`client.retry`).
 * ``crash()`` (a lab extension): the process dies - pending acks are lost, the broker sees the connection close.
 * Chunked messages (reference §9): each chunk entry goes to the partition consumer's `ChunkedMessageTracker`
   (``max_pending_chunked_message``, ``auto_ack_oldest_chunked_message_on_queue_full``, and the lab extra
-  ``expire_time_of_incomplete_chunked_message_ms``); non-final chunks return their permit at once, an
+  ``lab_expire_time_of_incomplete_chunked_message_ms``); non-final chunks return their permit at once, an
   assembled message is queued under its `ChunkMessageId`, and its acks expand to every chunk: an individual
   ack acks each chunk's position, a cumulative ack goes to the last chunk's position. Ids the tracker hands to
   ack-timeout tracking go to `_ConsumerImpl.track_message`, which does nothing while the consumer has no ack
@@ -521,19 +521,19 @@ class Consumer:
         unacked_messages_timeout_ms: int | None = None,
         negative_ack_redelivery_delay_ms: int = DEFAULT_NEGATIVE_ACK_REDELIVERY_DELAY_MS,
         initial_position: InitialPosition = InitialPosition.Latest,
-        priority_level: int = 0,
+        lab_priority_level: int = 0,
         key_shared_policy: ConsumerKeySharedPolicy | None = None,
         batch_index_ack_enabled: bool | None = None,
         dead_letter_policy: ConsumerDeadLetterPolicy | None = None,
         properties: dict[str, str] | None = None,
-        ack_group_time_ms: int = 100,
-        max_ack_group_size: int = 1000,
+        lab_ack_group_time_ms: int = 100,
+        lab_max_ack_group_size: int = 1000,
         max_pending_chunked_message: int = DEFAULT_MAX_PENDING_CHUNKED_MESSAGE,
         auto_ack_oldest_chunked_message_on_queue_full: bool = False,
-        expire_time_of_incomplete_chunked_message_ms: int = DEFAULT_EXPIRE_TIME_OF_INCOMPLETE_CHUNKED_MESSAGE_MS,
-        tick_duration_ms: int = DEFAULT_TICK_DURATION_MILLIS,
-        negative_ack_redelivery_backoff: MultiplierRedeliveryBackoff | None = None,
-        retry_enable: bool = False,
+        lab_expire_time_of_incomplete_chunked_message_ms: int = DEFAULT_EXPIRE_TIME_OF_INCOMPLETE_CHUNKED_MESSAGE_MS,
+        lab_tick_duration_ms: int = DEFAULT_TICK_DURATION_MILLIS,
+        lab_negative_ack_redelivery_backoff: MultiplierRedeliveryBackoff | None = None,
+        lab_retry_enable: bool = False,
         is_read_compacted: bool = False,
     ) -> None:
         if not isinstance(is_read_compacted, bool):
@@ -544,7 +544,7 @@ class Consumer:
         _check_chunk_settings(
             max_pending_chunked_message,
             auto_ack_oldest_chunked_message_on_queue_full,
-            expire_time_of_incomplete_chunked_message_ms,
+            lab_expire_time_of_incomplete_chunked_message_ms,
         )
         if not isinstance(consumer_type, ConsumerType):
             raise TypeError(f"consumer_type must be a pulsarlab.ConsumerType, not {consumer_type!r}")
@@ -558,11 +558,11 @@ class Consumer:
             raise TypeError(f"key_shared_policy must be a ConsumerKeySharedPolicy, not {key_shared_policy!r}")
         ack_timeout = _check_redelivery_options(
             unacked_messages_timeout_ms,
-            tick_duration_ms,
+            lab_tick_duration_ms,
             negative_ack_redelivery_delay_ms,
-            negative_ack_redelivery_backoff,
+            lab_negative_ack_redelivery_backoff,
             dead_letter_policy,
-            retry_enable,
+            lab_retry_enable,
         )
         lab = client._lab
         self._client = client
@@ -575,20 +575,20 @@ class Consumer:
         self._type = consumer_type
         self._subscription = subscription_name
         self._receiver_queue_size = receiver_queue_size
-        self._priority = priority_level
+        self._priority = lab_priority_level
         self._key_shared_policy = key_shared_policy
         self._initial_position = initial_position
         self._batch_index_ack_enabled = (
             lab.profile.batch_index_ack_enabled if batch_index_ack_enabled is None else bool(batch_index_ack_enabled)
         )
-        self._ack_group_time_ms = ack_group_time_ms
-        self._max_ack_group_size = max_ack_group_size
+        self._ack_group_time_ms = lab_ack_group_time_ms
+        self._max_ack_group_size = lab_max_ack_group_size
         self._max_pending_chunked_message = max_pending_chunked_message
         self._auto_ack_oldest_chunked_message_on_queue_full = auto_ack_oldest_chunked_message_on_queue_full
-        self._expire_time_of_incomplete_chunked_message_ms = expire_time_of_incomplete_chunked_message_ms
+        self._expire_time_of_incomplete_chunked_message_ms = lab_expire_time_of_incomplete_chunked_message_ms
         self._nack_delay_ms = negative_ack_redelivery_delay_ms
-        self._nack_backoff = negative_ack_redelivery_backoff
-        self._retry_enable = bool(retry_enable)
+        self._nack_backoff = lab_negative_ack_redelivery_backoff
+        self._retry_enable = bool(lab_retry_enable)
         self._queue: deque[Message] = deque()
         self._closed = False
         self._pending_error: Exception | None = None
@@ -600,10 +600,10 @@ class Consumer:
             raise InvalidConfigurationException(
                 "Can't use receiverQueueSize=0 with a partitioned topic (ZeroQueueConsumerImpl needs a single topic)"
             )
-        if retry_enable and receiver_queue_size == 0:
+        if lab_retry_enable and receiver_queue_size == 0:
             raise IllegalArgumentException(TOPICS_CONSUMER_QUEUE_SIZE)
         policy = DeadLetterPolicy.of(dead_letter_policy) if dead_letter_policy is not None else None
-        if retry_enable:
+        if lab_retry_enable:
             policy = resolve_retry_policy(policy, self._topic, subscription_name, svc.topic_exists)
         self._dead_letter_policy = policy
         if policy is not None and ack_timeout == 0:
@@ -618,7 +618,7 @@ class Consumer:
             self._topic, partitions, receiver_queue_size, max_total_receiver_queue_size_across_partitions
         ):
             self._impls[p] = _ConsumerImpl(self, t, p, per, consumer_type)
-        if retry_enable:
+        if lab_retry_enable:
             assert policy is not None
             retry_topic = svc.normalize(policy.retry_letter_topic)
             retry_type = ConsumerType.Shared if lab.profile.retry_topic_always_shared else consumer_type
@@ -640,7 +640,7 @@ class Consumer:
                     subscription=subscription_name,
                     sub_type=impl.sub_type,
                     name=self._name,
-                    priority=priority_level,
+                    priority=lab_priority_level,
                     initial_position=initial_position,
                     key_shared_policy=key_shared_policy if impl.sub_type is ConsumerType.KeyShared else None,
                     partition_index=impl.partition,
@@ -659,7 +659,7 @@ class Consumer:
                 self._scheduler,
                 self._on_ack_timeout,
                 ack_timeout,
-                tick_duration_ms,
+                lab_tick_duration_ms,
                 tick_listener=self._ack_timeout_ticked,
                 idle_stop=True,
             )
@@ -967,7 +967,7 @@ class Consumer:
         """Write a copy to the retry topic, delivered after ``delay`` (a timedelta, or ms), and ack this one.
 
         Java's ``reconsumeLater(message, customProperties, delay, unit)`` with ``enableRetry`` (the Python client
-        has no retry): needs ``subscribe(..., retry_enable=True)``; past ``maxRedeliverCount`` retries the copy
+        has no retry): needs ``subscribe(..., lab_retry_enable=True)``; past ``maxRedeliverCount`` retries the copy
         goes to the dead-letter topic instead.
         """
         impl, delay_ms = self._retry_target(message, delay)
@@ -1203,7 +1203,7 @@ def _check_chunk_settings(max_pending: Any, auto_ack: Any, expire_ms: Any) -> No
     for name, value, kind in (
         ("max_pending_chunked_message", max_pending, int),
         ("auto_ack_oldest_chunked_message_on_queue_full", auto_ack, bool),
-        ("expire_time_of_incomplete_chunked_message_ms", expire_ms, int),
+        ("lab_expire_time_of_incomplete_chunked_message_ms", expire_ms, int),
     ):
         if not isinstance(value, kind):
             raise ValueError(
@@ -1211,7 +1211,7 @@ def _check_chunk_settings(max_pending: Any, auto_ack: Any, expire_ms: Any) -> No
             )
     for name, value in (
         ("max_pending_chunked_message", max_pending),
-        ("expire_time_of_incomplete_chunked_message_ms", expire_ms),
+        ("lab_expire_time_of_incomplete_chunked_message_ms", expire_ms),
     ):
         if value < 0:
             raise ValueError(f"{name} must be >= 0 (0 turns it off), got {value}")
@@ -1226,7 +1226,7 @@ def _specs(topic: str, partitions: int, receiver_queue_size: int, max_total: int
 
 
 def _check_redelivery_options(
-    ack_timeout: Any, tick: Any, nack_delay: Any, backoff: Any, policy: Any, retry_enable: Any
+    ack_timeout: Any, tick: Any, nack_delay: Any, backoff: Any, policy: Any, lab_retry_enable: Any
 ) -> int:
     """Type and range checks of the redelivery options, with Pulsar's texts; returns the ack timeout in ms."""
     if ack_timeout is None:
@@ -1238,11 +1238,11 @@ def _check_redelivery_options(
     if nack_delay < 0:
         raise IllegalArgumentException("redeliveryDelay needs to be >= 0")
     if backoff is not None and not isinstance(backoff, MultiplierRedeliveryBackoff):
-        raise TypeError(f"negative_ack_redelivery_backoff must be a MultiplierRedeliveryBackoff, not {backoff!r}")
+        raise TypeError(f"lab_negative_ack_redelivery_backoff must be a MultiplierRedeliveryBackoff, not {backoff!r}")
     if policy is not None and not isinstance(policy, ConsumerDeadLetterPolicy):
         raise TypeError(f"dead_letter_policy must be a pulsarlab.ConsumerDeadLetterPolicy, not {policy!r}")
-    if not isinstance(retry_enable, bool):
-        raise TypeError(f"retry_enable must be a bool, not {retry_enable!r}")
+    if not isinstance(lab_retry_enable, bool):
+        raise TypeError(f"lab_retry_enable must be a bool, not {lab_retry_enable!r}")
     return ack_timeout
 
 

@@ -12,7 +12,7 @@ class ConsumerDeadLetterPolicy:
     """``pulsar.ConsumerDeadLetterPolicy(max_redeliver_count, dead_letter_topic=None, initial_subscription_name=None)``.
 
     Wraps Java's `DeadLetterPolicy` (reference §8.4). ``retry_letter_topic`` is a lab extra for the retry
-    topic of ``subscribe(..., retry_enable=True)`` (Java's ``retryLetterTopic``; the Python client has no retry).
+    topic of ``subscribe(..., lab_retry_enable=True)`` (Java's ``retryLetterTopic``; the Python client has no retry).
     Blank names mean the defaults ``<topic>-<subscription>-DLQ`` / ``-RETRY``; the getters return ``""`` for
     them, as the C++ policy does. ``max_redeliver_count`` below 1 fails with the Python client's text.
     """

@@ -18,7 +18,7 @@ is planned against the broker's ``maxMessageSize`` the client learnt on connect 
 chunk entries, each its own SEND; the send completes with a `ChunkMessageId` when the last chunk is stored.
 Without chunking an oversize message fails as the client fails it (`MessageTooBig` for the Python client,
 ``InvalidMessageException`` for Java); ``send`` raises it, ``send_async`` hands its result name to the callback.
-Lab extras: ``chunk_send_interval_ms`` spaces a producer's SENDs of chunks in virtual time (standing in for
+Lab extras: ``lab_chunk_send_interval_ms`` spaces a producer's SENDs of chunks in virtual time (standing in for
 the time it takes to write each chunk to the wire), so chunks of several producers interleave at the broker
 as they do on a real cluster; ``crash()`` kills the producer with chunks still unsent.
 
@@ -252,7 +252,7 @@ class _PartitionProducer:
             self._pump()
 
     def _pump(self) -> None:
-        """Put the queued SENDs on the wire: all now, or one per ``chunk_send_interval_ms``."""
+        """Put the queued SENDs on the wire: all now, or one per ``lab_chunk_send_interval_ms``."""
         self.wire_timer = None
         interval = self.owner._chunk_send_interval_ms
         outbound = self.outbound
@@ -340,8 +340,8 @@ class Producer:
         message_router: Callable[[Any, int], int] | None = None,
         properties: dict[str, str] | None = None,
         chunking_enabled: bool = False,
-        chunk_max_message_size: int = DEFAULT_CHUNK_MAX_MESSAGE_SIZE,
-        chunk_send_interval_ms: int = 0,
+        lab_chunk_max_message_size: int = DEFAULT_CHUNK_MAX_MESSAGE_SIZE,
+        lab_chunk_send_interval_ms: int = 0,
         access_mode: ProducerAccessMode = ProducerAccessMode.Shared,
     ) -> None:
         _check_python_bool(chunking_enabled, "chunking_enabled")
@@ -355,25 +355,27 @@ class Producer:
             profile=client._lab.profile,
             client=client._client_library,
         )
-        if not isinstance(chunk_max_message_size, int) or isinstance(chunk_max_message_size, bool):
-            raise TypeError(f"chunk_max_message_size must be an int, not {type(chunk_max_message_size).__name__}")
+        if not isinstance(lab_chunk_max_message_size, int) or isinstance(lab_chunk_max_message_size, bool):
+            raise TypeError(
+                f"lab_chunk_max_message_size must be an int, not {type(lab_chunk_max_message_size).__name__}"
+            )
         if (
-            chunk_max_message_size != DEFAULT_CHUNK_MAX_MESSAGE_SIZE
+            lab_chunk_max_message_size != DEFAULT_CHUNK_MAX_MESSAGE_SIZE
             and client._client_library is not ClientLibrary.JAVA
         ):
             raise ValueError(
-                "chunk_max_message_size is the Java client's chunkMaxMessageSize (lab.client(client_library="
+                "lab_chunk_max_message_size is the Java client's chunkMaxMessageSize (lab.client(client_library="
                 "pl.ClientLibrary.JAVA)); the Python client has no such setting: lower the broker's maxMessageSize "
                 "instead, pl.Lab(broker_config={'maxMessageSize': ...})"
             )
         if (
-            not isinstance(chunk_send_interval_ms, int)
-            or isinstance(chunk_send_interval_ms, bool)
-            or chunk_send_interval_ms < 0
+            not isinstance(lab_chunk_send_interval_ms, int)
+            or isinstance(lab_chunk_send_interval_ms, bool)
+            or lab_chunk_send_interval_ms < 0
         ):
-            raise ValueError(f"chunk_send_interval_ms must be an int >= 0, got {chunk_send_interval_ms!r}")
-        if chunk_send_interval_ms and not chunking_enabled:
-            raise ValueError("chunk_send_interval_ms spaces the SENDs of chunks: it needs chunking_enabled=True")
+            raise ValueError(f"lab_chunk_send_interval_ms must be an int >= 0, got {lab_chunk_send_interval_ms!r}")
+        if lab_chunk_send_interval_ms and not chunking_enabled:
+            raise ValueError("lab_chunk_send_interval_ms spaces the SENDs of chunks: it needs chunking_enabled=True")
         if not isinstance(batching_type, BatchingType):
             raise TypeError(f"batching_type must be a pulsarlab.BatchingType, not {batching_type!r}")
         if not isinstance(message_routing_mode, PartitionsRoutingMode):
@@ -404,8 +406,8 @@ class Producer:
         self._fenced = False
         self._waiting = 0  # partitions still waiting for exclusive access (WaitForExclusive)
         self._chunking_enabled = chunking_enabled
-        self._chunk_max_message_size = chunk_max_message_size
-        self._chunk_send_interval_ms = chunk_send_interval_ms
+        self._chunk_max_message_size = lab_chunk_max_message_size
+        self._chunk_send_interval_ms = lab_chunk_send_interval_ms
         self._max_message_size = client._max_message_size  # learnt from the broker on connect
         # both clients size-check a message sent on its own; a batch is checked when it is sent (not modelled)
         java = self._client_library is ClientLibrary.JAVA

@@ -1,14 +1,14 @@
 """The client's acknowledgment grouping events: an ack queued, a flush sent, acks lost before a flush.
 
 Models no Pulsar class; appended by `pulsarlab.client.ack_grouping.AcknowledgmentsGroupingTracker`
-(`PersistentAcknowledgmentsGroupingTracker`, reference §7.1).
+(`PersistentAcknowledgmentsGroupingTracker`, docs/guide/acknowledgements.md#ack-grouping).
 """
 
 from __future__ import annotations
 
 from pulsarlab.events import event_type
 
-_RULE = "PersistentAcknowledgmentsGroupingTracker, reference §7.1"
+_RULE = "PersistentAcknowledgmentsGroupingTracker; docs/guide/acknowledgements.md#ack-grouping"
 ACK_QUEUED = event_type(
     "ack_queued",
     "consumer:str ack_type:str ledger:int entry:int batch_index:int outcome:str",

@@ -63,26 +63,26 @@ CONSUMER_CLOSED = event_type(
     "consumer_closed",
     "consumer:int reason:str pending_acks:int",
     "consumer {consumer} left ({reason}) with {pending_acks} pending ack(s) (-1: Exclusive / Failover)",
-    rule="CommandCloseConsumer / connection closed; reference §4, §5.2",
+    rule="CommandCloseConsumer / connection closed; docs/guide/subscription-types.md#shared-consumer-leaves",
     explainer=_consumer_closed,
 )
 FLOW = event_type(
     "flow",
     "consumer:int permits:int available:int blocked:bool",
     "consumer {consumer} sent FLOW({permits}); broker permits now {available} (blocked={blocked})",
-    rule="CommandFlow, reference §6",
+    rule="CommandFlow; docs/guide/flow-control.md#flow-permits",
 )
 ENTRIES_READ = event_type(
     "entries_read",
     "subscription:int replay:bool entries:int ledger:int entry:int wanted:int",
     "subscription {subscription} read {entries} entr(y/ies) from {ledger}:{entry} (replay={replay}, asked {wanted})",
-    rule="readMoreEntries, reference §5.2",
+    rule="readMoreEntries; docs/guide/flow-control.md#broker-permits",
 )
 DISPATCHED = event_type(
     "dispatched",
     "consumer:int ledger:int entry:int messages:int redelivery_count:int permits:int",
     "entry {ledger}:{entry} ({messages} message(s)) sent to consumer {consumer}; its permits are now {permits}",
-    rule="Consumer.sendMessages, reference §5-§6",
+    rule="Consumer.sendMessages; docs/guide/flow-control.md#broker-permits",
 )
 RECEIVED = event_type(
     "received",
@@ -94,49 +94,49 @@ ACKNOWLEDGED = event_type(
     "acknowledged",
     "consumer:int ledger:int entry:int batch_index:int cumulative:bool",
     "consumer {consumer} acknowledged {ledger}:{entry}:{batch_index} (cumulative={cumulative})",
-    rule="ConsumerImpl.acknowledge, reference §7.1",
+    rule="ConsumerImpl.acknowledge; docs/guide/acknowledgements.md#ack-grouping",
 )
 ACK_APPLIED = event_type(
     "ack_applied",
     "subscription:int ledger:int entry:int cumulative:bool partial:bool mark_delete_entry:int",
     "broker applied a {cumulative} ack of {ledger}:{entry} (partial batch={partial})",
-    rule="Consumer.messageAcked -> ManagedCursor.asyncDelete / asyncMarkDelete, reference §7.2",
+    rule="Consumer.messageAcked -> ManagedCursor.asyncDelete / asyncMarkDelete; docs/guide/cursor.md#mark-delete",
 )
 DUPLICATE_DROPPED = event_type(
     "duplicate_dropped",
     "consumer:int ledger:int entry:int batch_index:int",
     "consumer {consumer} dropped {ledger}:{entry}:{batch_index}: its ack is still pending (isDuplicate)",
-    rule="ConsumerImpl.messageReceived, reference §7.1",
+    rule="ConsumerImpl.messageReceived; docs/guide/flow-control.md#flow-permits",
 )
 REPLAY_ADDED = event_type(
     "replay_added",
     "subscription:int ledger:int entry:int sticky_hash:int",
     "entry {ledger}:{entry} (hash {sticky_hash}) put in the replay set of subscription {subscription}",
-    rule="MessageRedeliveryController.add, reference §5.2",
+    rule="MessageRedeliveryController.add; docs/guide/redelivery.md#replay-set",
 )
 CONSUMER_BLOCKED = event_type(
     "consumer_blocked",
     "consumer:int blocked:bool unacked:int",
     "consumer {consumer} blocked on unacked messages = {blocked} ({unacked} unacked)",
-    rule="maxUnackedMessagesPerConsumer, reference §5.2",
+    rule="maxUnackedMessagesPerConsumer; docs/guide/flow-control.md#broker-permits",
 )
 DISPATCHER_BLOCKED = event_type(
     "dispatcher_blocked",
     "subscription:int blocked:bool unacked:int",
     "subscription {subscription} blocked on unacked messages = {blocked} ({unacked} unacked)",
-    rule="maxUnackedMessagesPerSubscription, reference §5.2",
+    rule="maxUnackedMessagesPerSubscription; docs/guide/flow-control.md#broker-permits",
 )
 ACTIVE_CONSUMER_CHANGE = event_type(
     "active_consumer_change",
     "consumer:int is_active:bool subscription:int",
     "consumer {consumer} told it is active = {is_active}",
-    rule="CommandActiveConsumerChange, reference §4",
+    rule="CommandActiveConsumerChange; docs/guide/subscription-types.md#failover-switch",
 )
 ACTIVE_CONSUMER_PICKED = event_type(
     "active_consumer_picked",
     "subscription:int consumer:int delay_ms:int",
     "subscription {subscription} picked consumer {consumer} as active; rewind and read after {delay_ms} ms",
-    rule="pickAndScheduleActiveConsumer, reference §4",
+    rule="pickAndScheduleActiveConsumer; docs/guide/subscription-types.md#failover-switch",
 )
 CURSOR_REWOUND = event_type(
     "cursor_rewound",
@@ -154,19 +154,19 @@ RECENTLY_JOINED = event_type(
     "recently_joined",
     "consumer:int ledger:int entry:int added:bool",
     "consumer {consumer} recently joined at read position {ledger}:{entry} (added={added})",
-    rule="classic Key_Shared recentlyJoinedConsumers, reference §3.1",
+    rule="classic Key_Shared recentlyJoinedConsumers; docs/guide/key-shared-ordering.md#recently-joined-consumers",
 )
 DRAINING_HASH = event_type(
     "draining_hash",
     "consumer:int hash:int ref_count:int added:bool",
     "hash {hash} draining from consumer {consumer}: {ref_count} unacked (added={added})",
-    rule="PIP-379 DrainingHashesTracker, reference §3.2",
+    rule="PIP-379 DrainingHashesTracker; docs/guide/key-shared-ordering.md#draining-hashes",
 )
 HASH_BLOCKED = event_type(
     "hash_blocked",
     "consumer:int hash:int ledger:int entry:int reason:str",
     "entry {ledger}:{entry} with hash {hash} held back from consumer {consumer}: {reason}",
-    rule="Key_Shared ordering, reference §3",
+    rule="Key_Shared ordering; docs/guide/key-shared-ordering.md#replay-set-blocking",
 )
 
 # reasons of HASH_BLOCKED

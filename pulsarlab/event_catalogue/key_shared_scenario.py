@@ -2,9 +2,9 @@
 
 Models no Pulsar class: these are the lab's event declarations (`pulsarlab.events.event_type`) for what
 `PersistentStickyKeyDispatcherMultipleConsumers` does to its selector when consumers subscribe and close
-(reference §2, and §1.2/§3.4 for how a batch entry is routed). Where the rule is the same for every
-selector generation it is declared here as ``rule=``; where it depends on the generation or the selector
-kind the driver (`pulsarlab.scenarios.key_shared`) computes it into the event's ``why`` field.
+(docs/guide/key-shared-selectors.md, and docs/guide/producer-batching.md for how a batch entry is routed). Where
+the rule is the same for every selector generation it is declared here as ``rule=``; where it depends on the
+generation or the selector kind the driver (`pulsarlab.scenarios.key_shared`) computes it into the event's ``why`` field.
 """
 
 from __future__ import annotations

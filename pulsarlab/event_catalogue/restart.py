@@ -30,7 +30,7 @@ CURSOR_RECOVERED = event_type(
     "subscription {subscription}: cursor recovered at mark-delete {ledger}:{entry} with {ranges} individually "
     "deleted range(s) and {buckets} delayed-bucket cursor propert(y/ies); reading starts again after the "
     "mark-delete position",
-    rule="ManagedCursorImpl.recover, reference §7.2",
+    rule="ManagedCursorImpl.recover; docs/guide/broker-restart.md#restart",
 )
 BROKER_RESTARTED = event_type(
     "broker_restarted",

@@ -1,9 +1,9 @@
 """Checkers for the acks lab (labs/03-acks-and-the-cursor.ipynb): the cursor's range set, batch redelivery,
 and when grouped acks reach the broker.
 
-Models no Pulsar class; every right answer is computed by running the lab's model (reference §7.1 for
-the client's grouping tracker, §7.2 for `ManagedCursorImpl.asyncDelete`, the range set and batch-index
-acks). Each checker returns a `CheckResult` that says OK, or what is wrong and which rule was missed.
+Models no Pulsar class; every right answer is computed by running the lab's model (docs/guide/acknowledgements.md
+for the client's grouping tracker and batch-index acks, docs/guide/cursor.md for `ManagedCursorImpl.asyncDelete`
+and the range set). Each checker returns a `CheckResult` that says OK, or what is wrong and which rule was missed.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any, Sequence
 
-from pulsarlab.exercises.check import CheckResult, failed, passed
+from pulsarlab.exercises.check import CheckResult, exercise, failed, passed
 from pulsarlab.lab import Lab
 from pulsarlab.protocol.subscription import ConsumerType
 
@@ -28,11 +28,11 @@ def ack_ranges_answer(
     """``(markDeletePosition, individuallyDeletedMessages, message ids)`` after acking ``acks`` in order.
 
     One Exclusive consumer receives ``messages`` unbatched messages and acknowledges the given indexes
-    one by one, each sent at once (``ack_group_time_ms=0``).
+    one by one, each sent at once (``lab_ack_group_time_ms=0``).
     """
     lab = Lab(version=version, broker_config={"managedLedgerMaxEntriesPerLedger": max_entries_per_ledger})
     client = lab.client()
-    consumer = client.subscribe("acks", "sub", consumer_name="c1", ack_group_time_ms=0)
+    consumer = client.subscribe("acks", "sub", consumer_name="c1", lab_ack_group_time_ms=0)
     producer = client.create_producer("acks")
     ids = [producer.send(f"m{i}".encode()) for i in range(messages)]
     received = [consumer.receive(0) for _ in range(messages)]
@@ -87,6 +87,14 @@ def _range_set_hints(got: Any, want_text: str, md: str, ledger_sizes: dict[int, 
     return "; ".join(hints)
 
 
+@exercise(
+    todo='write {"markDeletePosition": "L:E", "individuallyDeletedMessages": "[...]"} as stats-internal prints them',
+    see=(
+        'Lab 3, section 3 ("The range set, holes, and a ledger boundary")',
+        "docs/guide/cursor.md#mark-delete",
+        "docs/guide/cursor.md#individually-deleted-messages",
+    ),
+)
 def check_ack_ranges(
     answer: Any, acks: Sequence[int], messages: int = 9, max_entries_per_ledger: int = 3, version: str = "4.0"
 ) -> CheckResult:
@@ -136,7 +144,10 @@ def check_ack_ranges(
         problems.append(f"individuallyDeletedMessages is {idm}; you said {got_idm!r}" + (f": {why}" if why else ""))
     if problems:
         return failed(problems, hint="Step through the cursor view to watch each ack land.")
-    return passed(f"mark-delete {md}, individuallyDeletedMessages {idm}.")
+    return passed(
+        f"mark-delete {md}, individuallyDeletedMessages {idm}: the mark-delete position is the last entry of the "
+        "acknowledged run from the start, and every acknowledged range after the first hole waits in the range set."
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -164,6 +175,13 @@ def batch_redelivery_answer(acked: Sequence[int], batch_size: int = 5, version: 
     return out
 
 
+@exercise(
+    todo='write {"4.0": [batch indexes that come back], "4.1": [...]}',
+    see=(
+        'Lab 3, section 4 ("Batches: what comes back after a partial ack")',
+        "docs/guide/acknowledgements.md#batch-index-acks",
+    ),
+)
 def check_batch_redelivery(
     answer: Any, acked: Sequence[int] = (0, 1, 3), batch_size: int = 5, versions: Sequence[str] = ("4.0", "4.1")
 ) -> CheckResult:
@@ -218,7 +236,11 @@ def ack_flush_answer(
     lab = Lab(version=version)
     client = lab.client()
     consumer = client.subscribe(
-        "grouping", "sub", consumer_name="c1", ack_group_time_ms=group_time_ms, max_ack_group_size=max_group_size
+        "grouping",
+        "sub",
+        consumer_name="c1",
+        lab_ack_group_time_ms=group_time_ms,
+        lab_max_ack_group_size=max_group_size,
     )
     producer = client.create_producer("grouping")
     for i in range(len(acks_at)):
@@ -242,6 +264,13 @@ def ack_flush_answer(
     return [applied[(m.message_id().ledger, m.message_id().entry)] for m in msgs]
 
 
+@exercise(
+    todo="write the list of times (ms) at which the broker applies each ack, one per ack",
+    see=(
+        'Lab 3, section 2 ("The grouping tracker")',
+        "docs/guide/acknowledgements.md#ack-grouping",
+    ),
+)
 def check_ack_flush_times(
     answer: Any, acks_at: Sequence[int] = (130, 140, 150, 320), group_time_ms: int = 100, max_group_size: int = 3
 ) -> CheckResult:
@@ -257,7 +286,7 @@ def check_ack_flush_times(
         line = f"the ack made at t = {at} reaches the broker at t = {w}; you said {g!r}"
         if w % group_time_ms and w in acks_at:
             line += (
-                f": at t = {w} the tracker held {max_group_size} acks, and reaching max_ack_group_size "
+                f": at t = {w} the tracker held {max_group_size} acks, and reaching lab_max_ack_group_size "
                 f"({max_group_size}) flushes them all at once"
             )
         elif g == at + group_time_ms:
@@ -270,7 +299,10 @@ def check_ack_flush_times(
         problems.append(line)
     if problems:
         return failed(problems, hint="Look for the acks_flushed events: lab.events.of_kind('acks_flushed').")
-    return passed(f"the broker applies the acks at {want}.")
+    return passed(
+        f"the broker applies the acks at {want}: the tracker flushes every {group_time_ms} ms from the consumer's "
+        f"creation, and at once when it holds lab_max_ack_group_size ({max_group_size}) acks."
+    )
 
 
 __all__ = [

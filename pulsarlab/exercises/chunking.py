@@ -2,7 +2,7 @@
 message id, the consumer's pending map, Shared subscriptions, and batching vs chunking.
 
 Models no Pulsar class; every right answer is computed by running the lab's model with the Python client's
-rules (`ClientLibrary.CPP`, reference §9 and `pulsarlab.client.chunking`). Each checker returns a
+rules (`ClientLibrary.CPP`, docs/guide/chunked-messages.md and `pulsarlab.client.chunking`). Each checker returns a
 `CheckResult` that says OK, or what is wrong and which rule was missed.
 """
 
@@ -12,7 +12,7 @@ from typing import Any, Sequence
 
 from pulsarlab.client.batching import OutgoingMessage
 from pulsarlab.client.chunking import MessageTooBig, cpp_metadata_size
-from pulsarlab.exercises.check import CheckResult, failed, passed
+from pulsarlab.exercises.check import CheckResult, exercise, failed, passed
 from pulsarlab.lab import Lab
 from pulsarlab.managed_ledger.position import Position
 from pulsarlab.protocol.subscription import ConsumerType
@@ -50,6 +50,13 @@ def too_big_answer(max_message_size: int = 1024, producer_name: str = "uploader"
     return {"exception": exception, "largest_payload": lo}
 
 
+@exercise(
+    todo='write {"exception": the class name send() raises, "largest_payload": bytes}',
+    see=(
+        'Lab 8, section 1 ("Why chunking: the size limit")',
+        "docs/guide/chunked-messages.md#chunk-count",
+    ),
+)
 def check_too_big(answer: Any, max_message_size: int = 1024, producer_name: str = "uploader") -> CheckResult:
     """Check ``answer`` = ``{"exception": "...", "largest_payload": n}`` (see `too_big_answer`)."""
     if not isinstance(answer, dict) or set(answer) != {"exception", "largest_payload"}:
@@ -101,6 +108,13 @@ def chunk_counts_answer(
     return out
 
 
+@exercise(
+    todo="write the list of chunk counts, one per payload size",
+    see=(
+        'Lab 8, section 2 ("A chunking producer")',
+        "docs/guide/chunked-messages.md#chunk-count",
+    ),
+)
 def check_chunk_counts(
     answer: Any,
     payload_sizes: Sequence[int] = (1010, 1011, 3030, 3031, 10_000),
@@ -130,7 +144,10 @@ def check_chunk_counts(
         )
     if problems:
         return failed(problems, hint="Count the chunk_published events: lab.events.of_kind('chunk_published').")
-    return passed(f"chunk counts {want}.")
+    return passed(
+        f"chunk counts {want}: each chunk carries its own metadata, so a chunk holds maxMessageSize minus the "
+        "metadata, and the last, shorter chunk counts too."
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -144,6 +161,13 @@ def message_ids_answer(payload_sizes: Sequence[int], max_message_size: int = 102
     return [str(producer.send(bytes(size))) for size in payload_sizes]
 
 
+@exercise(
+    todo="write the list of printed message ids (str of what send() returns), one per send",
+    see=(
+        'Lab 8, section 3 ("The message id")',
+        "docs/guide/chunked-messages.md#chunk-message-id",
+    ),
+)
 def check_message_ids(
     answer: Any, payload_sizes: Sequence[int] = (3000, 100, 2000), max_message_size: int = 1024
 ) -> CheckResult:
@@ -170,7 +194,10 @@ def check_message_ids(
         problems.append(line)
     if problems:
         return failed(problems, hint="Each chunk is its own ledger entry: count the entries before each message.")
-    return passed(f"ids {want}.")
+    return passed(
+        f"ids {want}: every chunk is its own ledger entry, and a chunked message's id prints its first and last "
+        "chunk (first;last); a message that fits in one entry gets a plain id."
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -197,7 +224,7 @@ def pending_map_answer(
     )
     for i in range(producers):
         client.create_producer(
-            TOPIC, producer_name=f"p{i}", chunking_enabled=True, chunk_send_interval_ms=1
+            TOPIC, producer_name=f"p{i}", chunking_enabled=True, lab_chunk_send_interval_ms=1
         ).send_async(bytes(payload_size), None)
     lab.run_until(100)
     received = []
@@ -213,6 +240,14 @@ def _uuid_of(lab: Lab, message_id: Any) -> str:
     return topic.ledger.read_entry(Position(message_id.ledger, message_id.entry)).metadata.uuid
 
 
+@exercise(
+    todo='write {"received": [uuids the consumer assembles], "evicted": [uuids it evicts]}',
+    see=(
+        'Lab 8, section 4 ("Several producers: interleaved chunks and the pending map")',
+        "docs/guide/chunked-messages.md#reassembly",
+        "docs/guide/chunked-messages.md#chunk-expiry",
+    ),
+)
 def check_pending_map(answer: Any, producers: int = 3, max_pending: int = 2, auto_ack: bool = True) -> CheckResult:
     """Check ``answer`` = ``{"received": [uuids], "evicted": [uuids]}`` (see `pending_map_answer`)."""
     if not isinstance(answer, dict) or set(answer) != {"received", "evicted"}:
@@ -242,7 +277,10 @@ def check_pending_map(answer: Any, producers: int = 3, max_pending: int = 2, aut
         problems.append(line)
     if problems:
         return failed(problems, hint="Step through the chunk reassembly view and watch the pending map fill.")
-    return passed(f"received {want['received']}, evicted {want['evicted']}.")
+    return passed(
+        f"received {want['received']}, evicted {want['evicted']}: when the pending map is full, chunk 0 of a new "
+        "message evicts the OLDEST pending message, whose later chunks are then discarded."
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -260,7 +298,7 @@ def shared_answer(
         for i in range(consumers)
     ]
     for i in range(producers):
-        p = client.create_producer(TOPIC, producer_name=f"p{i}", chunking_enabled=True, chunk_send_interval_ms=1)
+        p = client.create_producer(TOPIC, producer_name=f"p{i}", chunking_enabled=True, lab_chunk_send_interval_ms=1)
         for _ in range(messages_per_producer):
             p.send_async(bytes(2500), None)
     lab.run_until(100)
@@ -271,6 +309,13 @@ def shared_answer(
     return dict(sorted(out.items()))
 
 
+@exercise(
+    todo="write {uuid: the name of the consumer that gets it}",
+    see=(
+        'Lab 8, section 5 ("Shared subscriptions")',
+        "docs/guide/chunked-messages.md#chunks-on-shared",
+    ),
+)
 def check_shared(answer: Any, messages_per_producer: int = 2, producers: int = 2, consumers: int = 2) -> CheckResult:
     """Check ``answer`` = ``{uuid: consumer name}`` (see `shared_answer`)."""
     want = shared_answer(messages_per_producer, producers, consumers)
@@ -294,7 +339,10 @@ def check_shared(answer: Any, messages_per_producer: int = 2, producers: int = 2
         )
     if problems:
         return failed(problems, hint="lab.events.of_kind('chunk_pinned') lists the pins in order.")
-    return passed(f"{want}.")
+    return passed(
+        f"{want}: the round robin picks a consumer for each chunk 0 and SharedConsumerAssignor pins the rest of "
+        "that message's chunks to it."
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -312,6 +360,13 @@ def batching_and_chunking_answer() -> dict[str, str]:
     raise AssertionError("the model accepted batching with chunking")  # pragma: no cover - a model bug
 
 
+@exercise(
+    todo='write {"exception": the class name create_producer raises, "message": its text}',
+    see=(
+        'Lab 8, section 6 ("Batching vs chunking")',
+        "docs/guide/chunked-messages.md#chunk-count",
+    ),
+)
 def check_batching_and_chunking(answer: Any) -> CheckResult:
     """Check ``answer`` = ``{"exception": "...", "message": "..."}`` (see `batching_and_chunking_answer`)."""
     if not isinstance(answer, dict) or set(answer) != {"exception", "message"}:
@@ -334,7 +389,10 @@ def check_batching_and_chunking(answer: Any) -> CheckResult:
         problems.append(line)
     if problems:
         return failed(problems, hint="Try it in a cell, inside try/except.")
-    return passed(f"{want['exception']}: {want['message']}")
+    return passed(
+        f"{want['exception']}: {want['message']} The Python client checks the two settings itself, before "
+        "anything reaches the broker."
+    )
 
 
 __all__ = [

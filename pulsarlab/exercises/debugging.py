@@ -5,12 +5,13 @@ Models no Pulsar class. Each checker reads the same JSON the learner reads - a s
 ``lab.admin.topics.stats(t)`` dict - through `pulsarlab.importers`, and computes the answer from it:
 
 * `check_pinning_entry`: the entry that holds a cursor's mark-delete position (the first entry after
-  ``markDeletePosition`` that is not acknowledged; reference §7.2 and §11's range format ``(L:a..L:b]``);
+  ``markDeletePosition`` that is not acknowledged; docs/guide/cursor.md and the range format ``(L:a..L:b]``);
 * `check_blocked_consumer`: who is blocked on unacked messages and by which broker setting
-  (``maxUnackedMessagesPerConsumer`` / ``maxUnackedMessagesPerSubscription``, reference §5.2), as opposed
-  to a consumer that merely has 0 permits because its receiver queue is full (§6);
+  (``maxUnackedMessagesPerConsumer`` / ``maxUnackedMessagesPerSubscription``,
+  docs/guide/flow-control.md#broker-permits), as opposed to a consumer that merely has 0 permits because its
+  receiver queue is full (docs/guide/flow-control.md#flow-permits);
 * `check_draining`: 4.x draining hashes - which consumer holds them, which consumer waits for them, how many
-  acknowledgements release them (reference §3.2).
+  acknowledgements release them (PIP-379, docs/guide/key-shared-ordering.md#draining-hashes).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pulsarlab.exercises.check import CheckResult, failed, passed
+from pulsarlab.exercises.check import CheckResult, exercise, failed, passed
 from pulsarlab.importers import load, read
 from pulsarlab.importers.stats import SubscriptionStats, TopicStats
 from pulsarlab.importers.stats_internal import CursorStats, PersistentTopicInternalStats
@@ -112,6 +113,13 @@ def pinning_entry(internal: Any, subscription: str) -> str | None:
             return str(pos)
 
 
+@exercise(
+    todo="write the position 'ledger:entry' of the entry that holds the mark-delete position back",
+    see=(
+        'Lab 6, section 3 ("An ack hole pins the mark-delete position")',
+        "docs/guide/cursor.md#holes",
+    ),
+)
 def check_pinning_entry(answer: Any, internal: Any, subscription: str) -> CheckResult:
     """Check ``answer`` = ``"ledger:entry"``: the entry that holds ``subscription``'s mark-delete position."""
     st = _internal(internal)
@@ -221,6 +229,13 @@ def blocked_on_unacked(stats: Any, subscription: str) -> list[Blocked]:
     return out
 
 
+@exercise(
+    todo='write {"blocked": the consumer (or subscription) name, "setting": the broker.conf setting}',
+    see=(
+        'Lab 6, section 4 ("A consumer blocked on unacknowledged messages")',
+        "docs/guide/flow-control.md#broker-permits",
+    ),
+)
 def check_blocked_consumer(answer: Any, stats: Any, subscription: str) -> CheckResult:
     """Check ``answer`` = ``{"blocked": name, "setting": broker.conf name}``: who is blocked on unacked messages
     in ``subscription`` (a consumer, or the subscription's name when the whole subscription is blocked) and
@@ -342,6 +357,13 @@ def draining_summary(stats: Any, subscription: str) -> list[Draining]:
     return out
 
 
+@exercise(
+    todo='write {"holder": consumer, "waiting": consumer, "messages_to_ack": n}',
+    see=(
+        'Lab 6, section 5 ("Draining hashes after a Key_Shared consumer joined")',
+        "docs/guide/key-shared-ordering.md#draining-hashes",
+    ),
+)
 def check_draining(answer: Any, stats: Any, subscription: str) -> CheckResult:
     """Check ``answer`` = ``{"holder": name, "waiting": name, "messages_to_ack": n}`` for a 4.x Key_Shared
     subscription with draining hashes."""

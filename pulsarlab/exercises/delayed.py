@@ -1,8 +1,8 @@
 """Checkers for the delayed-delivery lab (labs/09-delayed-delivery.ipynb): when delayed messages arrive, which
 subscription types hold them back, and what a bucket tracker keeps across a broker restart.
 
-Models no Pulsar class; every right answer is computed by running the lab's model (reference §10: the cutoff
-``now + tick`` and the timer rule; only Shared and Key_Shared track delays; §10.2: sealed buckets are stored, the
+Models no Pulsar class; every right answer is computed by running the lab's model (docs/guide/delayed-delivery.md: the
+cutoff ``now + tick`` and the timer rule; only Shared and Key_Shared track delays; sealed buckets are stored, the
 mutable bucket is not). Each checker returns a `CheckResult` that says OK, or what is wrong and which rule was
 missed.
 """
@@ -14,7 +14,7 @@ from typing import Any, Sequence
 
 from pulsarlab.broker.delayed.bucket.tracker import BUCKET_TRACKER_FACTORY
 from pulsarlab.errors import Timeout
-from pulsarlab.exercises.check import CheckResult, failed, passed
+from pulsarlab.exercises.check import CheckResult, exercise, failed, passed
 from pulsarlab.lab import Lab
 from pulsarlab.protocol.subscription import ConsumerType
 
@@ -51,7 +51,7 @@ def delivery_times_answer(
         broker_config={"delayedDeliveryTickTimeMillis": tick_ms, "isDelayedDeliveryDeliverAtTimeStrict": strict},
     )
     client = lab.client()
-    consumer = client.subscribe("delays", "sub", consumer_type=ConsumerType.Shared, ack_group_time_ms=0)
+    consumer = client.subscribe("delays", "sub", consumer_type=ConsumerType.Shared, lab_ack_group_time_ms=0)
     producer = client.create_producer("delays")
     for i, d in enumerate(delays_ms):
         producer.send(f"{i}".encode(), deliver_after=timedelta(milliseconds=d))
@@ -59,6 +59,13 @@ def delivery_times_answer(
     return [got[f"{i}".encode()] for i in range(len(delays_ms))]
 
 
+@exercise(
+    todo="write the list of receive times (ms), one per message in send order",
+    see=(
+        'Lab 9, section 3 ("The in-memory tracker")',
+        "docs/guide/delayed-delivery.md#in-memory-tracker",
+    ),
+)
 def check_delivery_times(
     answer: Any,
     delays_ms: Sequence[int] = (500, 1500, 2200, 3000, 5000),
@@ -100,8 +107,11 @@ def check_delivery_times(
             line += ": a timer read takes every message due by the cutoff, not only the one it was armed for"
         problems.append(line)
     if problems:
-        return failed(problems, "Reference §10: getCutoffTime, addMessage, updateTimer.")
-    return passed(f"{list(want)}: held while deliverAt > cutoff, released by the timer's reads")
+        return failed(problems, "The rules: getCutoffTime, addMessage and updateTimer of the delayed-delivery tracker.")
+    return passed(
+        f"{list(want)}: a message is held while its deliverAt is after the cutoff (now + tick, or now when strict) "
+        "and released by the next timer read, which takes every message due by then."
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -114,7 +124,7 @@ def subscription_delay_answer(delay_ms: int = 30_000, version: str = "4.0") -> d
     for name, ctype in TYPES.items():
         lab = Lab(version=version)
         client = lab.client()
-        consumer = client.subscribe("delays", "sub", consumer_type=ctype, ack_group_time_ms=0)
+        consumer = client.subscribe("delays", "sub", consumer_type=ctype, lab_ack_group_time_ms=0)
         producer = client.create_producer("delays")
         lab.advance(2000)  # past the Failover delay before the first read
         sent = lab.now()
@@ -124,6 +134,13 @@ def subscription_delay_answer(delay_ms: int = 30_000, version: str = "4.0") -> d
     return out
 
 
+@exercise(
+    todo="write {subscription type: ms between send and receive}",
+    see=(
+        'Lab 9, section 2 ("Only Shared and Key_Shared hold messages back")',
+        "docs/guide/delayed-delivery.md#hold-back",
+    ),
+)
 def check_subscription_delays(answer: Any, delay_ms: int = 30_000, version: str = "4.0") -> CheckResult:
     """Check ``answer`` = {subscription type: ms between send and receive} for ``deliver_after=delay_ms``."""
     if not isinstance(answer, dict) or set(answer) != set(TYPES):
@@ -145,8 +162,11 @@ def check_subscription_delays(answer: Any, delay_ms: int = 30_000, version: str 
             )
             problems.append(f"{name}: received {right} ms after sending; you said {got!r}: {why}")
     if problems:
-        return failed(problems, "Reference §10: trackDelayedDelivery exists only in the multi-consumer dispatcher.")
-    return passed(f"{want}: only Shared and Key_Shared hold delayed messages back")
+        return failed(problems, "trackDelayedDelivery exists only in the multi-consumer dispatcher.")
+    return passed(
+        f"{want}: only the multi-consumer dispatcher (Shared, Key_Shared) has a delayed-delivery tracker; "
+        "Exclusive and Failover deliver at once."
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -179,6 +199,14 @@ def restart_answer(
     return {"recovered": loss.delayed_kept, "read_again": loss.delayed_lost}
 
 
+@exercise(
+    todo='write {"recovered": n, "read_again": m}',
+    see=(
+        'Lab 9, section 5 ("A broker restart")',
+        "docs/guide/delayed-delivery.md#bucket-snapshots",
+        "docs/guide/broker-restart.md#restart",
+    ),
+)
 def check_restart_recovery(
     answer: Any,
     messages: int = 10,
@@ -213,8 +241,13 @@ def check_restart_recovery(
             "cursor reads them again from the ledger and the new tracker holds them anew"
         )
     if problems:
-        return failed(problems, "Reference §10.2: sealing, recovery, what is lost and why that is safe.")
-    return passed(f"{want}: sealed buckets come back from their snapshots, the rest is read again from the ledger")
+        return failed(
+            problems, "BucketDelayedDeliveryTracker (PIP-195): sealing, recovery, what is lost and why that is safe."
+        )
+    return passed(
+        f"{want}: sealed buckets come back from their stored snapshots; the mutable bucket lived only in memory, "
+        "so the cursor reads those messages again from the ledger."
+    )
 
 
 __all__ = [

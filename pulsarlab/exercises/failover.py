@@ -1,8 +1,8 @@
 """Checkers for the failover lab (labs/04-failover.ipynb): who is active on each partition, and what happens
 when the active consumer dies.
 
-Models no Pulsar class; the right answers come from running the lab's model (reference §4:
-`pickAndScheduleActiveConsumer`, ``activeConsumerFailoverDelayTimeMillis`` and the rewind; §7.1: acks
+Models no Pulsar class; the right answers come from running the lab's model (docs/guide/subscription-types.md:
+`pickAndScheduleActiveConsumer`, ``activeConsumerFailoverDelayTimeMillis`` and the rewind; docs/guide/acknowledgements.md: acks
 still in the grouping tracker when a consumer crashes are lost). Each checker returns a `CheckResult`.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from pulsarlab.exercises.check import CheckResult, failed, passed
+from pulsarlab.exercises.check import CheckResult, exercise, failed, passed
 from pulsarlab.lab import Lab
 from pulsarlab.protocol.subscription import ConsumerType
 from pulsarlab.snapshot.lab import snapshot
@@ -26,7 +26,7 @@ def assignment_answer(consumers: Sequence[tuple[str, int]], partitions: int, ver
     client = lab.client()
     for name, priority in consumers:
         client.subscribe(
-            "orders", "sub", consumer_type=ConsumerType.Failover, consumer_name=name, priority_level=priority
+            "orders", "sub", consumer_type=ConsumerType.Failover, consumer_name=name, lab_priority_level=priority
         )
     snap = snapshot(lab)
     out = {}
@@ -37,6 +37,13 @@ def assignment_answer(consumers: Sequence[tuple[str, int]], partitions: int, ver
     return out
 
 
+@exercise(
+    todo="write {partition index: the name of its active consumer}",
+    see=(
+        'Lab 4, section 2 ("Who is active on a partitioned topic")',
+        "docs/guide/subscription-types.md#failover-partitioned",
+    ),
+)
 def check_failover_assignment(
     answer: Any, consumers: Sequence[tuple[str, int]], partitions: int, version: str = "4.0"
 ) -> CheckResult:
@@ -102,8 +109,8 @@ def takeover_answer(
     lab = Lab(version=version)
     client = lab.client()
     fo = ConsumerType.Failover
-    c1 = client.subscribe("payments", "sub", consumer_type=fo, consumer_name="c1", priority_level=0)
-    c2 = client.subscribe("payments", "sub", consumer_type=fo, consumer_name="c2", priority_level=1)
+    c1 = client.subscribe("payments", "sub", consumer_type=fo, consumer_name="c1", lab_priority_level=0)
+    c2 = client.subscribe("payments", "sub", consumer_type=fo, consumer_name="c2", lab_priority_level=1)
     producer = client.create_producer("payments")
     for i in range(messages):
         producer.send(f"m{i}".encode())
@@ -137,6 +144,14 @@ def takeover_answer(
     return {"new_active": name, "first_delivery_ms": first, "redelivered": received, "mark_delete_at_crash": md}
 
 
+@exercise(
+    todo='write {"new_active": consumer name, "first_delivery_ms": t, "redelivered": ["m?", ...]}',
+    see=(
+        'Lab 4, section 4 ("The active consumer leaves: the delay and the rewind")',
+        "docs/guide/subscription-types.md#failover-switch",
+        "docs/guide/acknowledgements.md#ack-grouping",
+    ),
+)
 def check_failover_takeover(answer: Any, **scenario: Any) -> CheckResult:
     """Check ``answer`` = ``{"new_active": name, "first_delivery_ms": t, "redelivered": ["m3", ...]}`` for the
     `takeover_answer` scenario (its keyword arguments may be passed here)."""

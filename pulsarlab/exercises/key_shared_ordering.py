@@ -4,8 +4,8 @@ Models no Pulsar class. `run_join` plays one scenario on a `pulsarlab.Lab` of ei
 takes some keyed messages and does not acknowledge them, c2 joins, more messages arrive. The checkers
 ask what c2 can receive then (`check_after_join`) and after c1 acknowledges some keys
 (`check_after_acks`); the right answers are what the model's c2 has in its receiver queue, and the
-explanations restate the two ordering mechanisms (reference §3.1: 3.0's recently-joined consumers gate
-everything at or after c2's join read position until the mark-delete passes it, for all keys; §3.2: 4.0's
+explanations restate the two ordering mechanisms (docs/guide/key-shared-ordering.md: 3.0's recently-joined consumers gate
+everything at or after c2's join read position until the mark-delete passes it, for all keys; 4.0's
 draining hashes hold back only the hashes that moved while their old owner has unacked messages).
 """
 
@@ -17,7 +17,7 @@ from typing import Any, Sequence
 from pulsarlab.broker.key_shared import selector_for_subscription
 from pulsarlab.client.consumer import Consumer
 from pulsarlab.errors import Timeout
-from pulsarlab.exercises.check import CheckResult, failed, passed
+from pulsarlab.exercises.check import CheckResult, exercise, failed, passed
 from pulsarlab.ids import MessageId
 from pulsarlab.lab import Lab
 from pulsarlab.protocol.subscription import ConsumerKeySharedPolicy, ConsumerType
@@ -176,7 +176,7 @@ def run_join(
             consumer_type=ConsumerType.KeyShared,
             consumer_name=name,
             key_shared_policy=policy,
-            ack_group_time_ms=0,
+            lab_ack_group_time_ms=0,
         )
 
     c1 = join("c1")
@@ -219,6 +219,14 @@ def after_join_answer(**kwargs: Any) -> dict[str, list[str]]:
     return {v: _c2(run_join(v, **kwargs)) for v in VERSIONS}
 
 
+@exercise(
+    todo='write {"3.0": [labels c2 can receive right after it joins], "4.0": [...]} ([] for none)',
+    see=(
+        "Lab 5, sections 2 and 3 (3.0's recently joined consumers, 4.0's draining hashes)",
+        "docs/guide/key-shared-ordering.md#recently-joined-consumers",
+        "docs/guide/key-shared-ordering.md#draining-hashes",
+    ),
+)
 def check_after_join(answer: Any, **kwargs: Any) -> CheckResult:
     """Check ``answer`` = ``{"3.0": [labels], "4.0": [labels]}``: which messages c2 can receive right after it
     joins, under each version."""
@@ -226,6 +234,13 @@ def check_after_join(answer: Any, **kwargs: Any) -> CheckResult:
     return _check(answer, runs, "right after it joins")
 
 
+@exercise(
+    todo='write {"3.0": [labels c2 holds after the acks], "4.0": [...]} ([] for none)',
+    see=(
+        'Lab 5, section 4 ("Releasing: acknowledgements vs the mark-delete position")',
+        "docs/guide/key-shared-ordering.md#draining-hashes",
+    ),
+)
 def check_after_acks(answer: Any, acked_keys: Sequence[str] = ("order-4",), **kwargs: Any) -> CheckResult:
     """Check ``answer`` = ``{"3.0": [labels], "4.0": [labels]}``: what c2 holds after c1 acknowledges every
     message of ``acked_keys`` it has (starting from the join scenario)."""

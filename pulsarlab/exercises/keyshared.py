@@ -1,15 +1,15 @@
 """Checkers for the Key_Shared lab (labs/01-key-shared.ipynb): auto-split ranges and batch routing.
 
-Models no Pulsar class; the right answers come from `KeySharedScenario` (reference §2.1 for auto-split,
-§1.2 and §3.4 for how a batch entry is routed). Each checker returns a `CheckResult` that says OK, or
-what is wrong and which rule the learner missed.
+Models no Pulsar class; the right answers come from `KeySharedScenario` (docs/guide/key-shared-selectors.md for
+auto-split, docs/guide/producer-batching.md for how a batch entry is routed). Each checker returns a `CheckResult`
+that says OK, or what is wrong and which rule the learner missed.
 """
 
 from __future__ import annotations
 
 from typing import Any, Sequence
 
-from pulsarlab.exercises.check import CheckResult, failed, passed
+from pulsarlab.exercises.check import CheckResult, exercise, failed, passed
 from pulsarlab.scenarios.key_shared import KeySharedScenario, fmt_range
 
 
@@ -36,6 +36,13 @@ def autosplit_answer(
     return {names[cid]: (s, e) for s, e, cid in sc.assignments() if cid is not None}, sc
 
 
+@exercise(
+    todo="write a dict {consumer name: (start, end)} with the hash range each consumer owns after the joins",
+    see=(
+        'Lab 1, section 3 ("Auto-split hash ranges")',
+        "docs/guide/key-shared-selectors.md#auto-split",
+    ),
+)
 def check_autosplit_ranges(
     answer: Any, joins: Sequence[str] = ("c1", "c2", "c3"), leaves: Sequence[str] = (), version: str = "4.0"
 ) -> CheckResult:
@@ -106,6 +113,14 @@ def batch_answer(
     return default.consumer_name, {e.keys[0]: e.consumer_name for e in key_based}, sc
 
 
+@exercise(
+    todo='write {"default": the consumer of the whole batch entry, "key_based": {key: consumer, ...}}',
+    see=(
+        'Lab 1, section 7 ("Batching: the first key decides")',
+        "docs/guide/producer-batching.md#default-batching",
+        "docs/guide/producer-batching.md#key-based-batching",
+    ),
+)
 def check_batch_routing(
     answer: Any,
     keys: Sequence[str],

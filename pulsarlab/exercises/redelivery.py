@@ -2,8 +2,8 @@
 3.0 and 4.0 redeliver a negative ack, what a dead-letter policy lets the application see, and what a retry copy
 carries.
 
-Models no Pulsar class; every right answer is computed by running the lab's model (reference §8.1 ack-timeout
-ring, §8.2 negative-ack trackers, §8.3 broker redelivery count, §8.4 dead-letter and retry topics). Each checker
+Models no Pulsar class; every right answer is computed by running the lab's model (docs/guide/redelivery.md:
+ack-timeout ring, negative-ack trackers, broker redelivery count; docs/guide/retry-and-dead-letters.md). Each checker
 returns a `CheckResult` that says OK, or what is wrong and which rule was missed.
 """
 
@@ -14,7 +14,7 @@ from typing import Any, Sequence
 
 from pulsarlab.client.policies import ConsumerDeadLetterPolicy
 from pulsarlab.errors import Timeout
-from pulsarlab.exercises.check import CheckResult, failed, passed
+from pulsarlab.exercises.check import CheckResult, exercise, failed, passed
 from pulsarlab.lab import Lab
 from pulsarlab.protocol.subscription import ConsumerType
 
@@ -41,7 +41,7 @@ def ack_timeout_answer(ack_timeout_ms: int, tick_ms: int, received_at: int, vers
         "workers",
         consumer_type=ConsumerType.Shared,
         unacked_messages_timeout_ms=ack_timeout_ms,
-        tick_duration_ms=tick_ms,
+        lab_tick_duration_ms=tick_ms,
     )
     producer = client.create_producer("jobs")
     mid = producer.send(b"job")
@@ -51,11 +51,18 @@ def ack_timeout_answer(ack_timeout_ms: int, tick_ms: int, received_at: int, vers
     return _dispatches(lab, mid.ledger, mid.entry)[1]
 
 
+@exercise(
+    todo="write the time (ms, an int) at which the unacknowledged message is redelivered",
+    see=(
+        'Lab 7, section 1 ("Ack timeout: the ring that turns")',
+        "docs/guide/redelivery.md#ack-timeout",
+    ),
+)
 def check_ack_timeout_redelivery(
     answer: Any, ack_timeout_ms: int = 3000, tick_ms: int = 2000, received_at: int = 500
 ) -> CheckResult:
     """Check ``answer`` = the time (ms) at which a message received at ``received_at`` and never acknowledged is
-    redelivered, for ``unacked_messages_timeout_ms=ack_timeout_ms`` and ``tick_duration_ms=tick_ms``."""
+    redelivered, for ``unacked_messages_timeout_ms=ack_timeout_ms`` and ``lab_tick_duration_ms=tick_ms``."""
     want = ack_timeout_answer(ack_timeout_ms, tick_ms, received_at)
     got = _int_or_none(answer)
     if got is None:
@@ -109,6 +116,13 @@ def nack_answer(nack_at: Sequence[int], delay_ms: int = 1000, version: str = "4.
     return [_dispatches(lab, m.ledger, m.entry)[1] for m in ids]
 
 
+@exercise(
+    todo='write {"3.0": [the redelivery time of each message, ms], "4.0": [...]}',
+    see=(
+        'Lab 7, section 2 ("Negative acks: 3.0 and 4.0 keep them differently")',
+        "docs/guide/redelivery.md#negative-acks",
+    ),
+)
 def check_nack_redelivery_times(
     answer: Any, nack_at: Sequence[int] = (0, 200), delay_ms: int = 1000, versions: Sequence[str] = ("3.0", "4.0")
 ) -> CheckResult:
@@ -178,6 +192,13 @@ def dead_letter_answer(max_redeliver_count: int, version: str = "4.0") -> tuple[
     return counts, in_dlq
 
 
+@exercise(
+    todo="write the list of redelivery_count() values the application sees, one per delivery",
+    see=(
+        'Lab 7, section 4 ("The dead-letter topic: a safety net")',
+        "docs/guide/retry-and-dead-letters.md#dead-letter-topic",
+    ),
+)
 def check_dead_letter_deliveries(answer: Any, max_redeliver_count: int = 3) -> CheckResult:
     """Check ``answer`` = the list of ``redelivery_count()`` values the application sees when it negatively
     acknowledges every delivery of one message, with ``max_redeliver_count``."""

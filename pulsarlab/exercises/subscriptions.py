@@ -4,11 +4,12 @@ Models no Pulsar class. Every right answer is computed by running the scenario o
 reading its event log; the explanations restate the broker and client rules the learner may have missed:
 
 * `check_shared_dispatch`: which consumer gets each message of a Shared subscription, given priorities and
-  receiver queues (`getNextConsumer`, reference §5.1; permits §6);
+  receiver queues (`getNextConsumer`; docs/guide/subscription-types.md#shared-round-robin);
 * `check_flow_commands`: the FLOW commands a consumer sends (initial FLOW, refill at half the receiver
-  queue, zero-queue consumer; reference §6);
+  queue, zero-queue consumer; docs/guide/flow-control.md#flow-permits);
 * `check_disconnect`: what another consumer gets when a Shared consumer disconnects, and with which
-  redelivery count (reference §5.2: pending messages go to the replay set, the count does not move).
+  redelivery count (docs/guide/subscription-types.md#shared-consumer-leaves: pending messages go to the replay
+  set, the count does not move).
 """
 
 from __future__ import annotations
@@ -17,13 +18,13 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from pulsarlab.errors import Timeout
-from pulsarlab.exercises.check import CheckResult, failed, passed
+from pulsarlab.exercises.check import CheckResult, exercise, failed, passed
 from pulsarlab.lab import Lab
 from pulsarlab.protocol.subscription import ConsumerType
 
 MAX_PROBLEMS = 3  # a wrong early answer shifts everything after it: show the first few, then a count
 
-SharedSpec = tuple[str, int, int]  # (consumer name, priority_level, receiver_queue_size)
+SharedSpec = tuple[str, int, int]  # (consumer name, lab_priority_level, receiver_queue_size)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -46,7 +47,7 @@ def shared_dispatch_answer(consumers: Sequence[SharedSpec], messages: int, versi
             "shared-sub",
             consumer_type=ConsumerType.Shared,
             consumer_name=name,
-            priority_level=priority,
+            lab_priority_level=priority,
             receiver_queue_size=queue,
         )
     producer = client.create_producer("orders")
@@ -61,6 +62,13 @@ def _round_robin_order(consumers: Sequence[SharedSpec]) -> list[str]:
     return [name for name, _, _ in sorted(consumers, key=lambda c: c[1])]
 
 
+@exercise(
+    todo="write a list with the consumer of each message in publish order (None for a message that stays in the backlog)",
+    see=(
+        'Lab 2, section 3 ("Shared: round robin, priorities, permits")',
+        "docs/guide/subscription-types.md#shared-round-robin",
+    ),
+)
 def check_shared_dispatch(
     answer: Any, consumers: Sequence[SharedSpec], messages: int, version: str = "4.0"
 ) -> CheckResult:
@@ -141,8 +149,8 @@ def _why_not(
         p_want = spec[want][0]
         if p_got > p_want:
             return (
-                f"{head}: {want} has priority_level {p_want} and still has permits; a LOWER number is a "
-                f"HIGHER priority, so {got} (priority_level {p_got}) gets messages only when every consumer "
+                f"{head}: {want} has lab_priority_level {p_want} and still has permits; a LOWER number is a "
+                f"HIGHER priority, so {got} (lab_priority_level {p_got}) gets messages only when every consumer "
                 f"of a higher priority is out of permits"
             )
         if p_got < p_want:  # cannot be right: got would have been chosen; only a permits mistake reaches here
@@ -184,6 +192,13 @@ def flow_answer(receiver_queue_size: int, published: int, received: int, version
     return [e.permits for e in lab.events.of_kind("flow")]
 
 
+@exercise(
+    todo="write the list of permits of each FLOW command the client sends, in order",
+    see=(
+        'Lab 2, section 4 ("The receiver queue and FLOW permits")',
+        "docs/guide/flow-control.md#flow-permits",
+    ),
+)
 def check_flow_commands(
     answer: Any, receiver_queue_size: int, published: int, received: int, version: str = "4.0"
 ) -> CheckResult:
@@ -296,6 +311,14 @@ def disconnect_answer(messages: int = 6, acked: int = 1, received: int = 2, vers
     )
 
 
+@exercise(
+    todo='write {"messages": [what c2 gets after c1 closes, in order], "redelivery_count": n}',
+    see=(
+        'Lab 2, section 6 ("When a Shared consumer leaves")',
+        "docs/guide/subscription-types.md#shared-consumer-leaves",
+        "docs/guide/redelivery.md#redelivery-count",
+    ),
+)
 def check_disconnect(
     answer: Any, messages: int = 6, acked: int = 1, received: int = 2, version: str = "4.0"
 ) -> CheckResult:

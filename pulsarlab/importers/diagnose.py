@@ -3,13 +3,14 @@
 Models no single Pulsar class; each rule restates a broker rule of the reference and checks the stats
 against it:
 
-* cursor (`ManagedCursorImpl`, §7.2): ack holes and a mark-delete stuck behind one; ranges that start at
+* cursor (`ManagedCursorImpl`, docs/guide/cursor.md): ack holes and a mark-delete stuck behind one; ranges that start at
   or before the mark-delete (a state ``asyncDelete`` never leaves, apache/pulsar#13788); more
   individual-ack ranges than ``managedLedgerMaxUnackedRangesToPersist`` keeps over a restart; a read
   position in a deleted ledger (apache/pulsar#19274); a mark-delete that does not move while acks arrive;
-* flow control and unacked limits (§5.2, §6): consumers and subscriptions blocked on unacked messages,
+* flow control and unacked limits (docs/guide/flow-control.md): consumers and subscriptions blocked on unacked messages,
   consumers without permits while a backlog waits, subscriptions with a backlog and no consumer;
-* Key_Shared (§2, §3): 3.x classic recently-joined consumers (``consumersAfterMarkDeletePosition``), 4.x
+* Key_Shared (docs/guide/key-shared-selectors.md, key-shared-ordering.md):
+  3.x classic recently-joined consumers (``consumersAfterMarkDeletePosition``), 4.x
   draining hashes with blocked attempts, gaps and overlaps of the consumers' key-hash ranges, messages
   waiting in the replay set (and the 4.x look-ahead limit).
 
@@ -50,7 +51,7 @@ class Finding:
     rule: str  # a stable id such as "ack-holes"
     message: str  # one line, citing the rule
     next_step: str
-    reference: str  # the reference section, e.g. "§7.2"
+    reference: str  # where the guide explains the rule, e.g. "docs/guide/cursor.md#holes"
     numbers: dict[str, Any] = field(default_factory=dict)
     topic: str | None = None  # the partition, for partitioned input
 
@@ -97,7 +98,8 @@ class Limits:
         return cls(**{attr: int(conf[name]) for name, attr in cls._CONF.items() if name in conf})
 
     def look_ahead_limit(self, consumers: int) -> int:
-        """§3.2: min(per-consumer x consumers, per-subscription), a 0 term disabled, both 0 -> the unacked limits."""
+        """The look-ahead limit: min(per-consumer x consumers, per-subscription), a 0 term disabled, both 0 -> the
+        unacked limits."""
         terms = [t for t in (self.look_ahead_per_consumer * consumers, self.look_ahead_per_subscription) if t > 0]
         if terms:
             return min(terms)
@@ -231,7 +233,7 @@ class _Diagnosis:
                 'already mark-deleted position" (apache/pulsar#13788).',
                 'Take a second snapshot: if it persists, check the broker log for "Failed to delete message at" '
                 "and unload the topic (pulsar-admin topics unload) so the cursor is recovered from its ledger.",
-                "§7.2",
+                "docs/guide/cursor.md#mark-delete",
                 mark_delete=str(md),
                 first_range=str(first),
             )
@@ -281,7 +283,7 @@ class _Diagnosis:
             + (f": consumers with unacked messages: {users}" if users else "")
             + ". A message that failed processing and was neither acked nor negatively acked stays unacked until its "
             "consumer disconnects (or ackTimeout redelivers it).",
-            "§7.2",
+            "docs/guide/cursor.md#holes",
             mark_delete=str(md),
             first_hole=str(hole),
             unacked_in_first_hole=first_hole,
@@ -306,7 +308,7 @@ class _Diagnosis:
             "stays (apache/pulsar#19274).",
             "Reset the subscription past the gap (pulsar-admin topics reset-cursor); brokers before 2.10.4 / 2.11.1 "
             "lack the fix for the race between ledger trimming and cursor creation.",
-            "§11",
+            "docs/guide/cursor.md#read-position",
             read_position=str(rp),
             first_ledger=self.ledgers.ids[0],
         )
@@ -359,7 +361,7 @@ class _Diagnosis:
                 else "Take `pulsar-admin topics stats-internal` of this topic: the first hole after this cursor's "
                 "markDeletePosition is the message to chase."
             ),
-            "§7.2",
+            "docs/guide/cursor.md#holes",
             msg_backlog=backlog,
             **numbers,
         )
@@ -382,7 +384,7 @@ class _Diagnosis:
                     f"individuallyDeletedMessages holds {printed} ranges but totalNonContiguousDeletedMessagesRange "
                     f"says {told}: the string was cut while copying, or acks changed the set between the two reads.",
                     "Copy the whole stats-internal output again (a file: pulsar-admin ... > internal.json).",
-                    "§7.2",
+                    "docs/guide/cursor.md#individually-deleted-messages",
                     printed_ranges=printed,
                     total_ranges=told,
                 )
@@ -398,7 +400,7 @@ class _Diagnosis:
             "and those messages are delivered again.",
             "Find why acks scatter (a slow or stuck consumer, nacks/redeliveries, one hole holding the mark-delete); "
             "raise managedLedgerMaxUnackedRangesToPersist only with care (cursor ledger size).",
-            "§7.2",
+            "docs/guide/cursor.md#individually-deleted-messages",
             ranges=count,
             persisted=kept,
             lost=count - kept,
@@ -419,7 +421,7 @@ class _Diagnosis:
             f"maxUnackedMessagesPerSubscription ({limit}); no consumer gets anything until acks bring it "
             "down to half the limit.",
             "Look at the consumers with the most unackedMessages: they receive but do not ack (or ack too slowly).",
-            "§5.2",
+            "docs/guide/flow-control.md#broker-permits",
             unacked=sub.unacked_messages,
             limit=limit,
         )
@@ -437,7 +439,7 @@ class _Diagnosis:
             f"{note}; the broker parks its FLOW permits and sends nothing until acks bring it to half the limit.",
             f"Check {c.consumer_name}'s ack path (lastAckedTimestamp {c.last_acked_timestamp}): failed processing "
             "without ack or nack, or acks lost with a crashed ack-grouping flush.",
-            "§5.2, §6",
+            "docs/guide/flow-control.md#broker-permits",
             unacked=c.unacked_messages,
             permits=c.available_permits,
             limit=limit,
@@ -472,7 +474,7 @@ class _Diagnosis:
             "Check whether the application calls receive() (or whether its listener is stuck) on "
             + ", ".join(str(c.consumer_name) for c in starved)
             + "; with receiverQueueSize 0, permits exist only while receive() waits.",
-            "§6",
+            "docs/guide/flow-control.md#flow-permits",
             consumers_without_permits=len(starved),
             consumers=len(candidates),
             waiting=waiting,
@@ -490,7 +492,7 @@ class _Diagnosis:
             "acts.",
             "If the subscription is abandoned, delete it (pulsar-admin topics unsubscribe); otherwise start its "
             "consumers.",
-            "§11",
+            "docs/guide/subscription-types.md",
             msg_backlog=sub.msg_backlog,
         )
 
@@ -518,7 +520,7 @@ class _Diagnosis:
                 "consumer this way to keep per-key order.",
                 "Chase the oldest unacked message of the subscription (ack-holes): once it is acked the mark-delete "
                 "moves and the consumer is released. allowOutOfOrderDelivery=true removes the gate.",
-                "§3.1",
+                "docs/guide/key-shared-ordering.md#recently-joined-consumers",
                 join_position=str(joined),
                 mark_delete=str(md) if md else None,
                 entries_between=gap,
@@ -550,7 +552,7 @@ class _Diagnosis:
                 "messages are acked.",
                 f"Look at {c.consumer_name}'s oldest unacked messages (its unackedMessages is {c.unacked_messages}); "
                 "a key's hash is murmur3_32(key) % 65535 + 1 in 4.x consistent hashing.",
-                "§3.2",
+                "docs/guide/key-shared-ordering.md#draining-hashes",
                 draining=count,
                 unacked=unacked,
                 blocked_attempts=blocked,
@@ -563,7 +565,8 @@ class _Diagnosis:
             return
         claimed.sort(key=lambda rc: (rc[0].start, rc[0].end))
         # Gaps matter for STICKY ranges only: AUTO_SPLIT selectors cover every hash by construction, and 3.0.7+
-        # consistent hashing prints its wrap range from lastPoint+2, a one-hash "gap" that is not real (§2.2).
+        # consistent hashing prints its wrap range from lastPoint+2, a one-hash "gap" that is not
+        # real (docs/guide/key-shared-selectors.md#consistent-hashing).
         sticky = sub.key_shared_mode is KeySharedMode.Sticky
         gaps: list[HashRange] = []
         overlaps: list[tuple[HashRange, ConsumerStats, ConsumerStats]] = []
@@ -588,7 +591,7 @@ class _Diagnosis:
                 + ". Messages whose key hashes there cannot be dispatched; they wait in the replay set.",
                 "Give a consumer the missing ranges (KeySharedPolicy.stickyHashRange) or connect the consumer that "
                 "owned them.",
-                "§2.3, §3.1",
+                "docs/guide/key-shared-selectors.md#sticky-ranges",
                 gaps=len(gaps),
                 uncovered_hashes=total,
                 first_gap=str(gaps[0]),
@@ -608,7 +611,7 @@ class _Diagnosis:
                 )
                 + ". The broker rejects overlapping sticky ranges, so this output mixes two moments or two consumers.",
                 "Give every consumer a unique consumerName and take the stats again.",
-                "§2.3",
+                "docs/guide/key-shared-selectors.md#sticky-ranges",
                 overlaps=len(overlaps),
                 first_overlap=str(r),
             )
@@ -635,7 +638,9 @@ class _Diagnosis:
             + ".",
             "If it stays high, look for a consumer without permits or a blocked hash (draining-hashes, "
             "no-permits-with-backlog).",
-            "§5.2, §3.2" if sub.type is ConsumerType.KeyShared else "§5.2",
+            "docs/guide/key-shared-ordering.md#replay-set-blocking"
+            if sub.type is ConsumerType.KeyShared
+            else "docs/guide/redelivery.md#replay-set",
             msg_in_replay=sub.msg_in_replay,
             look_ahead_limit=limit,
         )

@@ -1,6 +1,6 @@
 """Views: functions ``view(snapshot, events) -> go.Figure`` for the player, plus whole-run comparisons.
 
-Key_Shared (reference §2): `hash_range_view`, `ring_view`, `sticky_view`; `compare_figure` and
+Key_Shared (docs/guide/key-shared-selectors.md): `hash_range_view`, `ring_view`, `sticky_view`; `compare_figure` and
 `scale_figure` compare the selectors on many keys. Later views plug into the same player protocol.
 """
 

@@ -8,7 +8,7 @@ Usage::
     Player(rec, [chunk_reassembly_view])                      # or functools.partial(..., subscription="sub")
     chunk_reassembly_view(snapshot(lab)).show()               # the state now
 
-Draws one subscription of a topic (reference §9). Top: the topic's entries in ledger order, one square per
+Draws one subscription of a topic (docs/guide/chunked-messages.md). Top: the topic's entries in ledger order, one square per
 chunk (a circle for a message that is not chunked), coloured by producer and labelled with the chunk id, so
 interleaved chunks of several producers show as a mixed run; entries the subscription has acknowledged are
 faded. Bottom: every consumer's ``chunkedMessagesMap`` (the client's `ChunkedMessageTracker`), one row per

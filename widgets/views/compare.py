@@ -1,6 +1,6 @@
 """Side by side: the three Key_Shared selectors on the same keys — load per consumer and keys that move.
 
-Draws the metrics of `pulsarlab.scenarios.distribution` (reference §2: auto-split, consistent hashing,
+Draws the metrics of `pulsarlab.scenarios.distribution` (docs/guide/key-shared-selectors.md: auto-split, consistent hashing,
 sticky): keys per consumer, imbalance (max / mean) and the fraction of keys that change consumer when
 c{N+1} joins or c1 leaves; `scale_figure` draws the same metrics from the Spark pipeline's DataFrame.
 These are whole-run comparisons, not per-frame views, so they take keys or a DataFrame, not a snapshot.

@@ -6,7 +6,7 @@ Usage::
     cursor_view(snapshot(lab), subscription="sub").show()                 # static
     Player(recorder, [functools.partial(cursor_view, subscription="sub")]) # stepping through a run
 
-Draws one subscription's `ManagedCursor` over its topic's managed ledger (reference §7.2, §11): one row
+Draws one subscription's `ManagedCursor` over its topic's managed ledger (docs/guide/cursor.md): one row
 per ledger, one square per entry, coloured by state - acknowledged up to the mark-delete position,
 individually deleted (a range of ``individuallyDeletedMessages``), a hole (unacknowledged but behind an
 acknowledged entry: the mark-delete position cannot pass it), delivered but not acknowledged (between the

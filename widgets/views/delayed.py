@@ -9,7 +9,7 @@ Usage::
     Player(rec, [delayed_timeline_view, delayed_memory_view])
     memory_comparison_figure(sweep_table)        # whole-run comparison from pulsarlab.scenarios.delayed_workload / Spark
 
-Draws a subscription's `pulsarlab.snapshot.delayed.DelayedTrackerSnap` (reference §10.1, §10.2). The timeline's x
+Draws a subscription's `pulsarlab.snapshot.delayed.DelayedTrackerSnap` (docs/guide/delayed-delivery.md). The timeline's x
 axis is the delivery time (deliverAt, ms); the solid line is now, the dashed one the cutoff (now + tick, or now in
 strict mode): what is left of the cutoff is due. One row per structure: the in-memory priority queue (3.x/4.0),
 the time buckets (4.1, each 2^floor(log2 tick) ms wide), or for the bucket tracker the shared queue and the mutable

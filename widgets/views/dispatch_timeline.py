@@ -8,7 +8,7 @@ Usage::
     Player(rec, [dispatch_timeline_view])                 # or functools.partial(..., subscription="sub")
     dispatch_timeline_view(rec[-1].snapshot).show()       # the whole run so far
 
-Shows flow control at work (reference §5-§6): the broker's ``availablePermits`` of each consumer (FLOW
+Shows flow control at work (docs/guide/flow-control.md): the broker's ``availablePermits`` of each consumer (FLOW
 adds the receiver queue size, each dispatched message takes one, a batch entry takes its size and can
 drive it below zero), the client's receiver queue filling as MESSAGE commands arrive and emptying as the
 application calls ``receive()`` (FLOW again at half the queue), and the messages in flight - delivered

@@ -7,7 +7,7 @@ Usage::
     Player(rec, [functools.partial(failover_graph_view, topic="orders")])
     G = failover_graph(snapshot(lab), "orders")                         # the networkx DiGraph itself
 
-Draws who reads each partition of a Failover (or Exclusive) subscription (reference §4,
+Draws who reads each partition of a Failover (or Exclusive) subscription (docs/guide/subscription-types.md,
 `AbstractDispatcherSingleActiveConsumer.pickAndScheduleActiveConsumer`): partitions on the left,
 consumers on the right sorted by (priority level, name) - 0 is the highest priority - and an edge from
 every partition to every consumer attached to it. The thick edge is the active consumer: on a partitioned

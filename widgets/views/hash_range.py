@@ -1,6 +1,6 @@
 """The hash-range bar: which consumer each key hash goes to, and what moved in the last step.
 
-Draws a Key_Shared selector snapshot (reference §2: auto-split's range map, the 4.x assignments of a
+Draws a Key_Shared selector snapshot (docs/guide/key-shared-selectors.md: auto-split's range map, the 4.x assignments of a
 consistent-hash ring, sticky ranges) as one horizontal bar over the key-hash range, one colour per
 consumer; a second row shows the ranges that changed owner in the events since the last frame. A view
 is a function ``(snapshot, events) -> go.Figure`` so the player can show it live and ``to_html`` can

@@ -7,7 +7,7 @@ Usage::
     Player(rec, [functools.partial(key_shared_blocking_view, subscription="sub")])
     pd.DataFrame(blocking_rows(snapshot(lab)))                        # the same as a table
 
-Draws the ordering rules of a Key_Shared dispatcher (reference §3): one row per consumer with the hash
+Draws the ordering rules of a Key_Shared dispatcher (docs/guide/key-shared-ordering.md): one row per consumer with the hash
 ranges its selector gives it (pale), and on top the hashes whose messages wait in the replay set, at
 the row of the consumer the hash selects, coloured by the reason they wait:
 

@@ -7,7 +7,7 @@ Usage::
     Player(rec, [functools.partial(redelivery_timeline_view, subscription="sub")])
     redelivery_timeline_view(snapshot(lab)).show()                    # the whole run so far
 
-One row per entry (reference §8): x is virtual time, markers are the steps of
+One row per entry (docs/guide/redelivery.md): x is virtual time, markers are the steps of
 `pulsarlab.snapshot.redelivery.message_lives`. The middle of a row holds what the broker and the application
 did with the message (stored, delivered - labelled with the redelivery count it carried -, acknowledged), just
 above it what the client decided (negative ack, ack timeout, negative-ack delay over, DLQ candidate, retried,

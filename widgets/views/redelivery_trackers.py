@@ -6,10 +6,10 @@ Usage::
     Player(rec, [functools.partial(redelivery_trackers_view, consumer="c1")])
     redelivery_trackers_view(snapshot(lab), consumer="c1").show()
 
-Left (reference §8.1): the client's `UnAckedMessageTracker`, a ring of ``ceil(ackTimeout / tick) + 1`` sets of
+Left (ack timeout): the client's `UnAckedMessageTracker`, a ring of ``ceil(ackTimeout / tick) + 1`` sets of
 message ids, head first. A received message enters the newest set; every tick the head set is redelivered and
 re-joins empty as the newest, so the bar at position k times out at the (k+1)-th next tick - a message times
-out between ``ceil(ackTimeout/tick)·tick`` and one tick later. Right (§8.2): the `NegativeAcksTracker` entries
+out between ``ceil(ackTimeout/tick)·tick`` and one tick later. Right (negative acks): the `NegativeAcksTracker` entries
 over time: 3.x keeps a deadline per id and checks every delay/3 (dotted lines: the next checks), 4.0.2+ puts
 each id in a 2^8 = 256 ms bucket rounded down (shaded) and redelivers a bucket when its timer reaches it, so up
 to 255 ms early. The dashed line is now, the red one the armed timer. Candidates for the dead-letter topic

@@ -1,6 +1,6 @@
 """The consistent-hash ring: every consumer's points around a circle, the arcs they serve, keys landing.
 
-Draws a `ConsistentHashingStickyKeyConsumerSelector` snapshot (reference §2.2): the key-hash range
+Draws a `ConsistentHashingStickyKeyConsumerSelector` snapshot (PIP-119): the key-hash range
 ([1, 65535] in 4.x, every 31-bit hash in 3.x) runs clockwise from the top; each point sits on the outer
 circle in its consumer's colour and serves the arc just before it; points shared by several consumers
 (collisions) are crosses. Keys selected in the events since the last frame travel clockwise along an

@@ -1,6 +1,6 @@
 """Sticky (STICKY-mode) hash ranges: what each consumer owns, the gaps that select nobody, rejected requests.
 
-Draws a `HashRangeExclusiveStickyKeyConsumerSelector` snapshot (reference §2.3): owned ranges in each
+Draws a `HashRangeExclusiveStickyKeyConsumerSelector` snapshot: owned ranges in each
 consumer's colour; hashes no consumer owns as hatched grey (their messages wait: the broker never checks
 coverage); and, from ``assign_rejected`` events, the ranges a consumer asked for and was refused, in red,
 with Pulsar's error text. A function ``(snapshot, events) -> go.Figure``.
