@@ -26,8 +26,8 @@ from pulsarlab.lab import Lab
 from pulsarlab.profiles import DEFAULT_PROFILE, PROFILES, Profile, get_profile
 from pulsarlab.protocol.producer_access import ProducerAccessMode
 from pulsarlab.protocol.subscription import ConsumerKeySharedPolicy, ConsumerType, InitialPosition, KeySharedMode
-
-__version__ = "0.1.0"
+from pulsarlab.snapshot.timeline_file import TimelineFileError, load_timeline
+from pulsarlab.version import __version__ as __version__
 
 __all__ = [
     "BatchingType",
@@ -57,7 +57,9 @@ __all__ = [
     "PulsarError",
     "Scheduler",
     "Timeout",
+    "TimelineFileError",
     "get_profile",
+    "load_timeline",
     "murmur3_32",
     "sticky_key",
 ]

@@ -148,11 +148,14 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             admin_port=None if args.no_admin else args.admin_port,
             advertised_listeners=args.advertised_listeners,
             on_ready=ready,
+            record=args.record,
         )
     except (PermissionError, OSError, ValueError) as e:
         print(f"pulsarlab serve: {e}", file=sys.stderr)
         return 1
     print("pulsarlab serve: stopped", flush=True)
+    if args.record:
+        print(f"pulsarlab serve: recorded the run to {args.record} (pulsarlab.load_timeline reads it)", flush=True)
     return 0
 
 
@@ -209,6 +212,77 @@ def _cmd_present(args: argparse.Namespace) -> int:
         print(f"pulsarlab present: {e}", file=sys.stderr)
         return 2
     return run(p)
+
+
+def _check_out(out: str, overwrite: bool, *inputs: str) -> Path:
+    """The timeline file to write, refused before any work: a folder, a missing folder, an input, or (without
+    ``--overwrite``) an existing file."""
+    target = Path(out)
+    if target.is_dir():
+        raise ValueError(f"--out {target} is a directory; name a file, e.g. {target / 'run.plt.jsonl.gz'}")
+    if not target.parent.is_dir():
+        raise ValueError(f"--out {target}: folder {target.parent} does not exist")
+    if any(Path(i).exists() and target.exists() and target.samefile(i) for i in inputs):
+        raise ValueError(f"--out {target} is the timeline being forked; name another file")
+    if target.exists() and not overwrite:
+        raise ValueError(f"--out {target} exists; pass --overwrite to replace it")
+    return target
+
+
+def _cmd_record(args: argparse.Namespace) -> int:
+    from pulsarlab.scenarios.fork import record_row
+    from pulsarlab.scenarios.spec import SpecError, load_spec
+
+    try:
+        out = _check_out(args.out, args.overwrite)
+        spec = load_spec(args.spec)
+        rows = list(spec.rows())
+        if not 0 <= args.row < len(rows):
+            raise ValueError(f"--row {args.row} is outside the spec's grid (0..{len(rows) - 1})")
+        _result, rec = record_row(rows[args.row])
+        rec.save(out)
+    except (SpecError, ValueError, TypeError, FileNotFoundError, RuntimeError, OSError) as e:
+        print(f"pulsarlab record: {e}", file=sys.stderr)
+        return 2
+    print(f"pulsarlab record: row {args.row} of {spec.name}: {len(rec)} frames to {out}")
+    return 0
+
+
+def _parse_setting(text: str) -> tuple[str, object]:
+    name, sep, raw = text.partition("=")
+    if not sep or not name:
+        raise ValueError(f"--setting takes NAME=VALUE, e.g. dispatcherMaxReadBatchSize=5, got {text!r}")
+    try:
+        value = json.loads(raw)  # numbers, true/false
+    except ValueError:
+        value = raw
+    return name, value
+
+
+def _cmd_fork(args: argparse.Namespace) -> int:
+    from pulsarlab.scenarios.fork import Change, fork
+    from pulsarlab.snapshot.timeline_file import load_timeline
+
+    try:
+        out = _check_out(args.out, args.overwrite, args.timeline)
+        kw: dict = {"kind": args.change}
+        if args.consumer is not None:
+            kw["consumer"] = args.consumer
+        if args.count is not None:
+            kw["count"] = args.count
+        if args.setting is not None:
+            kw["setting"], kw["value"] = _parse_setting(args.setting)
+        if args.to_version is not None:
+            kw["version"] = args.to_version
+        change = Change(**kw)
+        timeline = load_timeline(args.timeline)
+        result = fork(timeline, args.frame, change)
+        result.branch.save(out)
+    except (ValueError, TypeError, IndexError, FileNotFoundError, OSError) as e:
+        print(f"pulsarlab fork: {e}", file=sys.stderr)
+        return 2
+    print(f"pulsarlab fork: {result.summary()}; the branch is in {out}")
+    return 0
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
@@ -301,6 +375,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="a broker.conf setting, e.g. maxMessageSize=1024 (repeatable)",
     )
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    p.add_argument(
+        "--record",
+        default=None,
+        metavar="FILE",
+        help="record every event as a frame and write the timeline to FILE on stop (pulsarlab.load_timeline reads it)",
+    )
     p.set_defaults(func=_cmd_serve)
     p = sub.add_parser("present", help="serve a lab for a projector: code hidden, big text, players on the keyboard")
     p.add_argument("notebook", metavar="LAB.ipynb")
@@ -324,6 +404,28 @@ def build_parser() -> argparse.ArgumentParser:
         help="frames per player at most, evenly spread (0: all; default 200)",
     )
     p.set_defaults(func=_cmd_export)
+    p = sub.add_parser("record", help="run one row of a scenario spec and save its timeline (forkable)")
+    p.add_argument("spec", metavar="SPEC", help="scenario spec file, .json or .yaml")
+    p.add_argument("--row", type=int, default=0, help="which row of the spec's grid (default 0)")
+    p.add_argument("--out", required=True, metavar="FILE", help="the timeline file to write (.plt.jsonl.gz)")
+    p.add_argument("--overwrite", action="store_true", help="replace --out if it exists")
+    p.set_defaults(func=_cmd_record)
+    p = sub.add_parser("fork", help="replay a recorded timeline to a frame, make a change, run on, save the branch")
+    p.add_argument("timeline", metavar="TIMELINE", help="a timeline file from pulsarlab record (or a fork's branch)")
+    p.add_argument("--frame", type=int, required=True, help="the frame to fork at (0..frames-1)")
+    p.add_argument(
+        "--change",
+        required=True,
+        metavar="KIND",
+        help="consumer_leaves, consumer_joins, nack_next, setting_changes or version_changes",
+    )
+    p.add_argument("--consumer", default=None, help="consumer_leaves: the consumer's name (default the oldest)")
+    p.add_argument("--count", type=int, default=None, help="nack_next: how many messages (default 1)")
+    p.add_argument("--setting", default=None, metavar="NAME=VALUE", help="setting_changes: the broker.conf setting")
+    p.add_argument("--to-version", default=None, metavar="V", help="version_changes: the profile, e.g. 4.1")
+    p.add_argument("--out", required=True, metavar="FILE", help="the branch's timeline file to write")
+    p.add_argument("--overwrite", action="store_true", help="replace --out if it exists")
+    p.set_defaults(func=_cmd_fork)
     p = sub.add_parser("sweep", help="run a scenario spec's grid of whole-model runs on Spark (events + metrics)")
     p.add_argument("specs", nargs="+", metavar="SPEC", help="scenario spec file(s), .json or .yaml")
     p.add_argument("--out", required=True, metavar="DIR", help="folder for events/ and metrics/ (Parquet)")

@@ -1,5 +1,5 @@
 """The view-model package `pulsarlab.snapshot`: one import path per public name, no module `__getattr__`, and its
-modules import each other in one direction only (base <- chunks, delayed, redelivery <- lab <- recorder)."""
+modules import each other in one direction only (base <- chunks, delayed, redelivery <- lab <- timeline_file <- recorder)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 SNAPSHOT = Path(__file__).resolve().parents[1] / "pulsarlab" / "snapshot"
-MODULES = ["base", "chunks", "delayed", "redelivery", "lab", "recorder"]
+MODULES = ["base", "chunks", "delayed", "redelivery", "lab", "timeline_file", "recorder"]
 
 
 def _module(name: str):

@@ -162,8 +162,9 @@ class Client:
         the C++ client under the Python one asks for >= 10 s), ``negative_ack_redelivery_delay_ms``,
         ``properties``, ``initial_position``, ``max_pending_chunked_message``,
         ``auto_ack_oldest_chunked_message_on_queue_full``, ``key_shared_policy``, ``batch_index_ack_enabled``
-        (``None``, the lab's default, takes the version profile's client default; pulsar-client's is False),
-        ``dead_letter_policy`` and ``is_read_compacted`` (Exclusive/Failover: the compacted view, then the tail).
+        (``None``, the lab's default, takes the version profile's client default, False in every profile as in
+        pulsar-client), ``dead_letter_policy`` and ``is_read_compacted`` (Exclusive/Failover: the compacted view,
+        then the tail).
 
         Lab-only settings (other clients' or the protocol's; no such parameter in pulsar-client):
 

@@ -31,6 +31,7 @@ import math
 import random
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any, Callable
 
 from pulsarlab.client.batching import BatchingType
 from pulsarlab.client.policies import ConsumerDeadLetterPolicy
@@ -70,12 +71,18 @@ class RunResult:
         return self.lab.events
 
 
-class _Driver:
-    def __init__(self, row: GridRow, record_events: bool) -> None:
+class Driver:
+    """The application of one grid row (see the module docstring). ``on_lab(lab)`` runs before anything is made
+    (e.g. to start a recorder); `run`'s ``before_tick(driver)`` at the start of every tick (e.g. to fork)."""
+
+    def __init__(self, row: GridRow, record_events: bool = True, on_lab: Callable[[Lab], Any] | None = None) -> None:
         self.row = row
         self.lab = lab = Lab(
             version=row.version, seed=row.seed, broker_config=row.effective_broker_config(), record_events=record_events
         )
+        if on_lab is not None:
+            on_lab(lab)
+        self.nack_next = 0  # messages the application negatively acknowledges whatever it draws (a fork's change)
         self.rng = random.Random(lab.derive_seed("sweep-driver"))
         self.client = lab.client()
         if row.partitions > 0:
@@ -159,6 +166,9 @@ class _Driver:
                 key = int(msg.partition_key()[1:])
                 draw = rng.random()
                 action = CRASH if draw < crash_below else NACK if draw < nack_below else ACK
+                if self.nack_next:
+                    self.nack_next -= 1
+                    action = NACK
                 if log.enabled:
                     log.append_row(APP_RECEIVED, lab.now(), consumer._id, number, key, msg.redelivery_count(), action)
                 if action == ACK:
@@ -180,9 +190,17 @@ class _Driver:
         return taken
 
     def churn(self) -> None:
-        oldest = self.consumers.pop(0)
-        self.credit.pop(id(oldest), None)
-        oldest.close()
+        self.leave(self.consumers[0])
+        self._subscribe()
+
+    def leave(self, consumer: Any) -> None:
+        """``consumer`` closes (acks flushed) and the application stops using it."""
+        self.consumers.remove(consumer)
+        self.credit.pop(id(consumer), None)
+        consumer.close()
+
+    def join(self) -> None:
+        """A new consumer ``c<n>`` subscribes."""
         self._subscribe()
 
     def backlog(self) -> int:
@@ -195,13 +213,15 @@ class _Driver:
                 total += sub.cursor.number_of_entries_in_backlog()
         return total
 
-    def run(self) -> RunResult:
+    def run(self, before_tick: Callable[["Driver"], Any] | None = None) -> RunResult:
         row, lab = self.row, self.lab
         limit = row.run_limit_ms()
         churn_every = row.consumer_churn_every_ms
         next_churn = churn_every if churn_every else None
         settled = False
         while True:
+            if before_tick is not None:
+                before_tick(self)
             now = lab.now()
             if self.sent < row.messages:
                 self.publish_due(now)
@@ -228,7 +248,7 @@ class _Driver:
 
 def run_row(row: GridRow, record_events: bool = True) -> RunResult:
     """Run one grid row through the whole model (see the module docstring)."""
-    return _Driver(row, record_events).run()
+    return Driver(row, record_events).run()
 
 
-__all__ = ["ACK", "ACTIONS", "CRASH", "NACK", "RunResult", "run_row"]
+__all__ = ["ACK", "ACTIONS", "CRASH", "Driver", "NACK", "RunResult", "run_row"]

@@ -24,18 +24,21 @@ import asyncio
 import contextlib
 import ipaddress
 import logging
+import os
 import signal
 import socket
 import threading
 import time
 from collections import deque
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 from pulsarlab.serve.connection import ServerConnection
 from pulsarlab.serve.entries import EncodedEntries
 from pulsarlab.serve.frames import FRAME_PADDING
 from pulsarlab.serve.realtime import RealTimeDriver
+from pulsarlab.snapshot.recorder import Recorder
 
 if TYPE_CHECKING:  # pragma: no cover
     from pulsarlab.lab import Lab
@@ -47,6 +50,18 @@ DEFAULT_PORT = 6650
 DEFAULT_ADMIN_PORT = 8080
 POLL_S = 0.1  # how often the clock catches up when no frame or timer wakes the loop (other threads' changes)
 T = TypeVar("T")
+
+
+def check_record_path(path: str | os.PathLike[str]) -> Path:
+    """The file ``--record`` names, refused before serving when it could not be written at the end."""
+    target = Path(path)
+    if target.is_dir():
+        raise ValueError(f"--record {target}: is a directory; name a file, e.g. {target / 'run.plt.jsonl.gz'}")
+    if not target.parent.is_dir():
+        raise ValueError(f"--record {target}: folder {target.parent} does not exist")
+    if not os.access(target.parent, os.W_OK):
+        raise PermissionError(f"--record {target}: folder {target.parent} is not writable")
+    return target
 
 
 def check_bind_address(host: str, allow_remote: bool) -> None:
@@ -125,11 +140,13 @@ class LabServer:
         advertised_host: str | None = None,
         keepalive_s: float = 30.0,
         max_write_buffer: int = 64 * 1024 * 1024,
+        record: str | os.PathLike[str] | None = None,
         admin_port: int | None = None,
         advertised_listeners: dict[str, str] | None = None,
     ) -> None:
         check_bind_address(host, allow_remote)
         self.advertised_listeners = parse_advertised_listeners(advertised_listeners)
+        self.record_path = None if record is None else check_record_path(record)
         self.admin_port = admin_port
         self.admin: Any = None
         self.admin_url: str | None = None
@@ -154,6 +171,9 @@ class LabServer:
         self._timer: asyncio.TimerHandle | None = None
         self._timer_due = 0.0
         self._poll: asyncio.TimerHandle | None = None
+        # every event of the served run becomes a frame, written to ``record_path`` when the server stops
+        self.recorder: Recorder | None = None if self.record_path is None else Recorder(lab)
+        self.record_error: BaseException | None = None
 
     # --- lifecycle ------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -209,6 +229,27 @@ class LabServer:
             if handle is not None:
                 handle.cancel()
         self._timer = self._poll = None
+        self.save_recording()
+
+    def save_recording(self) -> Path | None:
+        """Write the recorded timeline to ``record_path`` (the server calls it on stop); None when not recording."""
+        if self.recorder is None or self.record_path is None:
+            return None
+        with self.lock:
+            self.recorder.close()
+            inputs = {
+                "source": "pulsarlab serve",
+                "url": self.url,
+                "clients": sorted({c.client_version or "?" for c in self.closed_connections}),
+            }
+            try:
+                path = self.recorder.save(self.record_path, inputs=inputs)
+            except Exception as e:
+                self.record_error = e
+                log.error("could not write the recording to %s: %s", self.record_path, e)
+                return None
+        log.info("recorded %d frames to %s", len(self.recorder), path)
+        return path
 
     def in_loop_thread(self) -> bool:
         return threading.get_ident() == self._loop_thread
@@ -373,6 +414,8 @@ class ServerThread:
         if self._loop.is_running():
             self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout)
+        if self.server.record_error is not None:
+            raise self.server.record_error
 
     def __enter__(self) -> "ServerThread":
         return self
@@ -400,6 +443,8 @@ def start(
     ``port=0`` picks a free port; the admin REST API listens on ``admin_port`` (by default a free one,
     ``server.admin_url``; None turns it off). Options: ``advertised_host``, ``keepalive_s``, ``max_write_buffer``,
     ``advertised_listeners`` (``{"internal": "pulsar://127.0.0.1:6650"}``: what a client's ``listener_name`` looks up).
+    ``record`` (a file: every event becomes a frame, saved as a timeline file on ``stop()``, see
+    `pulsarlab.snapshot.timeline_file`; ``server.server.recorder`` is the live recorder).
     """
     server = LabServer(lab, host, port, allow_remote=allow_remote, admin_port=admin_port, **options)
     loop = asyncio.new_event_loop()
@@ -462,6 +507,8 @@ def serve_forever(
         asyncio.run(main())
     except KeyboardInterrupt:
         pass
+    if server.record_error is not None:
+        raise server.record_error
 
 
 __all__ = [

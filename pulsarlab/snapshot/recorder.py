@@ -6,6 +6,7 @@ Usage (also in `pulsarlab.snapshot.lab`'s docstring)::
     ...                                     # drive the lab
     Player(rec, [cursor_view])              # len(rec), rec[i].snapshot, rec[i].explanation, rec[i].event
     rec.find("mark_delete_moved"); rec.capture("after step 2"); rec.close()
+    rec.save("run.plt.jsonl.gz")            # a file; pulsarlab.load_timeline(path) gives a timeline back
 
 Models no Pulsar class. Each frame holds the event (a `pulsarlab.events.Event`), the `LabSnapshot` taken
 in the event log's listener right after the event was logged, and the event's explanation (which cites
@@ -19,14 +20,17 @@ event is logged (see `pulsarlab.snapshot.lab`).
 
 from __future__ import annotations
 
+import os
 import re
 import warnings
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 
 from pulsarlab.events import Event
 from pulsarlab.snapshot.base import History, Sample, short_topic
 from pulsarlab.snapshot.lab import LabSnapshot, SnapshotBuilder
+from pulsarlab.snapshot.timeline_file import save_timeline
 
 if TYPE_CHECKING:  # pragma: no cover
     from pulsarlab.lab import Lab
@@ -146,6 +150,7 @@ class Recorder(Sequence[Frame]):
         self._names: dict[str, dict[int, str]] = {"consumer": {}, "subscription": {}, "topic": {}}
         self._seen = 0
         self.errors: list[tuple[int, Exception]] = []  # (event index, error) of frames that could not be taken
+        self.inputs: dict[str, Any] = {}  # scenario inputs `save` writes into the file's header (e.g. a scenario row)
         self._unsubscribe: Callable[[], Any] | None = lab.events.subscribe(self._on_event)
         if initial:
             self.capture(f"recording starts at t = {lab.now()} ms")
@@ -214,6 +219,21 @@ class Recorder(Sequence[Frame]):
     def capture(self, explanation: str = "") -> Frame:
         """Add a frame of the state now (no event), e.g. to mark the end of a step."""
         return self._add(None, explanation or f"state at t = {self.lab.now()} ms")
+
+    def options(self) -> dict[str, Any]:
+        """How this recorder was made (``every`` as an int or sorted kinds, ``topics``, ``history``), as JSON."""
+        topics = self._builder._wanted
+        return {
+            "every": self._every if self._kinds is None else sorted(self._kinds),
+            "topics": None if topics is None else sorted(topics),
+            "history": self._keep_history,
+        }
+
+    def save(self, path: "str | os.PathLike[str]", inputs: dict[str, Any] | None = None) -> Path:
+        """Write the frames to a timeline file (`pulsarlab.snapshot.timeline_file`: gzip JSON lines, versioned)
+        that `pulsarlab.load_timeline` reads back; ``inputs`` adds scenario inputs to its header (to
+        ``self.inputs``). Atomic."""
+        return save_timeline(self, path, {**self.inputs, **(inputs or {})})
 
     def close(self) -> None:
         """Stop listening to the lab's events; the frames stay."""
