@@ -34,3 +34,11 @@ def test_parse_advertised_listeners():
         parse_advertised_listeners("a:http://h:1")
     with pytest.raises(ValueError, match="name:pulsar://host:port"):
         parse_advertised_listeners("nocolon")
+
+
+def test_the_serve_command_refuses_a_bad_listener_before_listening(capsys):
+    from pulsarlab.cli import main
+
+    code = main(["serve", "--port", "0", "--no-admin", "--advertised-listeners", "internal:http://127.0.0.1:1"])
+    assert code == 1
+    assert "advertised listener 'internal': a pulsar:// URL" in capsys.readouterr().err
