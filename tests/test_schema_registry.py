@@ -95,3 +95,30 @@ def test_consumer_schema_is_the_first_only_on_an_idle_topic():
         svc.add_schema("persistent://nowhere/ns/t", SchemaData("STRING"))
     with pytest.raises(ValueError, match="unknown schemaCompatibilityStrategy"):
         SchemaRegistry("SOMETIMES")
+
+
+def test_the_lab_client_takes_the_real_clients_schema_objects():
+    from pulsar.schema import Integer, JsonSchema, Record, String, StringSchema
+
+    from pulsarlab.client.schemas import IncompatibleSchema
+
+    class User(Record):
+        name = String()
+        age = Integer()
+
+    lab = pl.Lab(version="4.0", seed=1)
+    client = lab.client()
+    p = client.create_producer("t", schema=JsonSchema(User))
+    c = client.subscribe("t", "s", schema=JsonSchema(User), initial_position=pl.InitialPosition.Earliest)
+    p.send(User(name="ada", age=36))
+    m = c.receive(1000)
+    assert (m.value().name, m.value().age) == ("ada", 36)
+    assert b'"ada"' in m.data()  # JSON on the topic, as the real client encodes it
+    assert lab.service.get_schema(T)[1].type == "JSON"
+    with pytest.raises(IncompatibleSchema, match="exists schema type JSON, new schema type STRING"):
+        client.create_producer("t", schema=StringSchema())
+    with pytest.raises(IncompatibleSchema):
+        client.subscribe("t", "other", schema=StringSchema())
+    client.create_producer("t").send(b"no schema: let in (schemaValidationEnforced is off)")
+    with pytest.raises(TypeError, match="pulsar schema"):
+        client.create_producer("t", schema="JSON")

@@ -18,35 +18,11 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
 from typing import Any
 
 from pulsarlab.errors import IncompatibleSchemaException
+from pulsarlab.protocol.schema import SCHEMA_TYPES, SchemaData
 
-# Schema.Type's wire numbers -> Pulsar's SchemaType names
-SCHEMA_TYPES = (
-    "NONE",
-    "STRING",
-    "JSON",
-    "PROTOBUF",
-    "AVRO",
-    "BOOLEAN",
-    "INT8",
-    "INT16",
-    "INT32",
-    "INT64",
-    "FLOAT",
-    "DOUBLE",
-    "DATE",
-    "TIME",
-    "TIMESTAMP",
-    "KEY_VALUE",
-    "INSTANT",
-    "LOCAL_DATE",
-    "LOCAL_TIME",
-    "LOCAL_DATE_TIME",
-    "PROTOBUF_NATIVE",
-)
 STRATEGIES = frozenset(
     {
         "ALWAYS_COMPATIBLE",
@@ -62,18 +38,6 @@ STRATEGIES = frozenset(
 _PROMOTIONS = {("int", "long"), ("int", "float"), ("int", "double"), ("long", "float"), ("long", "double")}
 _PROMOTIONS |= {("float", "double"), ("string", "bytes"), ("bytes", "string")}
 _PARTITION = re.compile(r"-partition-\d+$")
-
-
-@dataclass(frozen=True)
-class SchemaData:
-    """`SchemaData`: a schema's type name (``SCHEMA_TYPES``), definition and properties."""
-
-    type: str
-    data: bytes = b""
-    properties: dict[str, str] = field(default_factory=dict)
-
-    def __hash__(self) -> int:  # SchemaHash: type and data
-        return hash((self.type, self.data))
 
 
 def schema_id(topic: str) -> str:

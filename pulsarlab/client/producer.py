@@ -57,7 +57,9 @@ from pulsarlab.client.chunking import (
     split_into_chunks,
 )
 from pulsarlab.client.routing import HashingScheme, MessageRouter, PartitionsRoutingMode
+from pulsarlab.client.schemas import IncompatibleSchema, schema_data
 from pulsarlab.errors import IllegalStateException, InvalidMessageException, PulsarClientException
+from pulsarlab.errors import IncompatibleSchemaException as BrokerIncompatibleSchema
 from pulsarlab.errors import NotAllowedException as BrokerNotAllowedException
 from pulsarlab.errors import ProducerBusyException as BrokerProducerBusy
 from pulsarlab.errors import ProducerFencedException as BrokerProducerFenced
@@ -185,6 +187,11 @@ class _PartitionProducer:
 
     def _register(self, topic_epoch: int | None) -> Any:
         owner = self.owner
+        if owner._schema_data is not None:  # PRODUCER's schema: kept by the broker, or refused
+            try:
+                owner._service.add_schema(self.topic, owner._schema_data)
+            except BrokerIncompatibleSchema as e:
+                raise IncompatibleSchema(str(e)) from None
         try:
             return owner._service.register_producer(
                 owner._id,
@@ -343,6 +350,7 @@ class Producer:
         lab_chunk_max_message_size: int = DEFAULT_CHUNK_MAX_MESSAGE_SIZE,
         lab_chunk_send_interval_ms: int = 0,
         access_mode: ProducerAccessMode = ProducerAccessMode.Shared,
+        schema: Any = None,
     ) -> None:
         _check_python_bool(chunking_enabled, "chunking_enabled")
         try:  # pulsarlab's enum, or the real client's pulsar.ProducerAccessMode (same numbers)
@@ -403,6 +411,8 @@ class Producer:
         self._properties = dict(properties or {})
         self._closed = False
         self._access_mode = access_mode
+        self._schema = schema
+        self._schema_data = schema_data(schema)
         self._fenced = False
         self._waiting = 0  # partitions still waiting for exclusive access (WaitForExclusive)
         self._chunking_enabled = chunking_enabled
@@ -430,7 +440,7 @@ class Producer:
         try:
             for name, index in names:
                 self._partitions.append(_PartitionProducer(self, name, index))
-        except (ProducerBusy, ProducerFenced):
+        except (ProducerBusy, ProducerFenced, IncompatibleSchema):
             for p in self._partitions:
                 self._service.unregister_producer(p.handle)
             raise
@@ -572,6 +582,8 @@ class Producer:
                 "The producer is waiting for exclusive access to the topic (WaitForExclusive); the real client's "
                 "create_producer blocks until then, the lab's returns at once: check is_connected()"
             )
+        if self._schema is not None and content is not None:
+            content = self._schema.encode(content)
         if content is None:
             content = b""
         if not isinstance(content, (bytes, bytearray)):
