@@ -18,9 +18,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from exercise_support import where_to_look
 
 import pulsarlab as pl
-from pulsarlab.exercises.solutions_teach import SOLUTIONS
+from pulsarlab.exercises.check import NOT_ANSWERED
+from pulsarlab.exercises.solutions import SOLUTIONS
 
 LABS = Path(__file__).resolve().parents[1] / "labs"
 
@@ -326,7 +328,7 @@ def test_lab09_bucket_walkthrough_has_segments_in_storage_loads_and_a_merge():
     assert "jump to segment_loaded" in source
 
 
-# --- the new exercises: shipped unsolved, solved by solutions_teach ---------------------------------------------
+# --- the exercises on mechanisms (pulsarlab.exercises.mechanisms): shipped unsolved, solved by solutions ---------
 
 
 def _answer_cell(stem: str, name: str) -> dict:
@@ -365,8 +367,16 @@ def _check(stem: str, name: str, answer_source: str | None) -> Any:
 
 # lab 10's exercise reads a served run of a real client (tests/test_notebooks.py runs it); checked below on its own
 TEACH_EXERCISES = [
-    (stem, name) for stem, answers in sorted(SOLUTIONS.items()) if not stem.startswith("10-") for name in answers
+    (stem, name)
+    for stem, answers in sorted(SOLUTIONS.items())
+    if not stem.startswith("10-")
+    for name in answers
+    if "exercises.mechanisms" in "".join(_answer_cell(stem, name)["source"])
 ]
+
+
+def test_labs_01_to_09_each_have_an_exercise_on_mechanisms():
+    assert [stem[:2] for stem, _ in TEACH_EXERCISES] == [f"{n:02d}" for n in range(1, 10)], TEACH_EXERCISES
 
 
 @pytest.mark.parametrize(("stem", "name"), TEACH_EXERCISES)
@@ -374,14 +384,14 @@ def test_new_exercise_ships_unsolved_and_the_solution_passes(stem, name):
     source = "".join(_answer_cell(stem, name)["source"])
     assert re.search(rf"^{name} = \.\.\.$", source, re.M), f"{stem} {name} must ship as `{name} = ...`"
     unsolved = _check(stem, name, None)
-    assert not unsolved and str(unsolved).startswith("Not answered yet"), str(unsolved)
-    solved = _check(stem, name, repr(SOLUTIONS[stem][name]))
+    assert not unsolved and not unsolved.answered and str(unsolved).startswith(f"{NOT_ANSWERED}: write "), str(unsolved)
+    solved = _check(stem, name, repr(SOLUTIONS[stem][name].value))
     assert solved and str(solved).startswith("OK"), str(solved)
 
 
 @pytest.mark.parametrize(("stem", "name"), TEACH_EXERCISES)
 def test_new_exercise_says_what_is_wrong(stem, name):
-    right = SOLUTIONS[stem][name]
+    right = SOLUTIONS[stem][name].value
     if isinstance(right, dict):
         key = sorted(right)[0]
         wrong = {**right, key: "nonsense"}
@@ -390,6 +400,7 @@ def test_new_exercise_says_what_is_wrong(stem, name):
     result = _check(stem, name, repr(wrong))
     assert not result and str(result).startswith("Not yet"), str(result)
     assert "nonsense" in str(result) or str(wrong) in str(result)
+    where_to_look(result, int(stem[:2]))
 
 
 def test_lab04_docs_examples_with_two_and_nine_partitions():
@@ -407,11 +418,11 @@ def test_lab10_exercise_ships_unsolved_and_checks_the_served_runs_figures():
     assert re.search(r"^answer_1 = \.\.\.$", "".join(_answer_cell("10-watch-your-app", "answer_1")["source"]), re.M)
     stats = {"msgInCounter": 60, "subscriptions": {"workers": {"msgBacklog": 0}}}
     reasons = {"crasher": "disconnected", "steady": "closed", "nacker": "closed"}
-    assert str(check_app_outcome(..., stats, reasons)).startswith("Not answered yet")
-    assert check_app_outcome(SOLUTIONS["10-watch-your-app"]["answer_1"], stats, reasons)
-    wrong = check_app_outcome(
-        {**SOLUTIONS["10-watch-your-app"]["answer_1"], "crasher_closed": "closed"}, stats, reasons
-    )
+    assert str(check_app_outcome(..., stats, reasons)).startswith(f"{NOT_ANSWERED}: write ")
+    right = SOLUTIONS["10-watch-your-app"]["answer_1"].value
+    assert check_app_outcome(right, stats, reasons)
+    wrong = check_app_outcome({**right, "crasher_closed": "closed"}, stats, reasons)
     assert not wrong and "CLOSE_CONSUMER" in str(wrong)
+    assert "What happened, from the event log" in where_to_look(wrong, 10)
     busy = {"msgInCounter": 60, "subscriptions": {"workers": {"msgBacklog": 3}}}
-    assert not check_app_outcome(SOLUTIONS["10-watch-your-app"]["answer_1"], busy, reasons)
+    assert not check_app_outcome(right, busy, reasons)

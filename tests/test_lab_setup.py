@@ -224,11 +224,14 @@ def test_lab_without_java_shows_a_clear_message_at_its_spark_cell(tmp_path, monk
 
 
 @pytest.mark.notebook
-def test_lab_06_runs_with_its_kernel_in_another_folder(tmp_path, monkeypatch):
-    """Lab 06 reads data/broker-json/ through samples_dir(), not ../data: a kernel started elsewhere finds it."""
-    notebook = LABS / "06-debug-your-cluster.ipynb"
+@pytest.mark.parametrize("stem", ["06-debug-your-cluster", "10-watch-your-app"])
+def test_lab_runs_with_its_kernel_in_another_folder(stem, tmp_path, monkeypatch):
+    """Lab 06 reads data/broker-json/ through samples_dir(), not ../data, and lab 10 runs labs/watch_app.py through
+    lab_file(): a kernel started elsewhere finds both."""
+    notebook = LABS / f"{stem}.ipynb"
     nb = nbformat.read(notebook, as_version=4)
-    assert "../data" not in "".join(c.source for c in nb.cells if c.cell_type == "code")
+    code = "".join(c.source for c in nb.cells if c.cell_type == "code")
+    assert "../data" not in code and '"watch_app.py"' not in code.replace('lab_file("watch_app.py")', "")
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p))
     monkeypatch.delenv(SAMPLES_ENV, raising=False)
     client = NotebookClient(nb, kernel_name="python3", timeout=600, startup_timeout=180,
@@ -237,5 +240,5 @@ def test_lab_06_runs_with_its_kernel_in_another_folder(tmp_path, monkeypatch):
         client.execute()
     finally:
         ARTIFACTS.mkdir(exist_ok=True)
-        nbformat.write(nb, ARTIFACTS / "executed-06-elsewhere.ipynb")
+        nbformat.write(nb, ARTIFACTS / f"executed-{stem[:2]}-elsewhere.ipynb")
     assert list(tmp_path.iterdir()) == [], "the lab wrote into the folder it ran in"

@@ -1,8 +1,8 @@
-"""Checkers for the exercises on the mechanisms issue 13 adds to the labs (one or more per lab).
+"""Checkers for the exercises on the mechanisms issue 13 adds to the labs (one per lab, 01-10).
 
 Models no Pulsar class: every right answer is computed by running the lab's model, as the lab's cells do.
-An answer left as ``...`` is "not answered yet"; a wrong one gets what is wrong and where to look; a right
-one says why it is right.
+Each checker is an `exercise`: an answer left as ``...`` is "not answered yet" and what to write; a wrong one
+gets what is wrong, then where to look (the lab's section, the guide page); a right one says why it is right.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pulsarlab.client.ack_grouping import for_profile
 from pulsarlab.client.policies import ConsumerDeadLetterPolicy
 from pulsarlab.clock import Scheduler
 from pulsarlab.errors import PulsarError
-from pulsarlab.exercises.check import CheckResult, failed, passed
+from pulsarlab.exercises.check import CheckResult, exercise, failed, passed
 from pulsarlab.ids import MessageId
 from pulsarlab.lab import Lab
 from pulsarlab.protocol.acks import AckType
@@ -22,17 +22,8 @@ from pulsarlab.protocol.subscription import ConsumerType
 from pulsarlab.scenarios.key_shared import KeySharedScenario
 
 
-def not_answered(answer: Any, what: str) -> CheckResult | None:
-    """A "not answered yet" result when ``answer`` is still ``...``; None otherwise."""
-    if answer is Ellipsis:
-        return CheckResult(False, (f"Not answered yet: replace `...` with {what}, then run the cell again.",))
-    return None
-
-
 def _compare(answer: Any, want: dict[str, Any], what: str, hints: dict[str, str], hint: str, why: str) -> CheckResult:
-    pending = not_answered(answer, what)
-    if pending is not None:
-        return pending
+    """``answer`` against ``want`` key by key: a rejection names each wrong key with its hint."""
     if not isinstance(answer, dict) or set(answer) != set(want):
         return failed([f"answer should be {what}"])
     problems = [
@@ -56,6 +47,14 @@ def keyless_key_based_answer(keys: list[str | None], version: str = "4.0", first
     return {"entries": len(entries), "keyless_consumer": keyless[0] if keyless else None}
 
 
+@exercise(
+    todo='write {"entries": <how many entries>, "keyless_consumer": "<c1, c2 or c3>"}',
+    see=(
+        'Lab 1, section 7 ("Batching: the first key decides")',
+        "docs/guide/producer-batching.md#keyless-batches",
+        "docs/guide/sticky-key-hashing.md#keyless-messages",
+    ),
+)
 def check_keyless_key_based(answer: Any, keys: list[str | None], version: str = "4.0") -> CheckResult:
     """``{"entries": int, "keyless_consumer": "cN"}`` for one KEY_BASED batch of ``keys``."""
     want = keyless_key_based_answer(keys, version)
@@ -70,7 +69,7 @@ def check_keyless_key_based(answer: Any, keys: list[str | None], version: str = 
                 "(3.0 hashed the constant NONE_KEY)"
             ),
         },
-        "Section 7 routes batches; section 6 shows the keyless sticky key.",
+        "Section 7 routes batches; section 6 (Pulsar 3.0 vs 4.0) shows the keyless sticky key.",
         f"{want['entries']} entries; the keyless one is routed by its producer name and sequence id, not by a key.",
     )
 
@@ -96,6 +95,13 @@ def type_change_answer(version: str = "4.0") -> dict[str, str]:
     return out
 
 
+@exercise(
+    todo='write {"one_left": "<exception class name or subscription type>", "all_left": "<...>"}',
+    see=(
+        'Lab 2, section 7 ("Partitioned topics, and changing a subscription\'s type")',
+        "docs/guide/subscription-types.md#type-change",
+    ),
+)
 def check_type_change(answer: Any, version: str = "4.0") -> CheckResult:
     """``{"one_left": ..., "all_left": ...}``: the exception name, or the subscription type stats then shows."""
     want = type_change_answer(version)
@@ -107,7 +113,7 @@ def check_type_change(answer: Any, version: str = "4.0") -> CheckResult:
             "one_left": "while any consumer is connected, a consumer of another type is refused",
             "all_left": "once the last consumer has left, the next consumer's type becomes the subscription's type",
         },
-        "Section 1 and the cell on type changes show both cases.",
+        "The cell on type changes shows both cases.",
         f"{want}: the type is fixed only while the subscription has consumers.",
     )
 
@@ -129,6 +135,14 @@ def cumulative_in_batch_answer(batch_size: int, index: int, entry: int = 4) -> d
     return out
 
 
+@exercise(
+    todo='write {"off": {"position": "L:E", "ack_set": None or [words]}, "on": {"position": ..., "ack_set": ...}}',
+    see=(
+        'Lab 3, section 4 ("Batches: what comes back after a partial ack (3.x / 4.0 vs 4.1)")',
+        "docs/guide/acknowledgements.md#cumulative-in-batch",
+        "docs/guide/acknowledgements.md#ack-sets",
+    ),
+)
 def check_cumulative_in_batch(answer: Any, batch_size: int = 8, index: int = 5, entry: int = 4) -> CheckResult:
     """``{"off": {"position": "L:E", "ack_set": None | [words]}, "on": {...}}``."""
     want = cumulative_in_batch_answer(batch_size, index, entry)
@@ -146,7 +160,7 @@ def check_cumulative_in_batch(answer: Any, batch_size: int = 8, index: int = 5, 
                 "(still unacknowledged), as Java's BitSet.toLongArray() words"
             ),
         },
-        "The cell 'What a CommandAck carries' in section 4 sends both.",
+        "The cell 'What a CommandAck carries' sends both.",
         "off: the previous entry; on: the entry with the bits after the acked index still set.",
     )
 
@@ -164,11 +178,15 @@ def ring_active_answer(topic: str, names: list[str], version: str = "4.0") -> st
     return lab.admin.topics.stats(topic)["subscriptions"]["sub"]["activeConsumerName"]
 
 
+@exercise(
+    todo="write a consumer name, such as 'c1'",
+    see=(
+        'Lab 4, section 3 ("A non-partitioned topic: the hash ring (3.0+)")',
+        "docs/guide/subscription-types.md#failover-ring",
+    ),
+)
 def check_ring_active(answer: Any, topic: str, names: list[str], version: str = "4.0") -> CheckResult:
     """The name of the active consumer on a non-partitioned topic."""
-    pending = not_answered(answer, "a consumer name, such as 'c1'")
-    if pending is not None:
-        return pending
     want = ring_active_answer(topic, names, version)
     if answer == want:
         return passed(f"{want} owns the first ring point at or after the topic name's hash.")
@@ -200,6 +218,13 @@ def keyless_spread_answer(messages: int = 6) -> dict[str, int]:
     return out
 
 
+@exercise(
+    todo='write {"3.0": <number of consumers>, "4.0": <number of consumers>}',
+    see=(
+        'Lab 5, section 7 ("Keyless messages")',
+        "docs/guide/sticky-key-hashing.md#keyless-messages",
+    ),
+)
 def check_keyless_spread(answer: Any, messages: int = 6) -> CheckResult:
     """``{"3.0": n, "4.0": n}``: how many consumers receive at least one keyless message."""
     want = keyless_spread_answer(messages)
@@ -211,7 +236,7 @@ def check_keyless_spread(answer: Any, messages: int = 6) -> CheckResult:
             "3.0": "3.0 hashes every keyless message as the constant NONE_KEY: one hash, one consumer",
             "4.0": "4.0 hashes producerName-sequenceId, so keyless messages spread over the ring",
         },
-        "Section 7 'Keyless messages' shows the sticky keys.",
+        "The cells of the section print each keyless message's sticky key.",
         f"{want}: one consumer on 3.0, spread on 4.0.",
     )
 
@@ -234,13 +259,18 @@ def entries_since_first_not_acked_answer(published: int, received: int, acked: i
     return lab.admin.topics.stats_internal("t")["cursors"]["sub"]["numberOfEntriesSinceFirstNotAckedMessage"]
 
 
+@exercise(
+    todo="write an int: the numberOfEntriesSinceFirstNotAckedMessage stats-internal prints",
+    see=(
+        'Lab 6, section 3 ("Symptom: an ack hole pins the mark-delete position")',
+        "docs/guide/cursor.md#holes",
+        "docs/guide/cursor.md#read-position",
+    ),
+)
 def check_entries_since_first_not_acked(
     answer: Any, published: int = 20, received: int = 20, acked: int = 5
 ) -> CheckResult:
     """An int: what stats-internal prints."""
-    pending = not_answered(answer, "an int")
-    if pending is not None:
-        return pending
     want = entries_since_first_not_acked_answer(published, received, acked)
     if answer == want:
         return passed(f"{want}: the positions after the mark-delete position up to and including the read position.")
@@ -249,7 +279,10 @@ def check_entries_since_first_not_acked(
         hint = ": it counts up to AND including the read position, which has not been read yet"
     elif answer == received:
         hint = ": it starts after the mark-delete position, not at the first entry"
-    return failed([f"it prints {want}, you said {answer!r}{hint}"], "Lab 3 section 5 and docs/guide/cursor.md#holes.")
+    return failed(
+        [f"it prints {want}, you said {answer!r}{hint}"],
+        'Lab 3, section 5 ("stats-internal, as pulsar-admin prints it") prints the same cursor fields.',
+    )
 
 
 # --- lab 07: retry and dead-letter topic names -------------------------------------------------------------------
@@ -279,6 +312,14 @@ def retry_path_answer(topic: str, subscription: str, max_redeliver_count: int) -
     return {"received_from": received_from, "dead_letter_topic": dead[0] if dead else None}
 
 
+@exercise(
+    todo='write {"received_from": ["<short topic name>", ...], "dead_letter_topic": "<short topic name>"}',
+    see=(
+        'Lab 7, section 5 ("Retry topics: "again, later"")',
+        "docs/guide/retry-and-dead-letters.md#retry-topic",
+        "docs/guide/retry-and-dead-letters.md#topic-names",
+    ),
+)
 def check_retry_path(answer: Any, topic: str = "payments", subscription: str = "billing", max_redeliver_count: int = 2):
     """``{"received_from": [topic names], "dead_letter_topic": name}`` (short names, no persistent://...)."""
     want = retry_path_answer(topic, subscription, max_redeliver_count)
@@ -293,7 +334,7 @@ def check_retry_path(answer: Any, topic: str = "payments", subscription: str = "
             ),
             "dead_letter_topic": "the default is <topic>-<subscription>-DLQ, with dashes (no _DLQ)",
         },
-        "Section 5 and the box on topic names.",
+        "Read the box on topic names again.",
         f"{want['received_from']} then {want['dead_letter_topic']}.",
     )
 
@@ -311,6 +352,14 @@ def chunk_callback_answer(payload: int, max_message_size: int = 1024) -> dict[st
     return {"chunks": len(lab.events.of_kind("chunk_published")), "callbacks": len(calls)}
 
 
+@exercise(
+    todo='write {"chunks": <int>, "callbacks": <int>}',
+    see=(
+        'Lab 8, section 7 ("One callback per message, and the lab\'s clock")',
+        "docs/guide/chunked-messages.md#chunk-count",
+        "docs/guide/chunked-messages.md#chunk-message-id",
+    ),
+)
 def check_chunk_callback(answer: Any, payload: int = 2020) -> CheckResult:
     """``{"chunks": int, "callbacks": int}``."""
     want = chunk_callback_answer(payload)
@@ -322,7 +371,7 @@ def check_chunk_callback(answer: Any, payload: int = 2020) -> CheckResult:
             "chunks": "each chunk carries maxMessageSize - metadata payload bytes (1010 here)",
             "callbacks": "the producer completes the message once, when its last chunk is persisted",
         },
-        "Section 2 (chunk size) and the cell on callbacks.",
+        'Section 2 ("A chunking producer") sizes the chunks; the cell on callbacks counts the calls.',
         f"{want['chunks']} chunks, one callback with the ChunkMessageId.",
     )
 
@@ -331,7 +380,7 @@ def check_chunk_callback(answer: Any, payload: int = 2020) -> CheckResult:
 
 
 def bucket_walkthrough_answer(broker_config: dict[str, Any], messages: int = 16) -> dict[str, Any]:
-    """Times at which stored segments are loaded, and how many buckets one merge joined, for §4's run."""
+    """Times at which stored segments are loaded, and how many buckets one merge joined, for lab 09 section 4's run."""
     lab = Lab(version="4.0", seed=1, broker_config=broker_config)
     client = lab.client()
     worker = client.subscribe("reminders", "workers", consumer_type=ConsumerType.Shared, consumer_name="w1")
@@ -350,6 +399,14 @@ def bucket_walkthrough_answer(broker_config: dict[str, Any], messages: int = 16)
     }
 
 
+@exercise(
+    todo='write {"segment_loads_at": [<ms>, ...], "merged_buckets": <int>}',
+    see=(
+        'Lab 9, section 4 ("The bucket tracker, step by step")',
+        "docs/guide/delayed-delivery.md#bucket-tracker",
+        "docs/guide/delayed-delivery.md#bucket-merging",
+    ),
+)
 def check_bucket_walkthrough(answer: Any, broker_config: dict[str, Any], messages: int = 16) -> CheckResult:
     """``{"segment_loads_at": [ms, ...], "merged_buckets": int}``."""
     want = bucket_walkthrough_answer(broker_config, messages)
@@ -364,7 +421,7 @@ def check_bucket_walkthrough(answer: Any, broker_config: dict[str, Any], message
             ),
             "merged_buckets": "delayedDeliveryMaxNumBuckets=2: the third sealed bucket goes over the limit",
         },
-        "Step through section 4's player with 'jump to segment_loaded'.",
+        "Step through the section's player with 'jump to segment_loaded'.",
         f"{want}: segments wait in storage until the one before them is used up.",
     )
 
@@ -372,6 +429,14 @@ def check_bucket_walkthrough(answer: Any, broker_config: dict[str, Any], message
 # --- lab 10: reading what the broker saw of a real app -----------------------------------------------------------
 
 
+@exercise(
+    todo='write {"msgInCounter": <int>, "msgBacklog": <int>, "crasher_closed": "<close reason>"}',
+    see=(
+        'Lab 10, sections "What the broker saw: `stats-internal`" and "What happened, from the event log"',
+        "docs/guide/subscription-types.md#shared-consumer-leaves",
+        "docs/guide/redelivery.md#redelivery-count",
+    ),
+)
 def check_app_outcome(answer: Any, stats: dict[str, Any], closed_reasons: dict[str, str]) -> CheckResult:
     """``{"msgInCounter": int, "msgBacklog": int, "crasher_closed": reason}`` against the served run's own stats
     (``stats`` as `pulsar-admin topics stats` prints it, ``closed_reasons`` consumer name -> close reason)."""
@@ -391,6 +456,6 @@ def check_app_outcome(answer: Any, stats: dict[str, Any], closed_reasons: dict[s
                 "a process that dies sends no CLOSE_CONSUMER: the broker sees the connection drop ('disconnected')"
             ),
         },
-        "Read the stats cell and the table of closed consumers above.",
+        "Read the stats cell and the table of closed consumers again.",
         f"{want}: every message arrived and was acknowledged, although one consumer died holding some.",
     )
