@@ -24,6 +24,7 @@ from pulsarlab.hashing import murmur3_32, sticky_key
 from pulsarlab.ids import MessageId
 from pulsarlab.lab import Lab
 from pulsarlab.profiles import DEFAULT_PROFILE, PROFILES, Profile, get_profile
+from pulsarlab.protocol.producer_access import ProducerAccessMode
 from pulsarlab.protocol.subscription import ConsumerKeySharedPolicy, ConsumerType, InitialPosition, KeySharedMode
 from pulsarlab.snapshot.timeline_file import TimelineFileError, load_timeline
 from pulsarlab.version import __version__ as __version__
@@ -45,6 +46,7 @@ __all__ = [
     "MessageTooBig",
     "MultiplierRedeliveryBackoff",
     "PartitionsRoutingMode",
+    "ProducerAccessMode",
     "ServerMetadataException",
     "SubscriptionBusyException",
     "DEFAULT_PROFILE",

@@ -146,6 +146,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             allow_remote=args.allow_remote,
             advertised_host=args.advertised_host,
             admin_port=None if args.no_admin else args.admin_port,
+            advertised_listeners=args.advertised_listeners,
             on_ready=ready,
             record=args.record,
         )
@@ -358,6 +359,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--allow-remote", action="store_true", help="allow a non-loopback --host (the lab broker has no authentication)"
     )
     p.add_argument("--advertised-host", default=None, help="host name lookups hand to clients")
+    p.add_argument(
+        "--advertised-listeners",
+        default=None,
+        metavar="NAME:URL,...",
+        help="broker.conf advertisedListeners, e.g. internal:pulsar://127.0.0.1:6650 (clients' listener_name)",
+    )
     p.add_argument("--version", default=None, help="the Pulsar line to model (see `pulsarlab profiles`)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument(

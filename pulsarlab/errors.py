@@ -74,6 +74,22 @@ class NotAllowedException(BrokerServiceException):
     java_class = _broker("NotAllowedException")
 
 
+class ProducerBusyException(BrokerServiceException):
+    java_class = _broker("ProducerBusyException")
+
+
+class ProducerFencedException(BrokerServiceException):
+    java_class = _broker("ProducerFencedException")
+
+
+class NamingException(BrokerServiceException):
+    java_class = _broker("NamingException")
+
+
+class IncompatibleSchemaException(BrokerServiceException):
+    java_class = "org.apache.pulsar.broker.service.schema.exceptions.IncompatibleSchemaException"
+
+
 class PulsarClientException(PulsarError):
     java_class = "org.apache.pulsar.client.api.PulsarClientException"
 

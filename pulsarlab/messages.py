@@ -193,7 +193,10 @@ class EntryData:
 
     @classmethod
     def from_stored(cls, stored: tuple) -> "EntryData":
-        """The entry `stored` was made from (an equal, new object; trusted input)."""
+        """The entry `stored` was made from (an equal, new object; trusted input). An entry whose `stored` is
+        itself (an immutable subclass that keeps its bytes, such as serve's `WireEntry`) comes back as is."""
+        if type(stored) is not tuple:
+            return stored
         entry = _new_entry(cls)
         properties, entry.payloads, entry.rows, entry.size = stored[_N_BUT_PROPERTIES:]
         entry.metadata = MessageMetadata(

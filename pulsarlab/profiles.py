@@ -150,6 +150,9 @@ BROKER_DEFAULTS: dict[str, Any] = {
     "delayedDeliveryMaxNumBuckets": -1,
     "subscriptionRedeliveryTrackerEnabled": True,
     "statsUpdateFrequencyInSecs": 60,
+    "brokerDeduplicationEnabled": False,
+    "topicCompactionRetainNullKey": False,
+    "schemaCompatibilityStrategy": "FULL",
 }
 
 _3X = dict(

@@ -175,7 +175,7 @@ def test_producers_get_broker_names_and_ack_receipts_are_answered():
         )
         assert raw.expect(CommandType.PRODUCER_SUCCESS).producer_name == "mine"
         assert server.call(lab.admin.topics.subscriptions, TOPIC) == ["first"]
-        raw.send(ProducerRequest(topic="non-persistent://public/default/x", producer_id=2, request_id=3))
+        raw.send(ProducerRequest(topic="bogus://public/default/x", producer_id=2, request_id=3))
         err = raw.expect(CommandType.ERROR)
         assert err.request_id == 3 and err.error is ServerError.InvalidTopicName
         assert _subscribe(raw, 7, "acks", ConsumerType.Shared, 4)[0] is CommandType.SUCCESS

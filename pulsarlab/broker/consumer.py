@@ -56,6 +56,7 @@ class Consumer:
         self.subscription = subscription
         self.cnx = cnx
         self.durable = durable  # False: a reader's, on a non-durable subscription (BrokerService.close_consumer)
+        self.read_compacted = False  # reads the compacted view up to the horizon (broker.compaction)
         self.key_shared_mode = key_shared_mode
         self.allow_out_of_order_delivery = allow_out_of_order_delivery
         self.max_unacked_messages = max_unacked_messages

@@ -23,17 +23,25 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
+from pulsarlab.broker.compaction import CompactionStatus
+from pulsarlab.broker.compaction import compact as compact_topic
 from pulsarlab.broker.consumer import Consumer
 from pulsarlab.broker.delayed.bucket.snapshot import InMemoryBucketSnapshotStorage
 from pulsarlab.broker.delayed.factory import load_delayed_delivery_tracker_factory
+from pulsarlab.broker.non_persistent import NonPersistentTopic
 from pulsarlab.broker.restart import RestartReport, restart_broker
+from pulsarlab.broker.schema_registry import SchemaData, SchemaRegistry
 from pulsarlab.broker.tenancy import STANDALONE_CLUSTER, NamespacePolicies, Tenancy, TenantInfo, valid_name
 from pulsarlab.broker.topic import PersistentTopic, ProducerHandle, partition_index_of
 from pulsarlab.errors import (
     ConsumerAssignException,
     ConsumerBusyException,
     IllegalArgumentException,
+    IncompatibleSchemaException,
+    NamingException,
     NotAllowedException,
+    ProducerBusyException,
+    ProducerFencedException,
     PulsarError,
     ServerMetadataException,
     SubscriptionBusyException,
@@ -44,6 +52,7 @@ from pulsarlab.managed_ledger.exceptions import ManagedLedgerException
 from pulsarlab.managed_ledger.ledger import LedgerIdAllocator
 from pulsarlab.managed_ledger.position import EARLIEST, LATEST, Position
 from pulsarlab.protocol.acks import AckCommand
+from pulsarlab.protocol.producer_access import ProducerAccessMode
 from pulsarlab.protocol.server_errors import ServerError
 from pulsarlab.protocol.subscription import ConsumerKeySharedPolicy, ConsumerType, InitialPosition, KeySharedMode
 
@@ -70,14 +79,12 @@ class MethodNotAllowedException(PulsarError):
 
 
 def normalize_topic(name: str) -> str:
-    """`TopicName.get(name).toString()` for persistent topics."""
+    """`TopicName.get(name).toString()`: a short name is persistent; ``non-persistent://`` names are kept."""
     if not isinstance(name, str) or not name:
         raise IllegalArgumentException(f"Invalid topic name: {name!r}")
     if "://" in name:
         domain, rest = name.split("://", 1)
-        if domain == "non-persistent":
-            raise IllegalArgumentException("non-persistent topics are not modelled by the lab")
-        if domain != "persistent":
+        if domain not in ("persistent", "non-persistent"):
             raise IllegalArgumentException(f"Invalid topic domain: '{domain}'")
         if len(rest.split("/")) < 3 or not all(rest.split("/")):
             raise IllegalArgumentException(f"Invalid topic name: {name}")
@@ -92,6 +99,12 @@ def normalize_topic(name: str) -> str:
     )
 
 
+def namespace_of(topic: str) -> str:
+    """``tenant/namespace`` of a normalised topic name (``persistent://t/ns/x`` -> ``t/ns``)."""
+    tenant, namespace = topic.split("://", 1)[-1].split("/")[:2]
+    return f"{tenant}/{namespace}"
+
+
 def client_error_code(error: BaseException) -> ServerError:
     """`BrokerServiceException.getClientErrorCode`: the wire's error code for one of the model's exceptions."""
     if isinstance(error, ServerMetadataException):
@@ -100,6 +113,12 @@ def client_error_code(error: BaseException) -> ServerError:
         return ServerError.ConsumerBusy
     if isinstance(error, ConsumerAssignException):
         return ServerError.ConsumerAssignError
+    if isinstance(error, IncompatibleSchemaException):
+        return ServerError.IncompatibleSchema
+    if isinstance(error, ProducerFencedException):
+        return ServerError.ProducerFenced
+    if isinstance(error, (ProducerBusyException, NamingException)):
+        return ServerError.ProducerBusy
     if isinstance(error, NotAllowedException):
         return ServerError.NotAllowedError
     if isinstance(error, NotFoundException):
@@ -167,7 +186,9 @@ class BrokerService:
         )
         self.restarts = 0
         self.topics: dict[str, PersistentTopic] = {}
+        self.non_persistent_topics: dict[str, NonPersistentTopic] = {}  # apart: nothing stored to show or restart
         self.partitioned: dict[str, int] = {}
+        self.schemas = SchemaRegistry(str(self.config.get("schemaCompatibilityStrategy", "FULL")))
         self._next_producer = 0
         self._next_consumer = 0
         self._next_subscription = 0
@@ -191,6 +212,27 @@ class BrokerService:
         self._next_subscription += 1
         return self._next_subscription - 1
 
+    # --- namespace policies the topics follow ------------------------------------------------
+    def namespace_exists(self, namespace: str) -> bool:
+        """A registered namespace (``public/default`` from the start, others once created)."""
+        return namespace in self.tenancy.namespaces
+
+    def deduplication_enabled(self, namespace: str) -> bool:
+        """The namespace's ``deduplicationEnabled``, else the broker's ``brokerDeduplicationEnabled``."""
+        policies = self.tenancy.namespaces.get(namespace)
+        if policies is not None and policies.deduplication_enabled is not None:
+            return policies.deduplication_enabled
+        return bool(self.config.get("brokerDeduplicationEnabled", False))
+
+    def _apply_deduplication(self, topic: PersistentTopic) -> None:
+        on = self.deduplication_enabled(namespace_of(topic.name))
+        topic.deduplication = topic.dedup_state if on else None
+
+    def _check_namespace(self, name: str) -> None:
+        """A topic is only created in a registered namespace (``TopicNotFound`` on the wire)."""
+        if namespace_of(name) not in self.tenancy.namespaces:
+            raise NotFoundException("Namespace does not exist")
+
     # --- topics --------------------------------------------------------------------------------
     normalize = staticmethod(normalize_topic)
     partition_index = staticmethod(partition_index_of)
@@ -199,15 +241,24 @@ class BrokerService:
         """PARTITIONED_METADATA: the partitions of a partitioned topic, 0 for any other name."""
         return self.partitioned.get(name, 0)
 
+    def _topic_map(self, name: str) -> dict[str, Any]:
+        return self.non_persistent_topics if name.startswith("non-persistent://") else self.topics
+
     def topic_exists(self, name: str) -> bool:
         """Whether a (normalised) name is a topic, a partition or a partitioned topic."""
-        return name in self.topics or name in self.partitioned
+        return name in self._topic_map(name) or name in self.partitioned
 
-    def topics_of_namespace(self, namespace: str) -> list[str]:
-        """GET_TOPICS_OF_NAMESPACE (persistent) and ``pulsar-admin topics list``: every topic of the namespace,
-        partitions included, sorted."""
-        prefix = f"persistent://{namespace}/"
-        return sorted(n for n in self.topics if n.startswith(prefix))
+    def topics_of_namespace(self, namespace: str, mode: str = "PERSISTENT") -> list[str]:
+        """GET_TOPICS_OF_NAMESPACE and ``pulsar-admin topics list``: every topic of the namespace, partitions
+        included, sorted; ``mode`` PERSISTENT, NON_PERSISTENT or ALL (CommandGetTopicsOfNamespace.Mode)."""
+        out: list[str] = []
+        if mode in ("PERSISTENT", "ALL"):
+            prefix = f"persistent://{namespace}/"
+            out.extend(n for n in self.topics if n.startswith(prefix))
+        if mode in ("NON_PERSISTENT", "ALL"):
+            prefix = f"non-persistent://{namespace}/"
+            out.extend(n for n in self.non_persistent_topics if n.startswith(prefix))
+        return sorted(out)
 
     def partitioned_topics_of_namespace(self, namespace: str) -> list[str]:
         """``pulsar-admin topics list-partitioned-topics``: the partitioned topics of the namespace, sorted."""
@@ -216,7 +267,7 @@ class BrokerService:
 
     def existing_topic(self, name: str) -> PersistentTopic:
         """The topic (or partition) of a normalised name, without auto-creation; NotFoundException if absent."""
-        t = self.topics.get(name)
+        t = self._topic_map(name).get(name)
         if t is None:
             raise NotFoundException("Topic not found")
         return t
@@ -240,9 +291,12 @@ class BrokerService:
         return self.existing_topic(name).stats_internal()
 
     def _create_topic(self, name: str, partitions: int = 0) -> PersistentTopic:
-        topic = PersistentTopic(self, name, self._next_topic)
+        self._check_namespace(name)
+        kind = NonPersistentTopic if name.startswith("non-persistent://") else PersistentTopic
+        topic = kind(self, name, self._next_topic)
+        self._apply_deduplication(topic)
         self._next_topic += 1
-        self.topics[name] = topic
+        self._topic_map(name)[name] = topic
         if self.events.enabled:
             self.events.append(ev.TOPIC_CREATED, self.scheduler.now(), topic=topic.id, name=name, partitions=partitions)
         return topic
@@ -251,12 +305,12 @@ class BrokerService:
         """Create the topic if it does not exist (auto-creation); returns its partition count (0: not partitioned)."""
         if name in self.partitioned:
             return self.partitioned[name]
-        if name not in self.topics:
+        if name not in self._topic_map(name):
             self._create_topic(name)
         return 0
 
     def get_topic(self, name: str) -> PersistentTopic:
-        topic = self.topics.get(name)
+        topic = self._topic_map(name).get(name)
         if topic is None:
             if name in self.partitioned:
                 raise PreconditionFailedException(f"{name} is a partitioned topic; use one of its partitions")
@@ -270,6 +324,7 @@ class BrokerService:
             raise ConflictException("This topic already exists")
         if partition_index_of(name) >= 0:
             raise PreconditionFailedException("Partitioned Topic Name should not contain '-partition-'")
+        self._check_namespace(name)
         self.partitioned[name] = partitions
         if self.events.enabled:
             self.events.append(ev.TOPIC_CREATED, self.scheduler.now(), topic=-1, name=name, partitions=partitions)
@@ -293,7 +348,7 @@ class BrokerService:
     def _drop_topic(self, topic: PersistentTopic) -> None:
         for sub in list(topic.subscriptions):
             topic.delete_subscription(sub)
-        del self.topics[topic.name]
+        del self._topic_map(topic.name)[topic.name]
 
     def delete_topic(self, name: str) -> None:
         """``pulsar-admin topics delete``: a non-partitioned topic (or one partition) with its subscriptions;
@@ -361,6 +416,55 @@ class BrokerService:
                 if closed is not None:
                     closed()
             self._delete_subscription_if_present(s.topic.name, s.name)
+
+    # --- schemas -------------------------------------------------------------------------------
+    def add_schema(self, topic: str, schema: SchemaData) -> int:
+        """A producer's schema (PRODUCER, GET_OR_CREATE_SCHEMA): its version on the topic, stored if new and
+        compatible, else `IncompatibleSchemaException` (`schema_registry`)."""
+        self._check_namespace(topic)
+        return self.schemas.put_if_absent(topic, schema)
+
+    def check_consumer_schema(self, topic: str, schema: SchemaData) -> None:
+        """A consumer's schema (SUBSCRIBE): compatible with the topic's, or the topic's first if it is idle (no
+        producers, no connected consumers, no entries)."""
+        self._check_namespace(topic)
+        idle = True
+        for name in self._partitions_or_self(topic):
+            t = self.topics.get(name)
+            if t is not None and (
+                t.producers
+                or t.ledger.last_confirmed_entry.entry_id >= 0
+                or any(s.consumers() for s in t.subscriptions.values())
+            ):
+                idle = False
+        self.schemas.check_consumer(topic, schema, idle)
+
+    def get_schema(self, topic: str, version: int | None = None) -> tuple[int, SchemaData] | None:
+        """GET_SCHEMA (``pulsar-admin schemas get``): ``(version, schema)``, the latest without ``version``."""
+        return self.schemas.get(topic, version)
+
+    # --- compaction ----------------------------------------------------------------------------
+    def compact(self, name: str) -> None:
+        """``pulsar-admin topics compact`` (every partition of a partitioned topic): runs at once
+        (`compaction.compact`); 409 "Compaction already in progress" cannot happen in the model."""
+        retain = bool(self.config.get("topicCompactionRetainNullKey", False))
+        for t in [self.existing_topic(p) for p in self._partitions_or_self(name)]:
+            t.compaction_status = CompactionStatus.RUNNING
+            try:
+                t.compacted = compact_topic(t, retain)
+            except Exception:
+                t.compaction_status = CompactionStatus.ERROR
+                raise
+            t.compaction_status = CompactionStatus.SUCCESS
+            t.compaction_succeeded_at = self.scheduler.now_ms
+
+    def compaction_status(self, name: str) -> dict[str, str]:
+        """``pulsar-admin topics compaction-status``: `LongRunningProcessStatus` as JSON (``status``,
+        ``lastError``); over the partitions of a partitioned topic, the least advanced one."""
+        order = [CompactionStatus.ERROR, CompactionStatus.NOT_RUN, CompactionStatus.RUNNING, CompactionStatus.SUCCESS]
+        states = [self.existing_topic(p).compaction_status for p in self._partitions_or_self(name)]
+        status = min(states, key=order.index)
+        return {"status": status.value, "lastError": ""}
 
     # --- tenants and namespaces (admin) -------------------------------------------------------
     def known_namespaces(self) -> set[str]:
@@ -439,6 +543,10 @@ class BrokerService:
         if enabled is not None and not isinstance(enabled, bool):
             raise IllegalArgumentException(f"deduplication is true, false or None, not {enabled!r}")
         self._namespace_policies(namespace).deduplication_enabled = enabled
+        prefix = f"persistent://{namespace}/"
+        for name, topic in self.topics.items():  # the topics follow at once
+            if name.startswith(prefix):
+                self._apply_deduplication(topic)
 
     # --- subscription cursor moves (admin) ----------------------------------------------------
     def _subscriptions_named(self, name: str, subscription: str) -> list[Any]:
@@ -530,11 +638,24 @@ class BrokerService:
 
     # --- SEND ----------------------------------------------------------------------------------
     def register_producer(
-        self, producer_id: int, name: str, topic: str, initial_subscription: str | None = None
+        self,
+        producer_id: int,
+        name: str,
+        topic: str,
+        initial_subscription: str | None = None,
+        *,
+        access_mode: ProducerAccessMode = ProducerAccessMode.Shared,
+        topic_epoch: int | None = None,
+        on_ready: Any = None,
+        on_fenced: Any = None,
     ) -> ProducerHandle:
         """PRODUCER; with ``initial_subscription`` (CommandProducer's ``initial_subscription_name``) that
-        subscription is created at the earliest position of the topic if it does not exist yet."""
-        handle = self.get_topic(topic).add_producer(producer_id, name)
+        subscription is created at the earliest position of the topic if it does not exist yet. The access mode
+        may refuse it (``ProducerBusy`` / ``ProducerFenced``) or queue it (``WaitForExclusive``: the handle is
+        not ``ready`` until ``on_ready(handle)``); a producer fenced out later hears ``on_fenced(handle,
+        reason)`` (`producer_access`). ``handle.topic.last_published_sequence_id(name)`` is what
+        PRODUCER_SUCCESS reports (deduplication)."""
+        handle = self.get_topic(topic).add_producer(producer_id, name, access_mode, topic_epoch, on_ready, on_fenced)
         if initial_subscription:
             handle.topic.get_or_create_subscription(initial_subscription, InitialPosition.Earliest.name)
         return handle
@@ -547,10 +668,11 @@ class BrokerService:
             self.get_topic(name).get_or_create_subscription(subscription, InitialPosition.Latest.name)
 
     def unregister_producer(self, handle: ProducerHandle) -> None:
-        handle.topic.producers.pop(handle.producer_id, None)
+        handle.topic.remove_producer(handle)
 
-    def publish(self, handle: ProducerHandle, entry: Any):
-        return handle.topic.publish(handle, entry)
+    def publish(self, handle: ProducerHandle, entry: Any, highest_sequence_id: int | None = None):
+        """SEND: the entry's position, or ``-1:-1`` for a duplicate (deduplication)."""
+        return handle.topic.publish(handle, entry, highest_sequence_id)
 
     # --- SUBSCRIBE -----------------------------------------------------------------------------
     def subscribe(
@@ -568,22 +690,46 @@ class BrokerService:
         partition_index: int = -1,
         durable: bool = True,
         start_message_id: tuple[int, int] | None = None,
+        read_compacted: bool = False,
     ) -> Consumer:
         """SUBSCRIBE. ``durable`` False is a reader's non-durable subscription: created here if missing (its
         cursor then starts at ``start_message_id``, a ``(ledger, entry)`` id, when given) and deleted when its
-        last such consumer closes (`close_consumer`) or when the subscribe fails."""
+        last such consumer closes (`close_consumer`) or when the subscribe fails. ``read_compacted`` (Exclusive
+        and Failover only) reads the compacted view up to the horizon (`compaction`)."""
+        if read_compacted and sub_type not in (ConsumerType.Exclusive, ConsumerType.Failover):
+            raise NotAllowedException("readCompacted only allowed on failover or exclusive subscriptions")
         t = self.get_topic(topic)
         if durable:
             return self._subscribe(
-                t, cnx, consumer_id, subscription, sub_type, name, priority, initial_position, key_shared_policy, True
+                t,
+                cnx,
+                consumer_id,
+                subscription,
+                sub_type,
+                name,
+                priority,
+                initial_position,
+                key_shared_policy,
+                True,
+                read_compacted,
             )
         created = subscription not in t.subscriptions
         try:
             sub = t.get_or_create_subscription(subscription, initial_position.name)
-            if created and start_message_id is not None:
+            if created and start_message_id is not None and not isinstance(t, NonPersistentTopic):
                 sub.cursor.reset_cursor(message_id_position(*start_message_id))
             return self._subscribe(
-                t, cnx, consumer_id, subscription, sub_type, name, priority, initial_position, key_shared_policy, False
+                t,
+                cnx,
+                consumer_id,
+                subscription,
+                sub_type,
+                name,
+                priority,
+                initial_position,
+                key_shared_policy,
+                False,
+                read_compacted,
             )
         except PulsarError:
             if created:
@@ -602,6 +748,7 @@ class BrokerService:
         initial_position: InitialPosition,
         key_shared_policy: ConsumerKeySharedPolicy | None,
         durable: bool,
+        read_compacted: bool = False,
     ) -> Consumer:
         ks_mode = None
         ooo = False
@@ -628,6 +775,7 @@ class BrokerService:
             connected_since=self.scheduler.now(),
             durable=durable,
         )
+        consumer.read_compacted = read_compacted
         try:
             sub.add_consumer(consumer)
         except Exception:
@@ -692,6 +840,8 @@ class BrokerService:
         ``publish_time`` - from the entry after the newest one published strictly before it, i.e. the first entry
         published at or after it (the first entry when none is). Returns the new read position."""
         sub = consumer.subscription
+        if isinstance(sub.topic, NonPersistentTopic):
+            raise NotAllowedException("Seek operation not supported for non-persistent topics")
         if isinstance(position, tuple):
             position = message_id_position(*position)
         if publish_time is not None:
@@ -731,7 +881,7 @@ class BrokerService:
                 self._delete_subscription_if_present(sub.topic.name, sub.name)
 
     def _delete_subscription_if_present(self, topic: str, subscription: str) -> None:
-        t = self.topics.get(topic)
+        t = self._topic_map(topic).get(topic)
         if t is not None and subscription in t.subscriptions:
             t.delete_subscription(subscription)
 
@@ -762,6 +912,8 @@ class BrokerService:
     def get_last_message_id(self, consumer: Consumer) -> LastMessageId:
         """GET_LAST_MESSAGE_ID (`ServerCnx.handleGetLastMessageId`) for a consumer's topic and subscription."""
         sub = consumer.subscription
+        if isinstance(sub.topic, NonPersistentTopic):
+            raise NotAllowedException("GetLastMessageId is not supported for non-persistent topics")
         ml = sub.topic.ledger
         last = ml.last_confirmed_entry
         md = sub.cursor.mark_delete_position
@@ -789,7 +941,9 @@ class BrokerService:
             blocked_consumer_on_unacked_msgs=consumer.blocked,
             connected_since=consumer.stats()["connectedSince"],
             type=sub.dispatcher.type_name,
-            msg_backlog=sub.cursor.number_of_entries_in_backlog(False),
+            msg_backlog=0
+            if isinstance(sub.topic, NonPersistentTopic)
+            else sub.cursor.number_of_entries_in_backlog(False),
         )
 
 

@@ -4,8 +4,8 @@ Models the configuration store's ``/admin/policies`` tree as `TenantResources` a
 a tenant's `TenantInfo` (``adminRoles``, ``allowedClusters``) and a namespace's `Policies`, of which the lab
 models ``deduplicationEnabled`` (None: not set, the broker's ``brokerDeduplicationEnabled`` applies). Names are
 checked as `NamedEntity.checkName` does (letters, digits, ``_ - = : .``). Simplifies: one cluster; a standalone
-broker's ``public`` tenant and ``public/default`` namespace exist from the start; topics auto-created in a
-namespace nobody created make that namespace (and its tenant) known too, as the lab always allowed.
+broker's ``public`` tenant and ``public/default`` namespace exist from the start; a topic is only created in a
+registered namespace (else ``TopicNotFound``, `BrokerService._check_namespace`).
 """
 
 from __future__ import annotations

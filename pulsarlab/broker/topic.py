@@ -4,15 +4,20 @@ Models `PersistentTopic` (reference §10, §11): ``publishMessage`` refuses a me
 ``delayedDeliveryMaxDelayInMillis`` after its publish time (4.0+), appends the entry to the managed ledger and
 wakes the dispatchers whose cursor waits at the end of the topic; ``subscribe`` opens (or reuses) the
 subscription's durable cursor at the initial position. ``unload`` / ``reload`` are what a graceful broker
-restart does to a topic (`broker.restart`). Simplifies: no deduplication, no schema, no retention or
-backlog quotas, no compaction, no replication.
+restart does to a topic (`broker.restart`). Producers are admitted by their access mode (`producer_access`);
+with deduplication on, duplicates are dropped (`deduplication`); ``compacted`` is the last compaction
+(`compaction`). Simplifies: no retention or backlog quotas,
+no replication.
 """
 
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
+from pulsarlab.broker.compaction import CompactedTopic, CompactionStatus, compaction_stats
+from pulsarlab.broker.deduplication import DUPLICATE, MessageDeduplication
+from pulsarlab.broker.producer_access import ProducerAccess
 from pulsarlab.broker.subscription import PersistentSubscription
 from pulsarlab.date_format import format_timestamp
 from pulsarlab.errors import NotAllowedException
@@ -20,6 +25,7 @@ from pulsarlab.event_catalogue import broker as ev
 from pulsarlab.event_catalogue.delayed import DELIVERY_DELAY_REFUSED
 from pulsarlab.managed_ledger.ledger import ManagedLedger
 from pulsarlab.managed_ledger.position import Position
+from pulsarlab.protocol.producer_access import ProducerAccessMode
 
 if TYPE_CHECKING:  # pragma: no cover
     from pulsarlab.broker.service import BrokerService
@@ -35,17 +41,55 @@ def partition_index_of(name: str) -> int:
 
 
 class ProducerHandle:
-    """The broker's record of one producer on one topic (`Producer`)."""
+    """The broker's record of one producer on one topic (`Producer`): its access mode, the topic epoch it
+    holds (exclusive modes), whether it may produce yet (``ready``: False while ``WaitForExclusive`` waits) and
+    the callbacks its connection gave: ``on_ready(handle)`` when a waiting producer gets the topic,
+    ``on_fenced(handle, reason)`` when another producer fences it out."""
 
-    __slots__ = ("producer_id", "name", "topic", "msg_in_counter", "bytes_in_counter", "connected_since")
+    __slots__ = (
+        "producer_id",
+        "name",
+        "topic",
+        "msg_in_counter",
+        "bytes_in_counter",
+        "connected_since",
+        "access_mode",
+        "topic_epoch",
+        "requested_epoch",
+        "ready",
+        "is_fenced",
+        "on_ready",
+        "on_fenced",
+    )
 
-    def __init__(self, producer_id: int, name: str, topic: "PersistentTopic", now: int) -> None:
+    def __init__(
+        self,
+        producer_id: int,
+        name: str,
+        topic: "PersistentTopic",
+        now: int,
+        access_mode: ProducerAccessMode = ProducerAccessMode.Shared,
+    ) -> None:
         self.producer_id = producer_id
         self.name = name
         self.topic = topic
         self.msg_in_counter = 0
         self.bytes_in_counter = 0
         self.connected_since = now
+        self.access_mode = access_mode
+        self.topic_epoch: int | None = None
+        self.requested_epoch: int | None = None
+        self.ready = True
+        self.is_fenced = False
+        self.on_ready: Callable[["ProducerHandle"], None] | None = None
+        self.on_fenced: Callable[["ProducerHandle", str], None] | None = None
+
+    def fenced(self, reason: str) -> None:
+        """Another producer fenced this one out (`Producer.close` from `ExclusiveWithFencing`)."""
+        self.is_fenced = True
+        self.ready = False
+        if self.on_fenced is not None:
+            self.on_fenced(self, reason)
 
 
 class PersistentTopic:
@@ -70,16 +114,57 @@ class PersistentTopic:
         self.msg_chunk_published = False  # a chunk was stored since the topic was loaded
         self._entry_ev = ev.ENTRY_PERSISTED
         self.delayed_messages_published = False  # a stored entry has a deliverAt time (dispatchers check delays)
+        self.access = ProducerAccess()
+        self.compacted: CompactedTopic | None = None  # the last compaction's result (broker.compaction)
+        self.compaction_status = CompactionStatus.NOT_RUN
+        self.compaction_succeeded_at = 0
+        self.deduplication: MessageDeduplication | None = None  # set while deduplication is enabled
+        self.dedup_state = MessageDeduplication()  # kept across disable/enable, as Pulsar's snapshot cursor
 
-    def add_producer(self, producer_id: int, name: str) -> ProducerHandle:
-        handle = ProducerHandle(producer_id, name, self, self.service.scheduler.now_ms)
-        self.producers[producer_id] = handle
+    def add_producer(
+        self,
+        producer_id: int,
+        name: str,
+        access_mode: ProducerAccessMode = ProducerAccessMode.Shared,
+        topic_epoch: int | None = None,
+        on_ready: Callable[[ProducerHandle], None] | None = None,
+        on_fenced: Callable[[ProducerHandle, str], None] | None = None,
+    ) -> ProducerHandle:
+        """`addProducer`: admitted now (``ready``), queued (``WaitForExclusive``: ``ready`` False until
+        ``on_ready``), or refused (`producer_access`)."""
+        handle = ProducerHandle(producer_id, name, self, self.service.scheduler.now_ms, access_mode)
+        handle.on_ready = on_ready
+        handle.on_fenced = on_fenced
+        if access_mode is ProducerAccessMode.Shared and not self.access.has_exclusive and not self.access.waiting:
+            self.producers[producer_id] = handle
+            return handle
+        if self.access.admit(self, handle, topic_epoch):
+            self.producers[producer_id] = handle
+        else:
+            handle.ready = False
         return handle
 
-    def publish(self, handle: ProducerHandle, entry: "EntryData") -> Position:
-        """`publishMessage`: persist the entry, then complete waiting reads."""
+    def remove_producer(self, handle: ProducerHandle) -> None:
+        """`removeProducer`: the producer left (closed, or its connection went)."""
+        if self.producers.get(handle.producer_id) is handle:
+            del self.producers[handle.producer_id]
+        elif handle.ready or handle.is_fenced:
+            return
+        self.access.removed(self, handle)
+
+    def last_published_sequence_id(self, producer_name: str) -> int:
+        """`getLastPublishedSequenceId` (PRODUCER_SUCCESS' ``last_sequence_id``): -1 without deduplication."""
+        dedup = self.deduplication
+        return -1 if dedup is None else dedup.last_published(producer_name)
+
+    def publish(self, handle: ProducerHandle, entry: "EntryData", highest_sequence_id: int | None = None) -> Position:
+        """`publishMessage`: persist the entry, then complete waiting reads. With deduplication on, a duplicate
+        is not stored and gets `DUPLICATE` (``-1:-1``)."""
         if entry.metadata.deliver_at_time is not None:
             self._check_delivery_delay(handle, entry)
+        dedup = self.deduplication
+        if dedup is not None and dedup.is_duplicate(handle.name, entry.metadata, highest_sequence_id):
+            return DUPLICATE
         size = entry.size
         pos = self.ledger.add_entry(entry, size)
         meta = entry.metadata
@@ -151,6 +236,7 @@ class PersistentTopic:
     def unload(self) -> None:
         """A graceful unload (`PersistentTopic.close`): producers are disconnected and forgotten."""
         self.producers.clear()
+        self.access.reset()
 
     def reload(self) -> None:
         """The topic is loaded again: the managed ledger is reopened (a new ledger; cursors recover what they
@@ -183,11 +269,11 @@ class PersistentTopic:
             "lastOffloadLedgerId": 0,
             "lastOffloadSuccessTimeStamp": 0,
             "lastOffloadFailureTimeStamp": 0,
-            "waitingPublishers": 0,
+            "waitingPublishers": len(self.access.waiting),
             "replicationBacklog": 0,
             "publishers": [
                 {
-                    "accessMode": "Shared",
+                    "accessMode": h.access_mode.name,
                     "msgRateIn": 0.0,
                     "msgThroughputIn": 0.0,
                     "averageMsgSize": 0.0,
@@ -204,17 +290,12 @@ class PersistentTopic:
             ],
             "subscriptions": subs,
             "replication": {},
-            "deduplicationStatus": "Disabled",
+            "deduplicationStatus": "Disabled" if self.deduplication is None else "Enabled",
             "nonContiguousDeletedMessagesRanges": sum(s["nonContiguousDeletedMessagesRanges"] for s in subs.values()),
             "nonContiguousDeletedMessagesRangesSerializedSize": 0,
             "delayedMessageIndexSizeInBytes": sum(s["delayedMessageIndexSizeInBytes"] for s in subs.values()),
             "bucketDelayedIndexStats": _sum_metrics(s.get("bucketDelayedIndexStats", {}) for s in subs.values()),
-            "compaction": {
-                "lastCompactionRemovedEventCount": 0,
-                "lastCompactionSucceedTimestamp": 0,
-                "lastCompactionFailedTimestamp": 0,
-                "lastCompactionDurationTimeInMills": 0,
-            },
+            "compaction": compaction_stats(self.compacted, self.compaction_succeeded_at),
             "ownerBroker": "localhost:8080",
         }
 

@@ -40,6 +40,7 @@ from pulsarlab.client.reader import Reader
 from pulsarlab.client.routing import PartitionsRoutingMode
 from pulsarlab.client.unacked_tracker import DEFAULT_TICK_DURATION_MILLIS
 from pulsarlab.errors import PulsarError
+from pulsarlab.protocol.producer_access import ProducerAccessMode
 from pulsarlab.protocol.subscription import ConsumerKeySharedPolicy, ConsumerType, InitialPosition
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -77,6 +78,8 @@ class Client:
         message_router: Callable[[Any, int], int] | None = None,
         properties: dict[str, str] | None = None,
         chunking_enabled: bool = False,
+        access_mode: ProducerAccessMode = ProducerAccessMode.Shared,
+        schema: Any = None,
         lab_chunk_max_message_size: int = DEFAULT_CHUNK_MAX_MESSAGE_SIZE,
         lab_chunk_send_interval_ms: int = 0,
         **unknown: Any,
@@ -86,7 +89,10 @@ class Client:
         pulsar-client 3.13 parameters the lab models (same names, same defaults): ``producer_name``,
         ``initial_sequence_id``, ``batching_enabled``, ``batching_max_messages``,
         ``batching_max_allowed_size_in_bytes``, ``batching_max_publish_delay_ms``, ``batching_type``,
-        ``message_routing_mode``, ``message_router``, ``properties``, ``chunking_enabled``.
+        ``message_routing_mode``, ``message_router``, ``properties``, ``chunking_enabled``, ``access_mode``
+        (pulsarlab's or the real client's ``ProducerAccessMode``; a ``WaitForExclusive`` producer is returned at
+        once and ``is_connected()`` is False until it gets the topic, where the real call blocks), ``schema`` (the
+        real client's schema objects: the broker keeps or refuses the schema, ``send`` encodes values).
 
         Lab-only settings (no such parameter in pulsar-client):
 
@@ -114,6 +120,8 @@ class Client:
             message_router=message_router,
             properties=properties,
             chunking_enabled=chunking_enabled,
+            access_mode=access_mode,
+            schema=schema,
             lab_chunk_max_message_size=lab_chunk_max_message_size,
             lab_chunk_send_interval_ms=lab_chunk_send_interval_ms,
         )
@@ -138,6 +146,8 @@ class Client:
         key_shared_policy: ConsumerKeySharedPolicy | None = None,
         batch_index_ack_enabled: bool | None = None,
         dead_letter_policy: ConsumerDeadLetterPolicy | None = None,
+        is_read_compacted: bool = False,
+        schema: Any = None,
         lab_priority_level: int = 0,
         lab_ack_group_time_ms: int = 100,
         lab_max_ack_group_size: int = 1000,
@@ -156,8 +166,9 @@ class Client:
         the C++ client under the Python one asks for >= 10 s), ``negative_ack_redelivery_delay_ms``,
         ``properties``, ``initial_position``, ``max_pending_chunked_message``,
         ``auto_ack_oldest_chunked_message_on_queue_full``, ``key_shared_policy``, ``batch_index_ack_enabled``
-        (``None``, the lab's default, takes the version profile's client default, False in every profile as in pulsar-client) and
-        ``dead_letter_policy``.
+        (``None``, the lab's default, takes the version profile's client default, False in every profile as in
+        pulsar-client), ``dead_letter_policy``, ``is_read_compacted`` (Exclusive/Failover: the compacted view,
+        then the tail) and ``schema`` (the real client's schema objects; ``Message.value()`` decodes).
 
         Lab-only settings (other clients' or the protocol's; no such parameter in pulsar-client):
 
@@ -191,6 +202,8 @@ class Client:
             key_shared_policy=key_shared_policy,
             batch_index_ack_enabled=batch_index_ack_enabled,
             dead_letter_policy=dead_letter_policy,
+            is_read_compacted=is_read_compacted,
+            schema=schema,
             properties=properties,
             max_pending_chunked_message=max_pending_chunked_message,
             auto_ack_oldest_chunked_message_on_queue_full=auto_ack_oldest_chunked_message_on_queue_full,

@@ -74,6 +74,7 @@ from pulsarlab.client.retry import (
     RetryLetters,
     delay_millis,
 )
+from pulsarlab.client.schemas import IncompatibleSchema, message_class, schema_data
 from pulsarlab.client.start_filter import drop_before
 from pulsarlab.client.unacked_tracker import (
     DEFAULT_TICK_DURATION_MILLIS,
@@ -88,6 +89,7 @@ from pulsarlab.errors import (
     PulsarClientException,
     Timeout,
 )
+from pulsarlab.errors import IncompatibleSchemaException as BrokerIncompatibleSchema
 from pulsarlab.event_catalogue import broker as ev
 from pulsarlab.event_catalogue import redelivery as rev
 from pulsarlab.event_catalogue.chunk_reassembly import CHUNKED_MESSAGE_ACKED
@@ -534,7 +536,16 @@ class Consumer:
         lab_tick_duration_ms: int = DEFAULT_TICK_DURATION_MILLIS,
         lab_negative_ack_redelivery_backoff: MultiplierRedeliveryBackoff | None = None,
         lab_retry_enable: bool = False,
+        is_read_compacted: bool = False,
+        schema: Any = None,
     ) -> None:
+        if not isinstance(is_read_compacted, bool):
+            raise ValueError(
+                f"Argument is_read_compacted is expected to be of type 'bool' and not '{type(is_read_compacted).__name__}'"
+            )
+        self._read_compacted = is_read_compacted
+        self._schema_data = schema_data(schema)
+        self._message_class = message_class(Message, schema) if self._schema_data is not None else None
         _check_chunk_settings(
             max_pending_chunked_message,
             auto_ack_oldest_chunked_message_on_queue_full,
@@ -625,6 +636,12 @@ class Consumer:
                 self._retry_impls[t] = _ConsumerImpl(self, t, p, per, retry_type)
         self._all_impls = list(self._impls.values()) + list(self._retry_impls.values())
         subscribed: list[_ConsumerImpl] = []
+        if self._schema_data is not None:  # SUBSCRIBE's schema: compatible, or the idle topic's first
+            try:
+                for impl in self._impls.values():
+                    self._service.check_consumer_schema(impl.topic, self._schema_data)
+            except BrokerIncompatibleSchema as e:
+                raise IncompatibleSchema(str(e)) from None
         try:
             for impl in self._all_impls:
                 impl.broker_consumer = self._service.subscribe(
@@ -638,6 +655,7 @@ class Consumer:
                     initial_position=initial_position,
                     key_shared_policy=key_shared_policy if impl.sub_type is ConsumerType.KeyShared else None,
                     partition_index=impl.partition,
+                    read_compacted=self._read_compacted,
                     **self._subscribe_options(),
                 )
                 impl.connected = True
@@ -810,6 +828,8 @@ class Consumer:
                 impl.send_flow(permits)
         if self._unacked is not None:  # trackMessage: the ack timeout starts when the application takes it
             self._unacked.add(mid)
+        if self._message_class is not None:
+            msg.__class__ = self._message_class  # value() decodes with the consumer's schema
         return msg
 
     def _raise_pending_error(self) -> None:
@@ -1128,6 +1148,7 @@ class Consumer:
                 initial_position=self._initial_position,
                 key_shared_policy=self._key_shared_policy if impl.sub_type is ConsumerType.KeyShared else None,
                 partition_index=impl.partition,
+                read_compacted=self._read_compacted,
                 **self._subscribe_options(),
             )
             impl.connected = True

@@ -57,11 +57,16 @@ from pulsarlab.client.chunking import (
     split_into_chunks,
 )
 from pulsarlab.client.routing import HashingScheme, MessageRouter, PartitionsRoutingMode
-from pulsarlab.errors import InvalidMessageException, PulsarClientException
+from pulsarlab.client.schemas import IncompatibleSchema, schema_data
+from pulsarlab.errors import IllegalStateException, InvalidMessageException, PulsarClientException
+from pulsarlab.errors import IncompatibleSchemaException as BrokerIncompatibleSchema
 from pulsarlab.errors import NotAllowedException as BrokerNotAllowedException
+from pulsarlab.errors import ProducerBusyException as BrokerProducerBusy
+from pulsarlab.errors import ProducerFencedException as BrokerProducerFenced
 from pulsarlab.event_catalogue import broker as ev
 from pulsarlab.event_catalogue.chunking import CHUNK_PUBLISHED, MESSAGE_TOO_BIG_EVENT, PRODUCER_CRASHED
 from pulsarlab.ids import MessageId, trusted_message_id
+from pulsarlab.protocol.producer_access import ProducerAccessMode
 
 if TYPE_CHECKING:  # pragma: no cover
     from pulsarlab.client.client import Client
@@ -109,6 +114,19 @@ class NotAllowedException(PulsarClientException):
     """The broker refused the send (``ServerError.NotAllowed``): ``pulsar.NotAllowedError``."""
 
     java_class = "org.apache.pulsar.client.api.PulsarClientException$NotAllowedException"
+
+
+class ProducerBusy(PulsarClientException):
+    """The broker refused the producer (``ServerError.ProducerBusy``): ``pulsar.ProducerBusy``."""
+
+    java_class = "org.apache.pulsar.client.api.PulsarClientException$ProducerBusyException"
+
+
+class ProducerFenced(PulsarClientException):
+    """The topic has (or took over with) an exclusive producer (``ServerError.ProducerFenced``):
+    ``pulsar.ProducerFenced``."""
+
+    java_class = "org.apache.pulsar.client.api.PulsarClientException$ProducerFencedException"
 
 
 class _SendResult:
@@ -160,7 +178,34 @@ class _PartitionProducer:
         # chunking: the SENDs not yet on the wire, (entry, message, ids of its stored chunks, last chunk?)
         self.outbound: deque[tuple[Any, OutgoingMessage, list[MessageId], bool]] = deque()
         self.wire_timer = None
-        self.handle = owner._service.register_producer(owner._id, owner._name, topic)
+        self.handle = self._register(None)
+        # ProducerImpl.handleCreateProducer: with no initial sequence id, continue the broker's (deduplication)
+        last = self.handle.topic.last_published_sequence_id(owner._name)
+        if owner._initial_sequence_id == -1 and last >= 0:
+            self.last_sequence_id_published = last
+            self.next_sequence_id = last + 1
+
+    def _register(self, topic_epoch: int | None) -> Any:
+        owner = self.owner
+        if owner._schema_data is not None:  # PRODUCER's schema: kept by the broker, or refused
+            try:
+                owner._service.add_schema(self.topic, owner._schema_data)
+            except BrokerIncompatibleSchema as e:
+                raise IncompatibleSchema(str(e)) from None
+        try:
+            return owner._service.register_producer(
+                owner._id,
+                owner._name,
+                self.topic,
+                access_mode=owner._access_mode,
+                topic_epoch=topic_epoch,
+                on_ready=owner._got_topic,
+                on_fenced=owner._fenced_out,
+            )
+        except BrokerProducerFenced as e:
+            raise ProducerFenced(str(e)) from None
+        except BrokerProducerBusy as e:
+            raise ProducerBusy(str(e)) from None
 
     def send(self, msg: OutgoingMessage) -> None:
         container = self.container
@@ -280,8 +325,8 @@ class _PartitionProducer:
         svc = self.owner._service
         partition = self.partition
         for entry, msgs in flushed:
-            try:
-                pos = svc.publish(self.handle, entry)
+            try:  # CommandSend's highest_sequence_id: the batch's last message
+                pos = svc.publish(self.handle, entry, msgs[-1].sequence_id if len(msgs) > 1 else None)
             except BrokerNotAllowedException as refused:
                 self.owner._refused = NotAllowedException(refused.message)
                 for m in msgs:
@@ -319,8 +364,14 @@ class Producer:
         chunking_enabled: bool = False,
         lab_chunk_max_message_size: int = DEFAULT_CHUNK_MAX_MESSAGE_SIZE,
         lab_chunk_send_interval_ms: int = 0,
+        access_mode: ProducerAccessMode = ProducerAccessMode.Shared,
+        schema: Any = None,
     ) -> None:
         _check_python_bool(chunking_enabled, "chunking_enabled")
+        try:  # pulsarlab's enum, or the real client's pulsar.ProducerAccessMode (same numbers)
+            access_mode = ProducerAccessMode(int(getattr(access_mode, "value", access_mode)))
+        except (TypeError, ValueError):
+            raise ValueError(f"access_mode must be a ProducerAccessMode, not {access_mode!r}") from None
         check_chunking_config(
             chunking_enabled=chunking_enabled,
             batching_enabled=bool(batching_enabled),
@@ -374,6 +425,11 @@ class Producer:
         self._batching_max_publish_delay_ms = batching_max_publish_delay_ms
         self._properties = dict(properties or {})
         self._closed = False
+        self._access_mode = access_mode
+        self._schema = schema
+        self._schema_data = schema_data(schema)
+        self._fenced = False
+        self._waiting = 0  # partitions still waiting for exclusive access (WaitForExclusive)
         self._chunking_enabled = chunking_enabled
         self._chunk_max_message_size = lab_chunk_max_message_size
         self._chunk_send_interval_ms = lab_chunk_send_interval_ms
@@ -392,11 +448,21 @@ class Producer:
                 topic=self._topic,
                 batching=self._batching_enabled,
             )
+        names = (
+            [(self._topic, -1)] if partitions == 0 else [(f"{self._topic}-partition-{i}", i) for i in range(partitions)]
+        )
+        self._partitions = []
+        try:
+            for name, index in names:
+                self._partitions.append(_PartitionProducer(self, name, index))
+        except (ProducerBusy, ProducerFenced, IncompatibleSchema):
+            for p in self._partitions:
+                self._service.unregister_producer(p.handle)
+            raise
+        self._waiting = sum(1 for p in self._partitions if not p.handle.ready)
         if partitions == 0:
-            self._partitions = [_PartitionProducer(self, self._topic, -1)]
             self._router = None
         else:
-            self._partitions = [_PartitionProducer(self, f"{self._topic}-partition-{i}", i) for i in range(partitions)]
             self._router = MessageRouter(
                 message_routing_mode,
                 HashingScheme.BoostHash,
@@ -467,7 +533,15 @@ class Producer:
         return max(p.last_sequence_id_published for p in self._partitions)
 
     def is_connected(self) -> bool:
-        return not self._closed
+        return not self._closed and not self._fenced and not self._waiting
+
+    def _got_topic(self, handle: Any) -> None:
+        """A ``WaitForExclusive`` partition producer got the topic (its second PRODUCER_SUCCESS)."""
+        self._waiting = max(0, self._waiting - 1)
+
+    def _fenced_out(self, handle: Any, reason: str) -> None:
+        """Another producer fenced this one out (``ExclusiveWithFencing``): later sends fail."""
+        self._fenced = True
 
     def send(
         self,
@@ -516,6 +590,15 @@ class Producer:
         """Publish without waiting; ``callback(result, msg_id)`` runs when the entry is persisted."""
         if self._closed:
             raise AlreadyClosedException("Producer already closed")
+        if self._fenced:
+            raise ProducerFenced("Producer was fenced out by an exclusive producer")
+        if self._waiting:
+            raise IllegalStateException(
+                "The producer is waiting for exclusive access to the topic (WaitForExclusive); the real client's "
+                "create_producer blocks until then, the lab's returns at once: check is_connected()"
+            )
+        if self._schema is not None and content is not None:
+            content = self._schema.encode(content)
         if content is None:
             content = b""
         if not isinstance(content, (bytes, bytearray)):
@@ -572,7 +655,7 @@ class Producer:
         if self._closed:
             return
         for p in self._partitions:
-            p.handle = self._service.register_producer(self._id, self._name, p.topic)
+            p.handle = p._register(p.handle.topic_epoch)
 
     def flush(self) -> None:
         """Send every open batch now; with chunks still waiting for the wire, wait (in virtual time) for them."""

@@ -61,8 +61,8 @@ class Reader:
     ) -> None:
         if unsupported:
             raise TypeError(f"create_reader() got unexpected keyword arguments {sorted(unsupported)}")
-        if reader_listener is not None or is_read_compacted or crypto_key_reader is not None:
-            raise NotImplementedError("reader listeners, compacted reads and encryption are not modelled by the lab")
+        if reader_listener is not None or crypto_key_reader is not None:
+            raise NotImplementedError("reader listeners and encryption are not modelled by the lab")
         start = MessageId.of(start_message_id)
         lab = client._lab
         name = lab.service.normalize(topic)
@@ -80,6 +80,7 @@ class Reader:
             start,
             receiver_queue_size=receiver_queue_size,
             consumer_name=reader_name,
+            is_read_compacted=bool(is_read_compacted),
         )
         self._consumer._start_inclusive = self._inclusive
         if explicit:

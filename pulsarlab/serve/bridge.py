@@ -25,14 +25,17 @@ if TYPE_CHECKING:  # pragma: no cover
 
 @dataclass(slots=True)
 class RemoteProducer:
-    """A producer of one connection: the client's producer id, the broker's handle (lab-wide id), and the start
-    of its SEND_RECEIPTs (field 1, the client's id)."""
+    """A producer of one connection: the client's producer id, the broker's handle (lab-wide id), the start
+    of its SEND_RECEIPTs (field 1, the client's id) and the request id of its PRODUCER (answered again when a
+    waiting producer gets the topic)."""
 
     client_id: int
     handle: "ProducerHandle"
     name: str
     topic: str
     prefix: bytes
+    request_id: int = 0
+    schema_version: int | None = None
 
 
 class RemoteConsumer:
@@ -45,7 +48,16 @@ class RemoteConsumer:
     broker's commands.
     """
 
-    __slots__ = ("connection", "consumer_id", "topic", "subscription", "name", "partition", "prefix", "broker_consumer")
+    __slots__ = (
+        "connection",
+        "consumer_id",
+        "topic",
+        "subscription",
+        "name",
+        "partition",
+        "prefix",
+        "broker_consumer",
+    )
 
     def __init__(
         self, connection: "ServerConnection", consumer_id: int, topic: str, subscription: str, name: str, partition: int

@@ -16,6 +16,7 @@ import enum
 from dataclasses import dataclass, field
 
 from pulsarlab.protocol.acks import AckType
+from pulsarlab.protocol.producer_access import ProducerAccessMode
 from pulsarlab.protocol.server_errors import ServerError
 from pulsarlab.protocol.subscription import ConsumerType, InitialPosition, KeySharedMode
 from pulsarlab.serve.codec import (
@@ -138,13 +139,6 @@ class TopicsMode(enum.IntEnum):
     PERSISTENT = 0
     NON_PERSISTENT = 1
     ALL = 2
-
-
-class ProducerAccessMode(enum.IntEnum):
-    Shared = 0
-    Exclusive = 1
-    WaitForExclusive = 2
-    ExclusiveWithFencing = 3
 
 
 class SchemaKind(enum.IntEnum):

@@ -17,8 +17,15 @@ connection, as Pulsar's broker does (`exceptionCaught` -> close); the reason is 
 `Producer.publishMessage` does, and the connection stays. Known requests the lab does not model (transactions,
 topic watchers) get ERROR(NotAllowedError).
 
-Simplifies: no authentication or authorization, no producer access modes or deduplication (every producer is
-Shared, ``last_sequence_id`` is -1), schemas are accepted and not checked (GET_SCHEMA finds none), readers'
+Lookups, PRODUCER and SUBSCRIBE on a topic of a namespace that does not exist fail with TopicNotFound. PRODUCER
+goes through the topic's access modes (a ``WaitForExclusive`` producer is answered twice, ``producer_ready`` false
+then true; a fenced producer gets CLOSE_PRODUCER) and reports the name's last sequence id when deduplication is
+on; a duplicate SEND is acknowledged with message id -1:-1.
+
+Schemas of PRODUCER, SUBSCRIBE and GET_OR_CREATE_SCHEMA go to the broker's registry (an incompatible one is
+refused with IncompatibleSchema); PRODUCER_SUCCESS and GET_SCHEMA carry versions.
+
+Simplifies: no authentication or authorization, readers'
 non-durable cursors are modelled as subscriptions deleted when their consumer goes, a seek to a batch index
 resets to its entry, no broker entry metadata on MESSAGE, no topic migration.
 """
@@ -34,12 +41,14 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import google_crc32c
 
-from pulsarlab.broker.service import client_error_code
+from pulsarlab.broker.schema_registry import SCHEMA_TYPES, SchemaData
+from pulsarlab.broker.service import client_error_code, namespace_of
 from pulsarlab.errors import PulsarError
 from pulsarlab.event_catalogue import broker as ev
 from pulsarlab.protocol.acks import AckCommand, AckType
 from pulsarlab.protocol.server_errors import ServerError
 from pulsarlab.protocol.subscription import ConsumerKeySharedPolicy, ConsumerType, KeySharedMode
+from pulsarlab.serve import topic_list
 from pulsarlab.serve.bridge import RemoteConsumer, RemoteProducer
 from pulsarlab.serve.codec import CodecError, decode_varint
 from pulsarlab.serve.commands import (
@@ -62,6 +71,7 @@ from pulsarlab.serve.commands import (
     GetSchemaResponse,
     GetTopicsOfNamespace,
     GetTopicsOfNamespaceResponse,
+    KeyValue,
     LookupKind,
     LookupRequest,
     LookupResponse,
@@ -71,15 +81,17 @@ from pulsarlab.serve.commands import (
     PartitionMetadataResponse,
     Ping,
     Pong,
+    ProducerAccessMode,
     ProducerRequest,
     ProducerSuccess,
     RawCommand,
     RedeliverUnacked,
+    SchemaInfo,
+    SchemaKind,
     Seek,
     SendError,
     Subscribe,
     Success,
-    TopicsMode,
     UnknownCommand,
     Unsubscribe,
     encode_command,
@@ -402,6 +414,16 @@ class ServerConnection(asyncio.Protocol):
                 )
             )
             return
+        if not self.service.namespace_exists(namespace_of(topic)):
+            self.send(
+                PartitionMetadataResponse(
+                    request_id=cmd.request_id,
+                    response=MetadataLookupKind.Failed,
+                    error=ServerError.TopicNotFound,
+                    message="Namespace does not exist",
+                )
+            )
+            return
         self.send(
             PartitionMetadataResponse(
                 partitions=self.service.partition_count(topic),
@@ -412,7 +434,7 @@ class ServerConnection(asyncio.Protocol):
 
     def _on_lookup(self, cmd: LookupRequest, frame: Frame) -> None:
         try:
-            self._topic_name(cmd.topic)
+            topic = self._topic_name(cmd.topic)
         except PulsarError as e:
             self.send(
                 LookupResponse(
@@ -423,9 +445,33 @@ class ServerConnection(asyncio.Protocol):
                 )
             )
             return
+        if not self.service.namespace_exists(namespace_of(topic)):
+            self.send(
+                LookupResponse(
+                    request_id=cmd.request_id,
+                    response=LookupKind.Failed,
+                    error=ServerError.TopicNotFound,
+                    message="Namespace does not exist",
+                )
+            )
+            return
+        url = self.server.url
+        listener = cmd.advertised_listener_name
+        if listener:  # NamespaceService: a listener name the broker does not advertise fails the lookup
+            url = self.server.advertised_listeners.get(listener)
+            if url is None:
+                self.send(
+                    LookupResponse(
+                        request_id=cmd.request_id,
+                        response=LookupKind.Failed,
+                        error=ServerError.ServiceNotReady,
+                        message=f"the broker do not have {listener} listener",
+                    )
+                )
+                return
         self.send(
             LookupResponse(
-                broker_service_url=self.server.url,
+                broker_service_url=url,
                 response=LookupKind.Connect,
                 request_id=cmd.request_id,
                 authoritative=True,
@@ -433,28 +479,58 @@ class ServerConnection(asyncio.Protocol):
         )
 
     def _on_get_topics(self, cmd: GetTopicsOfNamespace, frame: Frame) -> None:
-        topics: list[str] = []
-        if cmd.value("mode") is not TopicsMode.NON_PERSISTENT:
-            topics = self.service.topics_of_namespace(cmd.namespace)
-        self.send(GetTopicsOfNamespaceResponse(request_id=cmd.request_id, topics=topics))
-
-    def _on_get_schema(self, cmd: GetSchema, frame: Frame) -> None:
+        topics = self.service.topics_of_namespace(cmd.namespace, cmd.value("mode").name)
+        found = topic_list.answer(topics, cmd.topics_pattern, cmd.topics_hash)
         self.send(
-            GetSchemaResponse(
+            GetTopicsOfNamespaceResponse(
                 request_id=cmd.request_id,
-                error_code=ServerError.TopicNotFound,
-                error_message="Topic not found or no-schema",
+                topics=found.topics,
+                filtered=found.filtered,
+                topics_hash=found.topics_hash,
+                changed=found.changed,
             )
         )
 
+    def _on_get_schema(self, cmd: GetSchema, frame: Frame) -> None:
+        """`ServerCnx.handleGetSchema`: the topic's latest schema, or the version asked for."""
+        version = int.from_bytes(cmd.schema_version, "big", signed=True) if cmd.schema_version else None
+        try:
+            found = self.service.get_schema(self._topic_name(cmd.topic), version)
+        except PulsarError:
+            found = None
+        if found is None:
+            self.send(
+                GetSchemaResponse(
+                    request_id=cmd.request_id,
+                    error_code=ServerError.TopicNotFound,
+                    error_message="Topic not found or no-schema",
+                )
+            )
+            return
+        number, schema = found
+        self.send(
+            GetSchemaResponse(request_id=cmd.request_id, schema=_wire_schema(schema), schema_version=_version(number))
+        )
+
     def _on_get_or_create_schema(self, cmd: GetOrCreateSchema, frame: Frame) -> None:
-        self.send(GetOrCreateSchemaResponse(request_id=cmd.request_id, schema_version=bytes(8)))
+        try:
+            version = self.service.add_schema(self._topic_name(cmd.topic), _model_schema(cmd.schema))
+        except PulsarError as e:
+            self.send(
+                GetOrCreateSchemaResponse(
+                    request_id=cmd.request_id, error_code=client_error_code(e), error_message=str(e)
+                )
+            )
+            return
+        self.send(GetOrCreateSchemaResponse(request_id=cmd.request_id, schema_version=_version(version)))
 
     # --- producers ------------------------------------------------------------------------------
     def _on_producer(self, cmd: ProducerRequest, frame: Frame) -> None:
+        """`ServerCnx.handleProducer`: the access mode may refuse the producer, or queue it (``WaitForExclusive``:
+        PRODUCER_SUCCESS with ``producer_ready`` false now, a second one when it gets the topic)."""
         existing = self.producers.get(cmd.producer_id)
         if existing is not None:
-            self.send(ProducerSuccess(request_id=cmd.request_id, producer_name=existing.name, last_sequence_id=-1))
+            self._producer_success(cmd.request_id, existing)
             return
         try:
             topic = self._topic_name(cmd.topic)
@@ -464,20 +540,72 @@ class ServerConnection(asyncio.Protocol):
         svc = self.service
         lab_id = svc.new_producer_id()
         name = cmd.producer_name if cmd.producer_name else f"standalone-0-{lab_id}"
+        mode = ProducerAccessMode(int(cmd.value("producer_access_mode")))
         try:
-            handle = svc.register_producer(lab_id, name, topic, cmd.initial_subscription_name)
+            schema_version = svc.add_schema(topic, _model_schema(cmd.schema)) if cmd.schema is not None else None
+            handle = svc.register_producer(
+                lab_id,
+                name,
+                topic,
+                cmd.initial_subscription_name,
+                access_mode=mode,
+                topic_epoch=cmd.topic_epoch,
+                on_ready=self._producer_got_topic,
+                on_fenced=self._producer_fenced,
+            )
         except PulsarError as e:
             self.error(cmd.request_id, client_error_code(e), str(e))
             return
-        self.producers[cmd.producer_id] = RemoteProducer(
-            cmd.producer_id, handle, name, topic, producer_prefix(cmd.producer_id)
-        )
+        producer = RemoteProducer(cmd.producer_id, handle, name, topic, producer_prefix(cmd.producer_id))
+        producer.request_id = cmd.request_id
+        producer.schema_version = schema_version
+        self.producers[cmd.producer_id] = producer
         self._recently_closed_producers.discard(cmd.producer_id)
         if self.lab.events.enabled:
             self.lab.events.append(
                 ev.PRODUCER_CREATED, self.lab.now(), producer=lab_id, name=name, topic=topic, batching=None
             )
-        self.send(ProducerSuccess(request_id=cmd.request_id, producer_name=name, last_sequence_id=-1))
+        self._producer_success(cmd.request_id, producer)
+
+    def _producer_success(self, request_id: int, producer: RemoteProducer) -> None:
+        handle = producer.handle
+        self.send(
+            ProducerSuccess(
+                request_id=request_id,
+                producer_name=producer.name,
+                last_sequence_id=handle.topic.last_published_sequence_id(producer.name),
+                schema_version=None if producer.schema_version is None else _version(producer.schema_version),
+                topic_epoch=handle.topic_epoch,
+                producer_ready=None if handle.ready else False,
+            )
+        )
+
+    def _remote_producer(self, handle: Any) -> RemoteProducer | None:
+        for p in self.producers.values():
+            if p.handle is handle:
+                return p
+        return None
+
+    def _producer_got_topic(self, handle: Any) -> None:
+        """A queued ``WaitForExclusive`` producer got the topic: its PRODUCER completes now."""
+        producer = self._remote_producer(handle)
+        if producer is not None:
+            self._producer_success(producer.request_id, producer)
+
+    def _producer_fenced(self, handle: Any, reason: str) -> None:
+        """Fenced out by an ``ExclusiveWithFencing`` producer: a waiting PRODUCER fails with ProducerFenced; a
+        producer that was producing is closed (CLOSE_PRODUCER; the client's reconnect is then refused)."""
+        producer = self._remote_producer(handle)
+        if producer is None:
+            return
+        del self.producers[producer.client_id]
+        self._recently_closed_producers.add(producer.client_id)
+        if self.lab.events.enabled:
+            self.lab.events.append(ev.PRODUCER_CLOSED, self.lab.now(), producer=handle.producer_id)
+        if handle.topic_epoch is None and handle.access_mode is ProducerAccessMode.WaitForExclusive:
+            self.error(producer.request_id, ServerError.ProducerFenced, reason)
+        else:
+            self.send(CloseProducer(producer.client_id, 0))
 
     def _on_send(self, cmd: Any, frame: Frame) -> None:  # only when the fast path did not recognise the frame
         self._publish(
@@ -520,7 +648,7 @@ class ServerConnection(asyncio.Protocol):
             checksum = google_crc32c.value(wire)
         entry = WireEntry.from_wire(meta, wire, checksum.to_bytes(4, "big"), plain, section.metadata_end)
         try:
-            pos = self.service.publish(producer.handle, entry)
+            pos = self.service.publish(producer.handle, entry, highest)
         except PulsarError as e:
             self._send_error(producer_id, sequence_id, client_error_code(e), str(e))
             return
@@ -577,6 +705,8 @@ class ServerConnection(asyncio.Protocol):
         cnx = RemoteConsumer(self, cmd.consumer_id, topic, cmd.subscription, name, svc.partition_index(topic))
         start = cmd.start_message_id
         try:
+            if cmd.schema is not None:
+                svc.check_consumer_schema(topic, _model_schema(cmd.schema))
             consumer = svc.subscribe(
                 cnx,
                 consumer_id=lab_id,
@@ -590,6 +720,7 @@ class ServerConnection(asyncio.Protocol):
                 partition_index=cnx.partition,
                 durable=durable,
                 start_message_id=start.signed_ids() if start is not None else None,
+                read_compacted=bool(cmd.read_compacted),
             )
         except PulsarError as e:
             self.error(cmd.request_id, client_error_code(e), str(e))
@@ -774,6 +905,28 @@ class ServerConnection(asyncio.Protocol):
             f"<ServerConnection {self.peer} {self.state.value} producers={len(self.producers)} "
             f"consumers={len(self.consumers)}>"
         )
+
+
+def _model_schema(schema: SchemaInfo) -> SchemaData:
+    """A wire `Schema` as the registry's `SchemaData` (type by Pulsar's name)."""
+    kind = int(schema.type)
+    name = SCHEMA_TYPES[kind] if 0 <= kind < len(SCHEMA_TYPES) else f"TYPE_{kind}"
+    return SchemaData(name, bytes(schema.schema_data), {p.key: p.value for p in schema.properties})
+
+
+def _wire_schema(schema: SchemaData) -> SchemaInfo:
+    kind = SCHEMA_TYPES.index(schema.type) if schema.type in SCHEMA_TYPES else 0
+    return SchemaInfo(
+        name=schema.type.lower(),
+        schema_data=schema.data,
+        type=SchemaKind(kind),
+        properties=[KeyValue(k, v) for k, v in schema.properties.items()],
+    )
+
+
+def _version(number: int) -> bytes:
+    """A schema version on the wire: 8 bytes, big-endian."""
+    return number.to_bytes(8, "big", signed=True)
 
 
 __all__ = ["ProtocolViolation", "ServerConnection", "State"]

@@ -108,6 +108,25 @@ class ClientInfo:
     consumers: tuple[tuple[str, str, str], ...]
 
 
+def parse_advertised_listeners(listeners: dict[str, str] | str | None) -> dict[str, str]:
+    """``advertisedListeners`` (``name:pulsar://host:port,...`` or a dict): the broker URL a lookup with that
+    ``listener_name`` gets. Only ``pulsar://`` URLs (the lab has no TLS)."""
+    if not listeners:
+        return {}
+    if isinstance(listeners, str):
+        pairs = []
+        for item in listeners.split(","):
+            name, sep, url = item.strip().partition(":")
+            if not sep or not name:
+                raise ValueError(f"an advertised listener reads name:pulsar://host:port, got {item!r}")
+            pairs.append((name, url))
+        listeners = dict(pairs)
+    for name, url in listeners.items():
+        if not isinstance(url, str) or not url.startswith("pulsar://"):
+            raise ValueError(f"advertised listener {name!r}: a pulsar:// URL, got {url!r}")
+    return dict(listeners)
+
+
 class LabServer:
     """The lab's broker listening for real Pulsar clients (run it with `start` or `serve_forever`)."""
 
@@ -123,8 +142,10 @@ class LabServer:
         max_write_buffer: int = 64 * 1024 * 1024,
         record: str | os.PathLike[str] | None = None,
         admin_port: int | None = None,
+        advertised_listeners: dict[str, str] | None = None,
     ) -> None:
         check_bind_address(host, allow_remote)
+        self.advertised_listeners = parse_advertised_listeners(advertised_listeners)
         self.record_path = None if record is None else check_record_path(record)
         self.admin_port = admin_port
         self.admin: Any = None
@@ -421,6 +442,7 @@ def start(
 
     ``port=0`` picks a free port; the admin REST API listens on ``admin_port`` (by default a free one,
     ``server.admin_url``; None turns it off). Options: ``advertised_host``, ``keepalive_s``, ``max_write_buffer``,
+    ``advertised_listeners`` (``{"internal": "pulsar://127.0.0.1:6650"}``: what a client's ``listener_name`` looks up).
     ``record`` (a file: every event becomes a frame, saved as a timeline file on ``stop()``, see
     `pulsarlab.snapshot.timeline_file`; ``server.server.recorder`` is the live recorder).
     """

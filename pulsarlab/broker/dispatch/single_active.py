@@ -12,13 +12,15 @@ Models `AbstractDispatcherSingleActiveConsumer` + `PersistentDispatcherSingleAct
   negative with batches); a read at the end of the topic waits for the next entry.
 
 Simplifies: reads complete synchronously, so there is never a read in flight to cancel or to hand to a
-consumer that stopped being active; no read backoff, rate limiting or compaction.
+consumer that stopped being active; no read backoff or rate limiting. A ``read_compacted`` consumer reads the
+compacted view below the horizon (`broker.compaction`).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Sequence
 
+from pulsarlab.broker.compaction import combine_masks
 from pulsarlab.broker.dispatch.failover import FailoverConsumerList
 from pulsarlab.broker.redelivery import RedeliveryTrackerDisabled
 from pulsarlab.errors import ConsumerBusyException
@@ -164,6 +166,10 @@ class SingleActiveConsumerDispatcher:
                     self.subscription.set_waiting(True)
                     break
                 to_read = min(consumer.available_permits, self.read_batch_size)
+                compacted = self.subscription.topic.compacted if consumer.read_compacted else None
+                if compacted is not None and cursor.read_position <= compacted.horizon:
+                    self._read_compacted(consumer, compacted, to_read)
+                    continue
                 entries = cursor.read_entries(to_read)
                 if not entries:
                     break
@@ -182,6 +188,20 @@ class SingleActiveConsumerDispatcher:
                 consumer.send_messages(entries, None, None, self.subscription.batch_ack_sets(entries))
         finally:
             self._reading = False
+
+    def _read_compacted(self, consumer: "Consumer", compacted: Any, to_read: int) -> None:
+        """`CompactedTopicImpl.asyncReadEntriesOrWait` below the horizon: send the kept entries from the read
+        position on, or move the cursor past the horizon when none is left (the topic is read from there)."""
+        cursor = self.cursor
+        chosen, next_read = compacted.read(cursor.read_position, to_read)
+        cursor.seek(next_read)
+        if not chosen:
+            return
+        ml = self.subscription.topic.ledger
+        entries = [(pos, ml.read_entry(pos)) for pos, _ in chosen]
+        acked = self.subscription.batch_ack_sets(entries)
+        masks = [combine_masks(mask, acked[i] if acked is not None else None) for i, (_, mask) in enumerate(chosen)]
+        consumer.send_messages(entries, None, None, masks if any(m is not None for m in masks) else None)
 
     def on_new_entries(self) -> None:
         """The ledger got an entry: complete a waiting read (``asyncReadEntriesOrWait``)."""
