@@ -31,6 +31,9 @@ LABS = REPO / "labs"
 ARTIFACTS = REPO / ".test-artifacts"
 # lab 04: two players, one of them with two views; no Spark, so the export takes seconds
 LAB = LABS / "04-failover.ipynb"
+# lab 08: three players on one page (the most of any lab without Spark), each a live plotly FigureWidget
+MANY_PLAYERS_LAB = LABS / "08-chunked-messages.ipynb"
+PAGE_LOADS = 3
 SERVER_START_S = 90
 DRAW_MS = 60_000
 
@@ -63,7 +66,7 @@ def browser_page(tmp_path):
         context = browser.new_context(viewport={"width": 1280, "height": 720})
         page = context.new_page()
         page.on("pageerror", lambda err: record["errors"].append(str(err)))
-        page.on("console", lambda msg: msg.type == "error" and record["errors"].append(msg.text))
+        page.on("console", lambda msg: msg.type == "error" and record["errors"].append(_console_error(msg, record)))
 
         def route(allowed):
             def handler(r):
@@ -80,6 +83,54 @@ def browser_page(tmp_path):
         finally:
             context.close()
             browser.close()
+
+
+@pytest.fixture
+def fresh_pages():
+    """``new_page()`` opens a page in a new browser context (nothing cached from an earlier load) that may load only
+    loopback, ``data:`` and ``blob:`` URLs; returns the page and its record of blocked requests and errors."""
+    executable = chromium_path()
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_FLAGS)
+        contexts = []
+
+        def new_page():
+            record: dict[str, list[str]] = {"blocked": [], "errors": []}
+            context = browser.new_context(viewport={"width": 1280, "height": 720})
+            contexts.append(context)
+            page = context.new_page()
+            page.on("pageerror", lambda err: record["errors"].append(str(err)))
+            page.on("console", lambda msg: msg.type == "error" and record["errors"].append(_console_error(msg, record)))
+
+            def handler(r):
+                url = r.request.url
+                if url.startswith(("data:", "blob:")) or urlsplit(url).hostname in LOCAL_HOSTS:
+                    r.continue_()
+                else:
+                    record["blocked"].append(url)
+                    r.abort()
+
+            context.route("**/*", handler)
+            return page, record
+
+        try:
+            yield new_page
+        finally:
+            for context in contexts:
+                context.close()
+            browser.close()
+
+
+def _console_error(msg, record) -> str:
+    """The text of a console error; a failed load of a request this test blocked says so (it is the test's doing)."""
+    url = (msg.location or {}).get("url", "")
+    if msg.text.startswith("Failed to load resource") and url in record["blocked"]:
+        return f"blocked by the test: {url}"
+    return msg.text
+
+
+def _page_errors(record) -> list[str]:
+    return [e for e in record["errors"] if not e.startswith("blocked by the test: ")]
 
 
 def _frame(player) -> int:
@@ -227,6 +278,16 @@ def present_server():
         server.stop()
 
 
+@pytest.fixture
+def present_many_players():
+    server = PresentServer(MANY_PLAYERS_LAB)
+    try:
+        server.wait_ready()
+        yield server
+    finally:
+        server.stop()
+
+
 def _player_label(player) -> str:
     return player.locator(".widget-html-content", has_text="frame ").first.inner_text()
 
@@ -280,3 +341,67 @@ def test_presenter_mode_hides_code_and_steps_with_the_arrow_keys(present_server,
     assert "frame 2 of" in _player_label(players.nth(0))
     page.screenshot(path=str(ARTIFACTS / "present-04.png"))
     assert [u for u in record["blocked"] if "127.0.0.1" in u] == []
+
+
+_FIGURE_SVG = "d => Array.from(d.querySelectorAll('svg.main-svg')).map(svg => svg.outerHTML).join('')"
+
+
+def _figures_state(player) -> list[str]:
+    """What each plotly figure of a player draws: the SVG plotly made of it."""
+    return player.evaluate(f"root => Array.from(root.querySelectorAll('.js-plotly-plot')).map({_FIGURE_SVG})")
+
+
+def test_presenter_page_with_several_players_updates_every_figure_on_each_load(present_many_players, fresh_pages):
+    """Three players on one page: every FigureWidget's front end loads (no "[anywidget] Failed to initialize
+    model."), each player's figure follows →, and plotly's widget code is fetched once per page, on every load."""
+    server = present_many_players
+    url = f"{server.url}?token={server.token}"
+    for load in range(PAGE_LOADS):
+        page, record = fresh_pages()
+        page.goto(url, wait_until="domcontentloaded")
+        try:
+            page.wait_for_function(
+                "() => { const ps = document.querySelectorAll('.pulsarlab-player');"
+                " return ps.length >= 3 && Array.from(ps).every(p => p.querySelector('.js-plotly-plot .main-svg')); }",
+                timeout=DRAW_MS,
+            )
+        except PlaywrightError:
+            page.screenshot(path=str(ARTIFACTS / f"present-08-load{load}-not-drawn.png"), full_page=True)
+            pytest.fail(f"load {load}: not every player drawn; page errors: {_page_errors(record)}")
+        players = page.locator(".pulsarlab-player")
+        assert players.count() >= 3
+        for i in range(players.count()):
+            player = players.nth(i)
+            player.evaluate("e => e.scrollIntoView({block: 'start'})")
+            page.mouse.move(5, 5)
+            label, before = _player_label(player), _figures_state(player)
+            assert before, f"load {load}: player {i} has no figure"
+            frame = int(label.split("frame ", 1)[1].split()[0])
+            page.keyboard.press("ArrowRight")
+            page.wait_for_function(
+                "([el, f]) => el.innerText.includes('frame ' + (f + 1) + ' of')",
+                arg=[player.element_handle(), frame],
+                timeout=15_000,
+            )
+            try:
+                page.wait_for_function(
+                    "([el, old]) => Array.from(el.querySelectorAll('.js-plotly-plot'))"
+                    f".map({_FIGURE_SVG}).every((svg, k) => svg !== old[k])",
+                    arg=[player.element_handle(), before],
+                    timeout=15_000,
+                )
+            except PlaywrightError:
+                page.screenshot(path=str(ARTIFACTS / f"present-08-load{load}-player{i}-stuck.png"))
+                pytest.fail(
+                    f"load {load}: player {i} stepped to frame {frame + 1} but a figure kept its picture; "
+                    f"page errors: {_page_errors(record)}"
+                )
+        fetched = page.evaluate(
+            "performance.getEntriesByType('resource').filter(e => e.name.includes('plotly-widget.js')).length"
+        )
+        assert fetched == 1, f"load {load}: plotly's widget module was fetched {fetched} times"
+        assert _page_errors(record) == [], f"load {load}: page errors: {_page_errors(record)}"
+        assert [u for u in record["blocked"] if urlsplit(u).hostname in LOCAL_HOSTS] == []
+        if load == 0:
+            page.screenshot(path=str(ARTIFACTS / "present-08.png"))
+        page.close()
