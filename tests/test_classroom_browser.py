@@ -341,6 +341,7 @@ def test_presenter_mode_hides_code_and_steps_with_the_arrow_keys(present_server,
     assert "frame 2 of" in _player_label(players.nth(0))
     page.screenshot(path=str(ARTIFACTS / "present-04.png"))
     assert [u for u in record["blocked"] if "127.0.0.1" in u] == []
+    assert _page_errors(record) == [], f"page errors: {_page_errors(record)}"
 
 
 _FIGURE_SVG = "d => Array.from(d.querySelectorAll('svg.main-svg')).map(svg => svg.outerHTML).join('')"

@@ -7,7 +7,9 @@ anywidget gives a model 2 s to load its module and afterwards drops every messag
 ("[anywidget] Failed to initialize model."): the figure keeps its first picture while the player steps on.
 `pulsarlab present` serves the bundle once as a static file (`pulsarlab_widgets.present`), preloads it in the
 page (the presenter template) and starts kernels with this file as ``PYTHONSTARTUP``: each figure's ``_esm``
-becomes a few lines that reuse the page's one copy of that module. Outside presenter mode nothing changes.
+becomes a few lines that reuse the page's one copy of that module. A static ``fig.show()`` is drawn the same way
+(a FigureWidget): plotly's own mime renderer in a Voilà page draws, then fails storing a PNG of the figure back
+into the output ("setData is not a function"). Outside presenter mode nothing changes.
 """
 
 from __future__ import annotations
@@ -30,11 +32,26 @@ def shared_module_esm(path: str) -> str:
     )
 
 
+RENDERER = "pulsarlab_present"
+
+
 def share_plotly_module(path: str) -> None:
-    """Make every FigureWidget created from now on load plotly's widget module from ``path``, once per page."""
+    """Make every FigureWidget created from now on load plotly's widget module from ``path``, once per page, and
+    draw ``fig.show()`` as such a FigureWidget (plotly's default renderer becomes ``pulsarlab_present``)."""
     import plotly.graph_objects as go
+    import plotly.io as pio
+    from plotly.io._base_renderers import MimetypeRenderer
+
+    class FigureWidgetRenderer(MimetypeRenderer):
+        """``fig.show()`` as a FigureWidget: drawn by the page's shared plotly module, no PNG written back."""
+
+        def to_mimebundle(self, fig_dict: dict) -> dict:
+            bundle = go.FigureWidget(fig_dict)._repr_mimebundle_()
+            return bundle[0] if isinstance(bundle, tuple) else bundle
 
     go.FigureWidget._esm = shared_module_esm(path)
+    pio.renderers[RENDERER] = FigureWidgetRenderer()
+    pio.renderers.default = RENDERER
 
 
 if os.environ.get(MODULE_ENV):
