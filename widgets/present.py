@@ -108,7 +108,8 @@ def presentation(
     allow_remote: bool = False,
     one_view: bool = False,
 ) -> Presentation:
-    """The Voilà command that presents ``notebook`` (checked to be a lab) on ``host:port`` (0: a free port)."""
+    """The Voilà command that presents ``notebook`` (checked to be a lab) on ``host:port`` (0: a free port);
+    prepares the served plotly module (`plotly_assets`) on the way."""
     notebook = Path(notebook)
     read_lab(notebook)
     if not allow_remote and not _loopback(host):
