@@ -31,8 +31,9 @@ LABS = REPO / "labs"
 ARTIFACTS = REPO / ".test-artifacts"
 # lab 04: two players, one of them with two views; no Spark, so the export takes seconds
 LAB = LABS / "04-failover.ipynb"
-# lab 08: three players on one page (the most of any lab without Spark), each a live plotly FigureWidget
-MANY_PLAYERS_LAB = LABS / "08-chunked-messages.ipynb"
+# pages with many live FigureWidgets: lab 08 has three players (the most of any lab without Spark); lab 10 has six
+# figures (its live views and a three-view player over a real client's run on loopback)
+MANY_FIGURE_LABS = [LABS / "08-chunked-messages.ipynb", LABS / "10-watch-your-app.ipynb"]
 PAGE_LOADS = 3
 SERVER_START_S = 90
 DRAW_MS = 60_000
@@ -278,9 +279,10 @@ def present_server():
         server.stop()
 
 
-@pytest.fixture
-def present_many_players():
-    server = PresentServer(MANY_PLAYERS_LAB)
+@pytest.fixture(params=MANY_FIGURE_LABS, ids=lambda p: p.name[:2])
+def present_many_figures(request):
+    server = PresentServer(request.param)
+    server.lab = request.param
     try:
         server.wait_ready()
         yield server
@@ -344,6 +346,7 @@ def test_presenter_mode_hides_code_and_steps_with_the_arrow_keys(present_server,
     assert _page_errors(record) == [], f"page errors: {_page_errors(record)}"
 
 
+_LAST_FRAME = r"el => el.innerText.match(/frame \d+ of 0–(\d+)/)[1]"
 _FIGURE_SVG = "d => Array.from(d.querySelectorAll('svg.main-svg')).map(svg => svg.outerHTML).join('')"
 
 
@@ -352,10 +355,12 @@ def _figures_state(player) -> list[str]:
     return player.evaluate(f"root => Array.from(root.querySelectorAll('.js-plotly-plot')).map({_FIGURE_SVG})")
 
 
-def test_presenter_page_with_several_players_updates_every_figure_on_each_load(present_many_players, fresh_pages):
-    """Three players on one page: every FigureWidget's front end loads (no "[anywidget] Failed to initialize
-    model."), each player's figure follows →, and plotly's widget code is fetched once per page, on every load."""
-    server = present_many_players
+def test_presenter_page_with_many_figures_updates_every_figure_on_each_load(present_many_figures, fresh_pages):
+    """Several players or figures on one page: every FigureWidget's front end loads (no "[anywidget] Failed to
+    initialize model."), each player's figures follow →, and plotly's widget code is fetched once per page load."""
+    server = present_many_figures
+    name = server.lab.name[:2]
+    expected_players = sum("Player(" in c.source for c in nbformat.read(server.lab, as_version=4).cells) or 1
     url = f"{server.url}?token={server.token}"
     for load in range(PAGE_LOADS):
         page, record = fresh_pages()
@@ -363,18 +368,23 @@ def test_presenter_page_with_several_players_updates_every_figure_on_each_load(p
         try:
             page.wait_for_function(
                 "() => { const ps = document.querySelectorAll('.pulsarlab-player');"
-                " return ps.length >= 3 && Array.from(ps).every(p => p.querySelector('.js-plotly-plot .main-svg')); }",
+                " return ps.length >= %d && Array.from(ps).every(p => p.querySelector('.js-plotly-plot .main-svg')); }"
+                % expected_players,
                 timeout=DRAW_MS,
             )
         except PlaywrightError:
-            page.screenshot(path=str(ARTIFACTS / f"present-08-load{load}-not-drawn.png"), full_page=True)
+            page.screenshot(path=str(ARTIFACTS / f"present-{name}-load{load}-not-drawn.png"), full_page=True)
             pytest.fail(f"load {load}: not every player drawn; page errors: {_page_errors(record)}")
         players = page.locator(".pulsarlab-player")
-        assert players.count() >= 3
+        assert players.count() == expected_players
         for i in range(players.count()):
             player = players.nth(i)
             player.evaluate("e => e.scrollIntoView({block: 'start'})")
             page.mouse.move(5, 5)
+            if _player_label(player).startswith("frame %s of" % player.evaluate(_LAST_FRAME)):
+                page.keyboard.press("Home")  # a live player opens on its last frame
+                page.wait_for_function("el => el.innerText.includes('frame 0 of')", arg=player.element_handle())
+                page.wait_for_timeout(1000)  # let its figures draw frame 0 before taking their picture
             label, before = _player_label(player), _figures_state(player)
             assert before, f"load {load}: player {i} has no figure"
             frame = int(label.split("frame ", 1)[1].split()[0])
@@ -392,7 +402,7 @@ def test_presenter_page_with_several_players_updates_every_figure_on_each_load(p
                     timeout=15_000,
                 )
             except PlaywrightError:
-                page.screenshot(path=str(ARTIFACTS / f"present-08-load{load}-player{i}-stuck.png"))
+                page.screenshot(path=str(ARTIFACTS / f"present-{name}-load{load}-player{i}-stuck.png"))
                 pytest.fail(
                     f"load {load}: player {i} stepped to frame {frame + 1} but a figure kept its picture; "
                     f"page errors: {_page_errors(record)}"
@@ -404,5 +414,5 @@ def test_presenter_page_with_several_players_updates_every_figure_on_each_load(p
         assert _page_errors(record) == [], f"load {load}: page errors: {_page_errors(record)}"
         assert [u for u in record["blocked"] if urlsplit(u).hostname in LOCAL_HOSTS] == []
         if load == 0:
-            page.screenshot(path=str(ARTIFACTS / "present-08.png"))
+            page.screenshot(path=str(ARTIFACTS / f"present-{name}.png"))
         page.close()
