@@ -2,8 +2,14 @@
 PYTHON  ?= python3
 VENV    := .venv
 BIN     := $(VENV)/bin
-STAMP   := $(VENV)/.installed
-EXTRAS  := lab,spark,test
+# one stamp per set of extras: `make lab` installs what the labs need, `make test` (and `make install`) adds the
+# test tools; the test install covers the lab's, so it leaves both stamps
+LAB_EXTRAS  := lab,spark
+TEST_EXTRAS := lab,spark,test
+LAB_STAMP   := $(VENV)/.installed-lab
+TEST_STAMP  := $(VENV)/.installed-test
+# JupyterLab's settings defaults for this environment (no news prompt, no update check): overrides.d in the prefix
+LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings/overrides.d/pulsarlab.json
 GOLDEN  := $(or $(wildcard ../shared/golden/*.jsonl),$(wildcard tests/golden/*.jsonl tests/golden/*.jsonl.gz))
 PYTEST_ARGS ?=
 
@@ -22,26 +28,39 @@ $(BIN)/python:
 	@$(PYTHON) -c '$(NEED_311)'
 	$(PYTHON) -m venv $(VENV)
 
-$(STAMP): pyproject.toml | $(BIN)/python
+$(LAB_STAMP): pyproject.toml setup.py | $(BIN)/python
 	@$(BIN)/python -c '$(NEED_311)'
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[$(EXTRAS)]"
+	$(BIN)/python -m pip install --quiet -e ".[$(LAB_EXTRAS)]"
 	touch $@
 
-install: $(STAMP)
+$(TEST_STAMP): pyproject.toml setup.py | $(BIN)/python
+	@$(BIN)/python -c '$(NEED_311)'
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[$(TEST_EXTRAS)]"
+	touch $@ $(LAB_STAMP)
 
-lab: install
-	$(BIN)/python -m jupyter lab --ip 127.0.0.1 --ServerApp.root_dir=labs $(if $(filter 0,$(shell id -u)),--allow-root)
+$(LAB_SETTINGS): jupyter/lab-overrides.json | $(BIN)/python
+	mkdir -p $(@D)
+	cp jupyter/lab-overrides.json $@
+
+# everything: the lab, Spark and the test tools (what `make test` installs)
+install: $(TEST_STAMP) $(LAB_SETTINGS)
+
+# JupyterLab on labs/ at http://127.0.0.1:8888/lab (PORT=N for another port) with a token printed in the URL
+lab: $(LAB_STAMP) $(LAB_SETTINGS)
+	$(BIN)/python -m jupyter lab --ip 127.0.0.1 $(if $(PORT),--port $(PORT)) --ServerApp.root_dir=labs \
+	  $(if $(filter 0,$(shell id -u)),--allow-root)
 
 # `make present LAB=01`: the lab whose file name starts with 01, served with the code hidden (pulsarlab present)
-present: install
+present: $(LAB_STAMP) $(LAB_SETTINGS)
 	@test -n "$(LAB)" || { echo "error: say which lab, e.g. make present LAB=01" >&2; exit 1; }
 	@set -- $(wildcard labs/$(LAB)*.ipynb); \
 	  test $$# -eq 1 || { echo "error: LAB=$(LAB) matches $$# labs in labs/ (need exactly one): $$*" >&2; exit 1; }; \
 	  $(BIN)/pulsarlab present "$$1" $(if $(PORT),--port $(PORT))
 
 # `make site`: every lab executed and written as an offline page into site/ (site/index.html lists them)
-site: install
+site: $(LAB_STAMP)
 	$(BIN)/pulsarlab export labs/*.ipynb --out-dir site
 
 chromium:
@@ -65,7 +84,7 @@ test: install chromium lint
 	@mkdir -p .test-artifacts
 	$(BIN)/python -m pytest --junitxml=.test-artifacts/junit.xml $(PYTEST_ARGS)
 
-conformance: install
+conformance: $(LAB_STAMP)
 	@test -n "$(GOLDEN)" || { echo "error: no golden files in ../shared/golden/ or tests/golden/" >&2; exit 1; }
 	$(BIN)/pulsarlab conformance $(GOLDEN)
 

@@ -38,16 +38,24 @@ Figures on the 2-core shared machine (issue 12 work; wall-clock rates moved by +
 load, so only figures of one run side by side are compared; instructions per message from ``valgrind
 --tool=callgrind`` over 10,000 messages, minus a 1,000-message warm-up, are load-independent):
 
-=========================================  ====================  ====================
-figure                                     before (e469c8f)      after (branch perf)
-=========================================  ====================  ====================
-Shared, no batching, log on: instr/msg     210,700               182,100
-Shared, no batching, log off: instr/msg    168,000               145,100
-Shared, no batching, log on (best seen)    49,000 msgs/s         61,300 msgs/s
-random range-set acks / naive set          0.63 - 0.66           1.03 - 1.04
-=========================================  ====================  ====================
+===========================================  =============  ===================  ====================
+figure                                       before         after (branch perf)  after (branch perf3)
+                                             (e469c8f)      (7f9a347)
+===========================================  =============  ===================  ====================
+Shared, no batching, log on: instr/msg       210,700        181,200              153,000
+Shared, no batching, log off: instr/msg      168,000        144,800              120,500
+Key_Shared, no batching, log on: instr/msg   -              204,500              186,900
+Shared, batching, log on: instr/msg          -              52,200               50,600
+Shared, no batching, log on (best seen)      49,000 msgs/s  61,300 msgs/s        -
+Shared, no batching, log on, per CPU second  -              47,800 msgs/s        60,000 msgs/s
+random range-set acks / naive set            0.63 - 0.66    1.03 - 1.04          (unchanged)
+===========================================  =============  ===================  ====================
 
-The 80,000 msgs/s goal is not met yet: it needs about 120,000 instructions per message.
+The per-CPU-second row is the median of three interleaved runs of each tree on a machine at load 8-12 (wall
+clock rates were 9,400 vs 18,400 msgs/s there: not comparable with the quiet machine's). Scaled by
+instructions, 61,300 msgs/s at 182,100 instr/msg is about 73,000 msgs/s at 153,000: the 80,000 msgs/s goal is
+not met yet. It needs about 140,000 instructions per message at the best-seen run's rate, about 120,000 at a
+typical run's.
 """
 
 from __future__ import annotations

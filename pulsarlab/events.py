@@ -17,6 +17,8 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
+import numpy as np
+
 MAX_FIELDS = 6
 _NONE = -(2**63)  # stored for a missing int / str / json field
 _ROW = 2 + MAX_FIELDS  # ints per pending row: time, type code, the field columns
@@ -55,12 +57,34 @@ _FIELD_NAMES: list[frozenset[str]] = []  # by code
 # by code, then by the number of values given: what a row of that many values is padded with (None for a
 # missing declared field, 0 for the unused columns)
 _PADS: list[tuple[tuple[int, ...], ...]] = []
+_N_FIELDS: list[int] = []  # by code: the number of declared fields
+_SMALL_FLUSH = 64  # rows fixed up one by one below this many (a numpy pass costs more for a few rows)
 
 
 def _pads(n_fields: int) -> tuple[tuple[int, ...], ...]:
     return tuple(
         tuple(_NONE if i < n_fields else 0 for i in range(given, MAX_FIELDS)) for given in range(MAX_FIELDS + 1)
     )
+
+
+def _zero_undeclared(flat: array, kinds: array) -> None:
+    """Set to 0 the None (``_NONE``) values `EventLog.append_row` put in the columns an event type does not
+    declare: the stored form `EventLog.append` gives (0 in those columns), whichever way a row was appended."""
+    rows = len(kinds)
+    if rows < _SMALL_FLUSH:
+        n_fields = _N_FIELDS
+        for r in range(rows):
+            base = r * _ROW + 2
+            for j in range(base + n_fields[kinds[r]], base + MAX_FIELDS):
+                if flat[j] == _NONE:
+                    flat[j] = 0
+        return
+    table = np.asarray(_N_FIELDS, dtype=np.int64)
+    view = np.frombuffer(flat, dtype=np.int64).reshape(rows, _ROW)
+    declared = table[np.frombuffer(kinds, dtype=np.uint16)]
+    for i in range(MAX_FIELDS):
+        col = view[:, 2 + i]
+        col[(declared <= i) & (col == _NONE)] = 0
 
 
 def event_type(
@@ -90,6 +114,7 @@ def event_type(
     _BY_CODE.append(et)
     _FIELD_NAMES.append(frozenset(f for f, _ in et.fields))
     _PADS.append(_pads(len(et.fields)))
+    _N_FIELDS.append(len(et.fields))
     return et
 
 
@@ -167,28 +192,29 @@ class EventLog:
             return self._flush_and_notify()
         return seq
 
-    def append_row(self, et: EventType, time: int, *values: int) -> int:
-        """Fast path for hot events: ``values`` are the already-encoded ints of ``et``'s fields, in order.
+    def append_row(
+        self,
+        et: EventType,
+        time: int,
+        v0: int = _NONE,
+        v1: int = _NONE,
+        v2: int = _NONE,
+        v3: int = _NONE,
+        v4: int = _NONE,
+        v5: int = _NONE,
+    ) -> int:
+        """Fast path for hot events: the values are the already-encoded ints of ``et``'s fields, in order.
 
         No validation: ints and bools pass as ints, str/json fields as ids from ``intern()``; missing trailing
         fields are stored as None. Returns the sequence number (-1 when the log is disabled). The row is
         buffered: a value that is not an int fails (TypeError naming the event, the row dropped) when the
         buffer moves into the columns, at a later append or read, not here.
         """
+        # one fixed-size row per call (a call with fixed parameters is cheaper than one with *values, and so is
+        # one extend); the columns an event type does not declare hold 0, set when the rows are flushed
         if not self.enabled:
             return -1
-        code = et.code
-        pending = self._pending
-        pending.append(time)
-        pending.append(code)
-        n = len(values)
-        if n == MAX_FIELDS:
-            pending += values
-        elif n < MAX_FIELDS:
-            pending += values
-            pending += _PADS[code][n]
-        else:  # more values than columns: the extra ones are not stored
-            pending += values[:MAX_FIELDS]
+        self._pending.extend((time, et.code, v0, v1, v2, v3, v4, v5))
         seq = self._count
         self._count = seq + 1
         if seq < self._flush_at:
@@ -218,6 +244,7 @@ class EventLog:
             self._flush_slowly()
             return
         rows.clear()
+        _zero_undeclared(flat, kinds)
         self._store(flat[0::_ROW], kinds, [flat[i::_ROW] for i in range(2, _ROW)])
 
     def _store(self, times: array, kinds: array, cols: list[array]) -> None:
@@ -241,6 +268,10 @@ class EventLog:
         error: Exception | None = None
         for i in range(0, len(rows), _ROW):
             row = rows[i : i + _ROW]
+            n_fields = _N_FIELDS[row[1]] if type(row[1]) is int and 0 <= row[1] < len(_N_FIELDS) else MAX_FIELDS
+            for j in range(2 + n_fields, _ROW):  # append_row's default for a column the type does not declare
+                if row[j] == _NONE:
+                    row[j] = 0
             try:
                 t, k, cols = array("q", row[:1]), array("H", row[1:2]), [array("q", [v]) for v in row[2:]]
             except (TypeError, OverflowError, ValueError) as e:

@@ -85,7 +85,9 @@ class Profile:
     shared_dispatcher: SharedDispatcherForm = SharedDispatcherForm.V3
     negative_ack_tracker: NegativeAckTrackerForm = NegativeAckTrackerForm.DEADLINE_MAP
     delayed_tracker: DelayedTrackerForm = DelayedTrackerForm.PRIORITY_QUEUE
-    batch_index_ack_enabled: bool = False  # client batchIndexAckEnabled default (true from 4.1, PIP-391)
+    # the client default for batch-index acks: the Python client's batch_index_ack_enabled=False in every line (the
+    # Java client's batchIndexAckEnabled is true from 4.1, PIP-391; the lab's client models the Python one)
+    batch_index_ack_enabled: bool = False
     max_delivery_delay_setting: bool = False  # delayedDeliveryMaxDelayInMillis exists (4.0+, PIP-315)
     # --- client redelivery, retry and dead letters (reference §8) ---
     dead_letter_default_ack_timeout_ms: int = 0  # 30000 up to 2.11: a DLQ policy implied ackTimeout (#19486)
@@ -207,7 +209,7 @@ PROFILES: dict[str, Profile] = {
     "4.1": Profile(
         name="4.1",
         broker_defaults={"acknowledgmentAtBatchIndexLevelEnabled": True},
-        **{**_4X, "delayed_tracker": DelayedTrackerForm.TIME_BITMAP, "batch_index_ack_enabled": True},
+        **{**_4X, "delayed_tracker": DelayedTrackerForm.TIME_BITMAP},
     ),
 }
 

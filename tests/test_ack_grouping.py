@@ -393,7 +393,7 @@ def test_batch_index_ack_default_per_profile(version):
     wire = Wire(sched)
     tracker = for_profile(version, sched, wire.send)
     assert tracker.group_time_ms == 100 and tracker.max_group_size == 1000
-    expected_on = version == "4.1"  # PIP-391: client default true from 4.1
+    expected_on = False  # the Python client's default in every line (Java's is true from 4.1, PIP-391)
     assert tracker.batch_index_ack_enabled is expected_on
     tracker.add_acknowledgment(MessageId(1, 1, -1, 3), 10, IND)
     sched.advance(100)

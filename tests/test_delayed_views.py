@@ -256,7 +256,10 @@ def test_the_labs_checks_pass_with_the_solutions_and_wait_for_an_answer_as_shipp
     cells = [
         c.source
         for c in nbformat.read(lab, as_version=4).cells
-        if c.cell_type == "code" and "answer_" in c.source and "check_" in c.source
+        if c.cell_type == "code"
+        and "answer_" in c.source
+        and "check_" in c.source
+        and "exercises.mechanisms" not in c.source  # run both ways by tests/test_lab_claims.py (needs bucket_conf)
     ]
     assert len(cells) == 3
     namespace = {

@@ -64,6 +64,46 @@ def test_bad_events_fail_clearly():
         log[3]
 
 
+PAIR = event_type("test_demo_pair", "a:int b:int", "{a} and {b}")
+
+
+@pytest.mark.parametrize("rows", [3, 200])  # a short flush (row by row) and a long one (one array pass)
+def test_append_row_stores_what_append_stores(rows):
+    """append_row's unset columns: None for a declared field left out, 0 for a column the type does not declare
+    (what append stores), whether the rows move into the columns a few or many at a time, or with a listener."""
+    fast, slow, heard = EventLog(), EventLog(), EventLog()
+    seen = []
+    heard.subscribe(lambda e: seen.append((e.time, e.fields)))
+    for i in range(rows):
+        for log in (fast, heard):
+            log.append_row(PAIR, i, i, -i)
+            log.append_row(PAIR, i + 1, 7)
+            log.append_row(DEMO, i + 2, log.intern("c1"), i, 1)  # detail (json) left out: None
+        slow.append(PAIR, i, a=i, b=-i)
+        slow.append(PAIR, i + 1, a=7)
+        slow.append(DEMO, i + 2, who="c1", n=i, ok=True)
+    assert fast.digest() == slow.digest() == heard.digest()
+    assert fast.nbytes == slow.nbytes
+    assert (fast[1].a, fast[1].b) == (7, None) and fast[2].detail is None
+    assert seen[:2] == [(0, {"a": 0, "b": 0}), (1, {"a": 7, "b": None})]
+
+
+def test_append_row_bad_values_fail_when_flushed_and_keep_the_good_rows():
+    log = EventLog()
+    log.append_row(PAIR, 0, 1)
+    log.append_row(PAIR, 1, "x")  # not an int: fails when the rows move into the columns
+    log.append_row(PAIR, 2, 3, 4)
+    with pytest.raises(TypeError, match="event test_demo_pair at t=1"):
+        log[0]
+    assert [(e.time, e.a, e.b) for e in log] == [(0, 1, None), (2, 3, 4)]
+    reference = EventLog()
+    reference.append(PAIR, 0, a=1)
+    reference.append(PAIR, 2, a=3, b=4)
+    assert log.digest() == reference.digest()
+    with pytest.raises(TypeError):
+        log.append_row(PAIR, 3, 1, 2, 3, 4, 5, 6, 7)  # more values than the six columns
+
+
 def test_listeners_see_each_event_and_can_unsubscribe():
     log, seen = EventLog(), []
     off = log.subscribe(lambda e: seen.append(e.seq))

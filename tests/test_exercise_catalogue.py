@@ -1,4 +1,4 @@
-"""Every exercise of labs 01-09 ships unsolved and has a checker that answers ``...`` with "not answered yet";
+"""Every exercise of labs 01-10 ships unsolved and has a checker that answers ``...`` with "not answered yet";
 its solution lives in `pulsarlab.exercises.solutions`, and every place a checker sends the learner exists."""
 
 from __future__ import annotations
@@ -49,8 +49,8 @@ def _answers(path: Path) -> dict[str, str]:
 
 
 def test_every_checker_is_an_exercise():
-    """The 27 exercises of labs 01-09 each have a checker (new exercises add theirs, wrapped the same way)."""
-    assert len(CHECKERS) >= 27, [c.__name__ for c in CHECKERS]
+    """The 37 exercises of labs 01-10 each have a checker (new exercises add theirs, wrapped the same way)."""
+    assert len(CHECKERS) >= 37, [c.__name__ for c in CHECKERS]
     for check in CHECKERS:
         assert hasattr(check, "todo") and hasattr(check, "see"), f"{check.__name__} is not wrapped by @exercise"
 
@@ -64,9 +64,10 @@ def test_every_checker_says_not_answered_yet_on_ellipsis(check):
 
 @pytest.mark.parametrize("check", CHECKERS, ids=lambda c: c.__name__)
 def test_every_place_a_checker_points_to_exists(check):
-    """``see`` names a lab section that the lab has, and guide pages and anchors that docs/guide has."""
+    """``see`` names a lab section that the lab has (``## S. title``; by its quoted title where the lab does not
+    number its sections), and guide pages and anchors that docs/guide has."""
     lab_ref, *guide = check.see
-    number, section = re.match(r"Lab (\d+), sections? (\d+)", lab_ref).groups()
+    number, section = re.match(r"Lab (\d+), sections? (\d+)?", lab_ref).groups()
     (notebook,) = LABS.glob(f"{int(number):02d}-*.ipynb")
     headings = [
         line
@@ -74,7 +75,13 @@ def test_every_place_a_checker_points_to_exists(check):
         if cell["cell_type"] == "markdown"
         for line in "".join(cell["source"]).splitlines()
     ]
-    assert any(h.startswith(f"## {section}. ") for h in headings), f"{notebook.name} has no section {section}"
+    if section is not None:
+        assert any(h.startswith(f"## {section}. ") for h in headings), f"{notebook.name} has no section {section}"
+    else:
+        titles = re.findall(r'"([^"]+)"', lab_ref)
+        assert titles, f"{lab_ref}: name the section by its number or its quoted title"
+        for title in titles:
+            assert f"## {title}" in headings, f"{notebook.name} has no section {title!r}"
     assert guide, f"{check.__name__} names no guide page"
     for ref in guide:
         page, _, anchor = ref.partition("#")

@@ -180,7 +180,9 @@ def test_cursor_view_shows_client_only_batch_acks_on_4_0_and_broker_bits_on_4_1(
     for version in ("4.0", "4.1"):
         lab = pl.Lab(version=version)
         client = lab.client()
-        c = client.subscribe("t", "s", consumer_type=pl.ConsumerType.Shared, consumer_name="c1")
+        c = client.subscribe(
+            "t", "s", consumer_type=pl.ConsumerType.Shared, consumer_name="c1", batch_index_ack_enabled=True
+        )
         p = client.create_producer("t", batching_enabled=True, batching_max_messages=5)
         for i in range(5):
             p.send_async(b"%d" % i, None)
@@ -367,7 +369,12 @@ def _script() -> list[Callable[[pl.Lab, dict], None]]:
     def subscribe(lab: pl.Lab, st: dict) -> None:
         st["client"] = lab.client()
         st["c"] = st["client"].subscribe(
-            "t", "s", consumer_type=pl.ConsumerType.Shared, consumer_name="c1", receiver_queue_size=5
+            "t",
+            "s",
+            consumer_type=pl.ConsumerType.Shared,
+            consumer_name="c1",
+            receiver_queue_size=5,
+            batch_index_ack_enabled=True,  # 4.1's batch-index acks, as a Java client has them by default
         )
 
     def publish(lab: pl.Lab, st: dict) -> None:

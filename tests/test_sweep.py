@@ -207,3 +207,46 @@ def test_cli_sweeps_a_yaml_spec_with_a_progress_bar(spark, tmp_path, capsys):
     assert cli_main(["sweep", str(spec), "--out", str(tmp_path / "out")]) == 2
     assert "--overwrite" in capsys.readouterr().err
     assert Path(tmp_path / "out" / "metrics").is_dir()
+
+
+def test_progress_bar_follows_the_spark_connect_progress_handler():
+    """On Spark Connect (no SparkContext) the bar is fed by a registered progress handler: pyspark's own
+    ``Progress`` calls it with the server's stage reports; the run stage (its task count) moves the bar, other
+    stages do not, and stopping removes the handler."""
+    import io
+
+    from pyspark.errors import PySparkNotImplementedError
+    from pyspark.sql.connect.shell.progress import Progress, StageInfo
+
+    from pulsarlab.spark.sweep import _Progress, _watch
+
+    class ConnectSession:  # what `_watch` uses of a pyspark.sql.connect.session.SparkSession
+        def __init__(self) -> None:
+            self.handlers: list = []
+
+        @property
+        def sparkContext(self):
+            raise PySparkNotImplementedError(
+                errorClass="NOT_IMPLEMENTED", messageParameters={"feature": "sparkContext"}
+            )
+
+        def registerProgressHandler(self, handler) -> None:
+            self.handlers.append(handler)
+
+        def removeProgressHandler(self, handler) -> None:
+            self.handlers.remove(handler)
+
+    session, out = ConnectSession(), io.StringIO()
+    bar = _Progress(total_runs=12, tasks=4, enabled=True, out=out)
+    stop = _watch(session, bar)
+    assert len(session.handlers) == 1
+    with Progress(handlers=session.handlers, operation_id="op-1", output=io.StringIO()) as server:
+        server.update_ticks([StageInfo(0, 1, 1, 0, True)], 0)  # a one-task stage (a count): not the run stage
+        assert out.getvalue() == ""
+        server.update_ticks([StageInfo(0, 1, 1, 0, True), StageInfo(1, 4, 1, 0, False)], 3)
+        assert "1/4 tasks (12 runs)" in out.getvalue()
+        server.update_ticks([StageInfo(1, 4, 3, 0, False)], 1)
+    assert "3/4 tasks (12 runs)" in out.getvalue() and "4/4" not in out.getvalue()
+    stop()
+    assert session.handlers == []
+    assert _watch(session, _Progress(1, 1, enabled=False)) is not None and session.handlers == []

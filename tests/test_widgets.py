@@ -170,7 +170,8 @@ def test_player_step_back_jump_update_figures_and_label():
     assert isinstance(fig, go.FigureWidget)
     assert player.index == 0
     assert sc.timeline[0].explanation in player.label.value.replace("&#x27;", "'")
-    assert bars_by_row(fig, "assignments") == [(0, 65536, "no consumer (messages wait)")]  # c1 not placed yet
+    # c1 joined, placed in the next step: the grey bar says so (not "no consumer", while the text says c1 joins)
+    assert bars_by_row(fig, "assignments") == [(0, 65536, "not assigned yet: c1 joined, placed in the next step")]
 
     player.step()
     player.step()  # range_assigned -> hash_ranges_moved: c1 owns everything
@@ -210,7 +211,7 @@ def test_player_passes_the_events_since_the_last_frame():
         seen.append([e.kind for e in events])
         return go.Figure(go.Bar(x=[1]), layout=dict(title="recording"))
 
-    player = Player(sc.timeline, recording_view)
+    player = Player(sc.timeline, recording_view, prefetch=False)  # only the frames shown: no drawing ahead
     player.jump(3)
     player.back()
     assert seen == [

@@ -29,11 +29,11 @@ from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
 import ipywidgets as widgets
-import plotly.graph_objects as go
 
 from pulsarlab.events import Event
 from pulsarlab.snapshot.base import History, Sample
 from pulsarlab.snapshot.lab import LabSnapshot, SnapshotBuilder
+from pulsarlab_widgets.fit import FIT_CLASS, FigureFit, responsive
 from pulsarlab_widgets.player import Player, View, sync_figure
 
 log = logging.getLogger("pulsarlab_widgets.live")
@@ -87,14 +87,16 @@ class LiveViews(widgets.VBox):
         self.errors: list[Exception] = []
         frame = self.capture(force=True)
         assert frame is not None
-        self.figures = [go.FigureWidget(v(frame.snapshot, frame.events)) for v in views]
+        self.figures = [responsive(v(frame.snapshot, frame.events)) for v in views]
         self.label = widgets.HTML(self._label(frame))
         rows: list[widgets.Widget] = []
         if title:
             rows.append(widgets.HTML(f"<b>{html.escape(title)}</b>"))
         rows.append(self.label)
         rows.extend(self.figures)
+        rows.append(FigureFit())
         super().__init__(rows)
+        self.add_class(FIT_CLASS)
         if start:
             self.start()
 

@@ -11,11 +11,13 @@ in callbacks, which is what a live JupyterLab view needs; `render` gives the sam
 from __future__ import annotations
 
 import html
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Callable, Protocol, Sequence
 
 import ipywidgets as widgets
 import plotly.graph_objects as go
 
+from pulsarlab_widgets.fit import FIT_CLASS, FigureFit, responsive
 from pulsarlab_widgets.keys import PlayerKeys
 
 
@@ -38,6 +40,9 @@ class TimelineLike(Protocol):
 
 
 View = Callable[[Any, Sequence[Any]], go.Figure]
+
+# One worker for every player of the kernel: draws the frames next to the one shown while the user looks at it.
+_AHEAD = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pulsarlab-player-ahead")
 
 SPEEDS = (("0.25×", 0.25), ("0.5×", 0.5), ("1×", 1.0), ("2×", 2.0), ("4×", 4.0), ("8×", 8.0))
 
@@ -66,24 +71,52 @@ def render(view: View, timeline: TimelineLike, i: int, since: int | None = None)
     return view(timeline[i].snapshot, events_between(timeline, since, i))
 
 
+_SKIP = frozenset({"type", "uid"})
+
+
+def _changed(old: dict[str, Any], new: dict[str, Any], skip: frozenset[str] = _SKIP) -> dict[str, Any]:
+    """The top-level properties of ``new`` that differ from ``old``, and None for those ``new`` no longer has."""
+    out = {k: v for k, v in new.items() if k not in skip and (k not in old or old[k] != v)}
+    out.update({k: None for k in old if k not in new and k not in skip})
+    return out
+
+
 def sync_figure(widget: go.FigureWidget, fig: go.Figure) -> None:
-    """Make a displayed FigureWidget show ``fig``: traces updated in place when their types match."""
-    new = list(fig.data)
-    same_shape = len(widget.data) == len(new) and all(a.type == b.type for a, b in zip(widget.data, new))
-    if same_shape:
-        with widget.batch_update():
-            for old, trace in zip(widget.data, new):
-                spec = trace.to_plotly_json()
-                spec.pop("type", None)
-                spec.pop("uid", None)
-                stale = set(old.to_plotly_json()) - set(spec) - {"type", "uid"}
-                if stale:
-                    old.update({k: None for k in stale})
-                old.update(spec, overwrite=True)
-    else:
-        widget.data = []
-        widget.add_traces(new)
-    widget.layout = fig.layout
+    """Make a displayed FigureWidget show ``fig`` by sending only what differs: the changed properties of each
+    trace (traces of the same type updated in place, the rest removed or added) and of the layout, removed ones
+    included (a stale annotation, axis setting or template is cleared), in one ``batch_update``. Afterwards the
+    widget holds the same data and layout as ``fig``."""
+    new_data = fig._data  # plotly's validated property dicts: compared as plain JSON values, no re-validation
+    keep = 0
+    while keep < min(len(widget.data), len(new_data)) and widget._data[keep].get("type") == new_data[keep].get("type"):
+        keep += 1
+    if keep < len(widget.data):
+        widget.data = widget.data[:keep]
+    edits = [(t, _changed(t._props, spec)) for t, spec in zip(widget.data, new_data)]
+    layout_edits = _changed(widget._layout, fig._layout, skip=frozenset())
+    if any(e for _t, e in edits) or layout_edits:
+        free_width = "height" in layout_edits and "width" not in fig._layout
+        if free_width:
+            # plotly.js fixes the width it has when a relayout sets the height; a null width in the same message
+            # keeps it following the cell (plotly's Python side sends no null for a width it never had)
+            send = widget._send_update_msg
+
+            def send_with_free_width(restyle_data: dict, relayout_data: dict, **kwargs: Any) -> None:
+                send(restyle_data=restyle_data, relayout_data={**relayout_data, "width": None}, **kwargs)
+
+            widget._send_update_msg = send_with_free_width
+        try:
+            with widget.batch_update():
+                for trace, edit in edits:
+                    for key, value in edit.items():
+                        trace[key] = value
+                for key, value in layout_edits.items():
+                    widget.layout[key] = value
+        finally:
+            if free_width:
+                del widget._send_update_msg
+    if keep < len(new_data):
+        widget.add_traces(list(fig.data[keep:]))
 
 
 def _check_timeline(timeline: Any) -> None:
@@ -109,8 +142,9 @@ class Player(widgets.VBox):
 
     ``Player(scenario.timeline, [hash_range_view])``; ``step()``, ``back()``, ``jump(i)``,
     ``jump_to_kind("range_split")`` do from Python what the buttons do, ``press(key)`` what the keyboard does
-    (→ / ← step, space play/pause, Home / End). `pulsarlab_widgets.animation.player_html` draws it for a page
-    without a kernel.
+    (→ / ← step, space play/pause, Home / End). While a frame is shown, the frames before and after it are drawn
+    in a background thread (``prefetch=False``: only on demand), so a step sends the changes at once.
+    `pulsarlab_widgets.animation.player_html` draws it for a page without a kernel.
     """
 
     def __init__(
@@ -120,6 +154,7 @@ class Player(widgets.VBox):
         start: int = 0,
         interval_ms: int = 800,
         title: str | None = None,
+        prefetch: bool = True,
     ) -> None:
         _check_timeline(timeline)
         views = [views] if callable(views) else list(views)
@@ -131,9 +166,11 @@ class Player(widgets.VBox):
         self.base_interval = int(interval_ms)
         start = _index(timeline, start)
         self._shown = start
+        self.prefetch = prefetch
+        self._ahead: dict[tuple[int, int | None], Future] = {}
         last = len(timeline) - 1
 
-        self.figures = [go.FigureWidget(render(v, timeline, start)) for v in views]
+        self.figures = [responsive(render(v, timeline, start)) for v in views]
         self.play = widgets.Play(
             value=start, min=0, max=last, step=1, interval=self.base_interval, description="play", show_repeat=False
         )
@@ -187,8 +224,11 @@ class Player(widgets.VBox):
         rows.append(self.label)
         rows.extend(self.figures)
         rows.append(self.keyboard)
+        rows.append(FigureFit())
         super().__init__(rows)
         self.add_class("pulsarlab-player")
+        self.add_class(FIT_CLASS)
+        self._draw_ahead()
 
     # -- navigation ---------------------------------------------------------------------------
     @property
@@ -271,14 +311,49 @@ class Player(widgets.VBox):
         self._update_label()
 
     # -- callbacks ----------------------------------------------------------------------------
+    def _draw(self, i: int, shown: int | None) -> list[go.Figure]:
+        """Every view's figure of frame ``i`` reached from frame ``shown``."""
+        events = events_between(self.timeline, shown, i)
+        snapshot = self.timeline[i].snapshot
+        return [view(snapshot, events) for view in self.views]
+
+    @staticmethod
+    def _key(i: int, shown: int | None) -> tuple[int, int | None]:
+        # the events a view gets depend on the frame shown before only when stepping forward
+        return (i, shown if shown is not None and i > shown else None)
+
+    def _figures(self, i: int, shown: int | None) -> list[go.Figure]:
+        ahead = self._ahead.pop(self._key(i, shown), None)
+        if ahead is not None:
+            try:
+                return ahead.result()
+            except Exception:  # drawn again below, so the error surfaces here, in the step that shows it
+                pass
+        return self._draw(i, shown)
+
+    def _draw_ahead(self) -> None:
+        """Start drawing the next and the previous frame in the background (views are pure functions of a
+        snapshot and events), so a step or a back only sends what changed."""
+        if not self.prefetch:
+            return
+        i, wanted = self._shown, {}
+        for j in (i + 1, i - 1):
+            if 0 <= j < len(self.timeline):
+                key = self._key(j, i)
+                wanted[key] = self._ahead.get(key) or _AHEAD.submit(self._draw, j, i)
+        for key, future in self._ahead.items():
+            if key not in wanted:
+                future.cancel()
+        self._ahead = wanted
+
     def _on_index(self, change: dict) -> None:
         i = change["new"]
-        events = events_between(self.timeline, self._shown, i)
+        figures = self._figures(i, self._shown)
         self._shown = i
-        snapshot = self.timeline[i].snapshot
-        for view, fig in zip(self.views, self.figures):
-            sync_figure(fig, view(snapshot, events))
         self._update_label()
+        for fig, new in zip(self.figures, figures):
+            sync_figure(fig, new)
+        self._draw_ahead()
 
     def _on_speed(self, change: dict) -> None:
         self.play.interval = max(20, int(self.base_interval / change["new"]))

@@ -148,6 +148,42 @@ class Consumer:
         messages_sent, acked_batch_indexes)``; 4.x Key_Shared may refuse an entry whose hash another
         consumer drains (it then went to replay).
         """
+        if len(entries) == 1 and hashes is None and ack_sets is None:
+            # one entry without sticky hashes or batch-index ack sets (a read of one entry: every dispatch of
+            # unbatched messages at the end of the topic): the loop's steps below, without its bookkeeping
+            pos, data = entries[0]
+            batch_size = data.metadata.num_messages_in_batch
+            if batch_size is None:
+                batch_size = 1
+            ledger, entry = pos.ledger_id, pos.entry_id
+            pending_acks = self.pending_acks
+            if pending_acks is not None and not pending_acks.add_pending_ack_if_allowed(ledger, entry, batch_size, 0):
+                return 0, 0, 0
+            redelivery = redelivery_tracker.get(ledger, entry) if redelivery_tracker is not None else 0
+            now = self._clock.now_ms
+            self.available_permits -= batch_size
+            events = self._events
+            if events is not None:
+                events.append_row(
+                    _DISPATCHED, now, self.id, ledger, entry, batch_size, redelivery, self.available_permits
+                )
+            self.cnx.message_received(ledger, entry, data, redelivery, None)
+            # the loop's average update for one entry of batch_size messages (total / entries = batch_size / 1)
+            if self.avg_messages_per_entry < 1:
+                self.avg_messages_per_entry = batch_size / 1
+            else:
+                self.avg_messages_per_entry = (
+                    self.avg_messages_per_entry * AVG_PERCENT + (1 - AVG_PERCENT) * batch_size / 1
+                )
+            if self.individual_ack_mode:
+                self.unacked_messages += batch_size
+                self.subscription.dispatcher.add_unacked_messages(batch_size)  # the subscription's, without its call
+                if self.max_unacked_messages > 0 and self.unacked_messages >= self.max_unacked_messages:
+                    self._set_blocked(True)
+            self.msg_out_counter += batch_size
+            self.bytes_out_counter += data.size
+            self.last_consumed_timestamp = now
+            return 1, batch_size, 0
         add_pending_ack = self.pending_acks.add_pending_ack_if_allowed if self.pending_acks is not None else None
         events = self._events
         now = self._clock.now_ms

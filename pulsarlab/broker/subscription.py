@@ -182,6 +182,7 @@ class PersistentSubscription:
         positions = []
         individual = consumer.individual_ack_mode
         own_pending = consumer.pending_acks
+        dispatcher = self.dispatcher
         batch_index_level = self.batch_index_level
         for ledger, entry, ack_set in cmd.message_ids:
             if ack_set is not None:
@@ -209,7 +210,9 @@ class PersistentSubscription:
                             if cur is not None:
                                 acked_count = popcount(ack_set_mask(cur))
                         consumer.remove_own_pending_ack(ledger, entry)
-                        consumer.add_unacked(-acked_count)
+                        # consumer.add_unacked(-acked_count), inlined (individual ack mode here): once per acked entry
+                        consumer.unacked_messages -= acked_count
+                        dispatcher.add_unacked_messages(-acked_count)
                     else:
                         acked_count = self._acked_count_no_ack_set(consumer, ledger, entry)
                         removed = consumer.remove_pending_ack(ledger, entry)

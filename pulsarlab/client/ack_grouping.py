@@ -170,7 +170,29 @@ class AcknowledgmentsGroupingTracker:
             if ack_type is _INDIVIDUAL:
                 if chunk_ids is not None and len(chunk_ids) > 1:
                     self._chunks[key] = tuple(chunk_ids)
-                self._individual(key, batch_index, immediate, properties)
+                if immediate or not self._log_each_ack or self._append_row is None or not self._events.enabled:
+                    self._individual(key, batch_index, immediate, properties)
+                    return
+                # `_individual(key, batch_index, False, None)` with its event logged by append_row, inlined (the
+                # grouped individual ack of a message outside a batch, once per acked message)
+                pending = self._pending
+                pending.add(key)
+                if self._batch_pending:
+                    self._batch_pending.pop(key, None)
+                self._append_row(
+                    ACK_QUEUED,
+                    self._scheduler.now_ms,
+                    self._consumer_sid,
+                    self._individual_sid,
+                    ledger,
+                    entry,
+                    batch_index,
+                    self._sid[QUEUED],
+                )
+                if len(pending) >= self.max_group_size:
+                    self._flush("size")
+                if self._timer is None and pending:
+                    self._arm()
             else:
                 self._cumulative(
                     msg_id.discard_batch() if batch_index >= 0 else msg_id, None, immediate, properties, batch_index

@@ -111,6 +111,22 @@ _SMM_FIELDS = (
 )
 if tuple(f.name for f in fields(SingleMessageMetadata)) != _SMM_FIELDS:
     raise ImportError("SingleMessageMetadata's fields changed order; update client.batching._batch_entry")
+_MM_FIELDS = (
+    "producer_name",
+    "sequence_id",
+    "publish_time",
+    "properties",
+    "partition_key",
+    "partition_key_b64_encoded",
+    "ordering_key",
+    "event_time",
+    "num_messages_in_batch",
+    "highest_sequence_id",
+    "deliver_at_time",
+    "uncompressed_size",
+)
+if tuple(f.name for f in fields(MessageMetadata))[: len(_MM_FIELDS)] != _MM_FIELDS:
+    raise ImportError("MessageMetadata's fields changed order; update client.batching.non_batched_entry")
 
 
 def non_batched_entry(
@@ -122,16 +138,22 @@ def non_batched_entry(
 ) -> EntryData:
     """The entry of a message sent on its own (batching off, a delayed message, a Java batch of one)."""
     payload = msg.payload
+    # MessageMetadata(producer_name, sequence_id, publish_time, properties, partition_key,
+    # partition_key_b64_encoded, ordering_key, event_time, num_messages_in_batch, highest_sequence_id,
+    # deliver_at_time, uncompressed_size), positionally (keywords cost more; once per unbatched message)
     metadata = MessageMetadata(
-        producer_name=producer_name,
-        sequence_id=msg.sequence_id,
-        publish_time=publish_time if msg.publish_time is None else msg.publish_time,
-        properties=msg.properties,
-        partition_key=msg.partition_key,
-        ordering_key=msg.ordering_key,
-        event_time=msg.event_time,
-        deliver_at_time=msg.deliver_at,
-        uncompressed_size=len(payload) if client is ClientLibrary.JAVA else 0,
+        producer_name,
+        msg.sequence_id,
+        publish_time if msg.publish_time is None else msg.publish_time,
+        msg.properties,
+        msg.partition_key,
+        False,
+        msg.ordering_key,
+        msg.event_time,
+        None,
+        None,
+        msg.deliver_at,
+        len(payload) if client is ClientLibrary.JAVA else 0,
     )
     return EntryData.single(metadata, payload)
 

@@ -156,7 +156,7 @@ class Client:
         the C++ client under the Python one asks for >= 10 s), ``negative_ack_redelivery_delay_ms``,
         ``properties``, ``initial_position``, ``max_pending_chunked_message``,
         ``auto_ack_oldest_chunked_message_on_queue_full``, ``key_shared_policy``, ``batch_index_ack_enabled``
-        (``None``, the lab's default, takes the version profile's client default; pulsar-client's is False) and
+        (``None``, the lab's default, takes the version profile's client default, False in every profile as in pulsar-client) and
         ``dead_letter_policy``.
 
         Lab-only settings (other clients' or the protocol's; no such parameter in pulsar-client):

@@ -167,8 +167,8 @@ class _PartitionProducer:
         owner = self.owner
         if container is None or msg.deliver_at is not None:
             owner._check_size(msg)
-            self._persist(
-                [(non_batched_entry(owner._name, msg, owner._scheduler.now_ms, client=owner._client_library), [msg])]
+            self._persist_one(
+                non_batched_entry(owner._name, msg, owner._scheduler.now_ms, client=owner._client_library), msg
             )
             return
         if not container.has_space_for(msg):
@@ -260,6 +260,21 @@ class _PartitionProducer:
         if self.container is not None and not self.container.is_empty():
             self.container.flush(self.owner._now())
         return chunks, messages
+
+    def _persist_one(self, entry: Any, msg: OutgoingMessage) -> None:
+        """`_persist` of one non-batch entry holding ``msg`` (the unbatched send), without the list it takes."""
+        try:
+            pos = self.owner._service.publish(self.handle, entry)
+        except BrokerNotAllowedException as refused:
+            self.owner._refused = NotAllowedException(refused.message)
+            if msg.callback is not None:
+                msg.callback("NotAllowedError", None)
+            return
+        if msg.sequence_id > self.last_sequence_id_published:
+            self.last_sequence_id_published = msg.sequence_id
+        cb = msg.callback
+        if cb is not None:
+            cb("Ok", trusted_message_id(pos.ledger_id, pos.entry_id, self.partition, -1))
 
     def _persist(self, flushed: list) -> None:
         svc = self.owner._service

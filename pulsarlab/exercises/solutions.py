@@ -30,6 +30,10 @@ SOLUTIONS: dict[str, dict[str, Solution]] = {
             {"default": "c2", "key_based": {"customer-7": "c2", "customer-8": "c3", "customer-12": "c1"}},
             "a default batch is one entry routed by its first key; KEY_BASED makes one sub-batch per key.",
         ),
+        "answer_3": Solution(
+            {"entries": 3, "keyless_consumer": "c3"},
+            "one sub-batch per key plus one for both keyless messages; 4.0 routes it by producerName-sequenceId.",
+        ),
     },
     "02-subscription-types": {
         "answer_1": Solution(
@@ -40,6 +44,10 @@ SOLUTIONS: dict[str, dict[str, Solution]] = {
         "answer_3": Solution(
             {"messages": ["m2", "m4"], "redelivery_count": 0},
             "c1's unacked messages (received or still queued) go back without counting a redelivery.",
+        ),
+        "answer_4": Solution(
+            {"one_left": "SubscriptionBusyException", "all_left": "Failover"},
+            "another type is refused while a consumer is connected; once all left, the newcomer's type is taken.",
         ),
     },
     "03-acks-and-the-cursor": {
@@ -55,6 +63,10 @@ SOLUTIONS: dict[str, dict[str, Solution]] = {
             {"4.0": [0, 1, 2, 3, 4], "4.1": [1, 3, 4]},
             "without batch-index acks the broker only knows whole entries; 4.1's profile sends the batch ack set.",
         ),
+        "answer_4": Solution(
+            {"off": {"position": "3:3", "ack_set": None}, "on": {"position": "3:4", "ack_set": [192]}},
+            "off: the previous entry is acked; on: 3:4 with bits 6 and 7 (after index 5) still set, 64 + 128.",
+        ),
     },
     "04-failover": {
         "answer_1": Solution(
@@ -65,6 +77,9 @@ SOLUTIONS: dict[str, dict[str, Solution]] = {
             {"new_active": "c2", "first_delivery_ms": 2380, "redelivered": ["m3", "m4", "m5"]},
             "the 1000 ms failover delay, then a rewind to the mark-delete; m3's ack was still in the tracker.",
         ),
+        "answer_3": Solution(
+            "c2", "c2 owns the first ring point at or after the topic name's hash; connection order plays no part."
+        ),
     },
     "05-key-shared-ordering": {
         "answer_1": Solution(
@@ -74,6 +89,10 @@ SOLUTIONS: dict[str, dict[str, Solution]] = {
         "answer_2": Solution(
             {"3.0": [], "4.0": ["m11", "m13"]},
             "acks free order-4's hash in 4.0; 3.0 waits for the mark-delete position to pass c2's join.",
+        ),
+        "answer_3": Solution(
+            {"3.0": 1, "4.0": 3},
+            "3.0 hashes every keyless message as NONE_KEY (one consumer); 4.0 hashes producerName-sequenceId.",
         ),
     },
     "06-debug-your-cluster": {
@@ -86,6 +105,9 @@ SOLUTIONS: dict[str, dict[str, Solution]] = {
             {"holder": "fulfilment-a", "waiting": "fulfilment-b", "messages_to_ack": 10},
             "drainingHashes sit on the old owner; their unackMsgs add up to 10; the hashes fall in b's ranges.",
         ),
+        "answer_4": Solution(
+            16, "mark-delete at entry 4, read position at 20: entries 5 to 20, the read position included."
+        ),
     },
     "07-redelivery-and-dead-letters": {
         "answer_1": Solution(6000, "a ring of ceil(3000/2000)+1 = 3 sets, ticking every 2000 ms from t=0."),
@@ -95,6 +117,13 @@ SOLUTIONS: dict[str, dict[str, Solution]] = {
         ),
         "answer_3": Solution(
             [0, 1, 2, 3], "a delivery with count >= maxRedeliverCount is still shown; the next one goes to the DLQ."
+        ),
+        "answer_4": Solution(
+            {
+                "received_from": ["payments", "payments-billing-RETRY", "payments-billing-RETRY"],
+                "dead_letter_topic": "payments-billing-DLQ",
+            },
+            "each reconsume_later goes to <topic>-<subscription>-RETRY; the one past max_redeliver_count to -DLQ.",
         ),
     },
     "08-chunked-messages": {
@@ -119,6 +148,10 @@ SOLUTIONS: dict[str, dict[str, Solution]] = {
             {"exception": "ValueError", "message": "Batching and chunking of messages can't be enabled together."},
             "the Python client refuses the pair itself, with a full stop the Java and C++ texts lack.",
         ),
+        "answer_7": Solution(
+            {"chunks": 2, "callbacks": 1},
+            "2020 bytes in chunks of 1010 payload bytes; the producer completes the message once, on its last chunk.",
+        ),
     },
     "09-delayed-delivery": {
         "answer_1": Solution(
@@ -131,6 +164,22 @@ SOLUTIONS: dict[str, dict[str, Solution]] = {
         "answer_3": Solution(
             {"recovered": 9, "read_again": 1},
             "three sealed buckets of 3 indexes were stored; the mutable bucket's one index is read again.",
+        ),
+        "answer_4": Solution(
+            {"segment_loads_at": [5000, 9000], "merged_buckets": 3},
+            "a stored segment loads when its bucket's loaded segment is used up; one bucket too many merges three.",
+        ),
+    },
+    "10-watch-your-app": {
+        "answer_1": Solution(
+            {"msgInCounter": 60, "msgBacklog": 0, "crasher_closed": "disconnected"},
+            "60 orders in, all acknowledged; the crasher's process died, so the broker saw its connection drop.",
+        ),
+    },
+    "11-at-scale": {
+        "answer_1": Solution(
+            {"dead_lettered": 66, "deliveries_each": 2},
+            "the run's dead_lettered column; nacked at redelivery counts 0 and 1, the next redelivery goes to the DLQ.",
         ),
     },
 }

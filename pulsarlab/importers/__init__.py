@@ -4,9 +4,9 @@ Models the admin output classes of reference §11 (see `stats` and `stats_intern
 saved broker output leniently (`lenient_json`), the lab's own ``lab.admin.topics.stats(t)`` /
 ``stats_internal(t)`` dicts alike. `diagnose` turns them into findings citing the broker rules.
 
-    from pulsarlab.importers import load, diagnose, format_findings
-    stats = load("data/broker-json/ack-holes.stats.json")
-    internal = load("data/broker-json/ack-holes.stats-internal.json")
+    from pulsarlab.importers import load, diagnose, format_findings, samples_dir
+    stats = load(samples_dir() / "ack-holes.stats.json")          # data/broker-json/ in the checkout
+    internal = load(samples_dir() / "ack-holes.stats-internal.json")
     print(format_findings(diagnose(stats, internal)))
 """
 
@@ -27,6 +27,7 @@ from pulsarlab.importers.ranges import (
     ranges_from_set,
     ranges_to_set,
 )
+from pulsarlab.importers.samples import samples_dir
 from pulsarlab.importers.stats import (
     ConsumerStats,
     DrainingHash,
@@ -109,4 +110,5 @@ __all__ = [
     "read",
     "read_stats",
     "read_stats_internal",
+    "samples_dir",
 ]

@@ -238,17 +238,24 @@ class ManagedCursor:
         idm = self.individually_deleted_messages
         filtering = idm.has_any_from(l, e)  # acked entries before the read position filter nothing
         entries = ml._entries.get(l)
-        count = len(entries) if entries is not None else 0
-        if (
-            not filtering
-            and 0 <= e < count
-            and (l > md_l or (l == md_l and e > md_e))
-            and (e + max_entries < count or not self._has_more(l, count))
-        ):
+        count = entries.count if entries is not None else 0
+        if not filtering and 0 <= e < count and (l > md_l or (l == md_l and e > md_e)):
             # one step of the loop below, the common case: a run of this ledger fills the read or ends the topic
-            hi = min(e + max_entries, count)
-            self.read_position = make_position(l, hi)
-            return ml.read_run(l, e, hi)
+            if e + max_entries < count:
+                one_step = True
+            else:  # not self._has_more(l, count), inlined
+                lce = ml.last_confirmed_entry
+                if lce.entry_id != -1:
+                    one_step = not (l < lce.ledger_id or (l == lce.ledger_id and count <= lce.entry_id))
+                else:
+                    one_step = self._entries_to_read(l, count) <= 0
+            if one_step:
+                hi = min(e + max_entries, count)
+                self.read_position = make_position(l, hi)
+                last = ml._last_written
+                if hi - e == 1 and last is not None and last[0].entry_id == e and last[0].ledger_id == l:
+                    return [last]  # read_run's answer for the entry just written, without its call
+                return ml.read_run(l, e, hi)
         while True:
             entries = ml._entries.get(l)
             if entries is None or (not entries and l != ml._current_id):

@@ -102,21 +102,27 @@ class _StoredEntries:
     then walks a few blocks instead of every entry of the ledger (one list of entries costs it a memory access per
     entry, on each full collection)."""
 
-    __slots__ = ("blocks", "tail")
+    __slots__ = ("blocks", "tail", "count")
 
     def __init__(self) -> None:
         self.blocks: list[tuple] = []
         self.tail: list[tuple] = []
+        self.count = 0  # len(): read as an attribute on the per-entry paths (no call)
 
     def append(self, stored: tuple) -> None:
         tail = self.tail
         tail.append(stored)
+        self.count += 1
         if len(tail) == _BLOCK:
-            self.blocks.append(tuple(tail))
-            self.tail = []
+            self.seal_tail()
+
+    def seal_tail(self) -> None:
+        """The tail is a full block: keep it as a tuple and start a new tail."""
+        self.blocks.append(tuple(self.tail))
+        self.tail = []
 
     def __len__(self) -> int:
-        return len(self.blocks) * _BLOCK + len(self.tail)
+        return self.count
 
     def __getitem__(self, i: int) -> tuple:
         """Entry ``i`` (0 <= i < len)."""
@@ -206,7 +212,12 @@ class ManagedLedger:
         lid = self._current_id
         info = self._current_info
         pos = make_position(lid, info.entries)  # the current ledger's entry count is its next entry id
-        self._current_entries.append(data.stored())
+        stored_entries = self._current_entries  # _StoredEntries.append, inlined (once per published entry)
+        tail = stored_entries.tail
+        tail.append(data.stored())
+        stored_entries.count += 1
+        if len(tail) == _BLOCK:
+            stored_entries.seal_tail()
         self._last_written = (pos, data)
         if size is None:
             size = data.size

@@ -520,7 +520,10 @@ class OpenLongPairRangeSet:
             value = _jint(max(value, EARLIEST))
             if value < 0:
                 raise IndexOutOfBoundsException(f"bitIndex < 0: {value}")
-        return runs.contains(value)
+        k = bisect_right(runs.firsts, value) - 1  # runs.contains(value), inlined (asked once per acked entry)
+        if k < 0:
+            return False
+        return runs.ends[k][bisect_right(runs.starts[k], value) - 1] >= value
 
     def __contains__(self, position: tuple[int, int]) -> bool:
         ledger, entry = position

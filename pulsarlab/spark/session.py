@@ -33,7 +33,20 @@ INSTALL_HINT = (
 
 
 class JavaNotFoundError(RuntimeError):
-    """Spark needs Java 17+ and none was found (or the one found is too old or broken)."""
+    """Spark needs Java 17+ and none was found (or the one found is too old or broken).
+
+    In a notebook it shows as its message and what to do, without a traceback: a lab's Spark cells are its last
+    ones (lab 11 is all Spark), so everything before them has run and only they need Java.
+    """
+
+    def _render_traceback_(self) -> list[str]:
+        """What IPython (Jupyter) prints instead of the traceback."""
+        return [
+            f"\x1b[0;31m{type(self).__name__}\x1b[0m: {self}",
+            "Only the Spark cells need Java: the cells before this one ran without it. Install Java 17+, then run "
+            "this cell again (restart JupyterLab from a shell where `java -version` works if you changed PATH or "
+            "JAVA_HOME).",
+        ]
 
 
 def find_java() -> Path:

@@ -32,7 +32,7 @@ from pulsarlab.snapshot.base import Pos, fmt_pos
 from pulsarlab.snapshot.chunks import ChunkInfo
 from pulsarlab.snapshot.lab import LabSnapshot, SubscriptionSnap, TopicSnap
 from pulsarlab_widgets.views.lab_common import check_lab_snapshot, empty_figure, events_of, pick, plural
-from pulsarlab_widgets.views.style import PALETTE
+from pulsarlab_widgets.views.style import PALETTE, legend_below
 
 MISSING_COLOR = "#ffffff"
 PLAIN_COLOR = "#bdbdbd"
@@ -127,27 +127,33 @@ def chunk_reassembly_view(
     entries = topic_chunks(t)[-max_entries:]
     rows = pending_rows(sub)
     received, discarded = _step_marks(events)
-
+    lines = step_lines(events, names)
+    shown_lines = lines[:3] + ([f"… {len(lines) - 3} more"] if len(lines) > 3 else [])
+    # pixel budget: the entries row, the gap for its tick labels and the pending map's title, the pending map
+    top, bottom = 86 + 16 * max(len(shown_lines), 1), 120
+    entries_px, gap_px, pending_px = 60, 110 if len(entries) > 12 else 90, max(90, 40 * len(rows))
+    plot_px = entries_px + gap_px + pending_px
     fig = make_subplots(
         rows=2,
         cols=1,
-        row_heights=[0.28, 0.72],
-        vertical_spacing=0.24,
+        row_heights=[entries_px / (entries_px + pending_px), pending_px / (entries_px + pending_px)],
+        vertical_spacing=gap_px / plot_px,
         subplot_titles=(f"entries of {t.short_name} (colour: producer, label: chunk id)", _pending_title(sub)),
     )
+    fig.update_annotations(font=dict(size=13))
     _topic_traces(fig, entries, sub, colors, received)
     _pending_traces(fig, rows, colors, received, discarded, snap.time, names)
-
     head = title or f"Chunk reassembly on {t.short_name} / {sub.name} ({sub.type or 'no consumer'})"
-    lines = step_lines(events, names)
-    sub_line = "; ".join(lines[:3]) + (f"; … {len(lines) - 3} more" if len(lines) > 3 else "")
     widest = max((p.total_chunks for _c, p in rows), default=1)
+    height = top + plot_px + bottom
     fig.update_layout(
-        title=dict(text=f"{head}<br><sup>{sub_line or 'no chunk event in this step'}</sup>"),
-        height=440 + 36 * max(len(rows), 1),
-        margin=dict(l=150, r=20, t=110, b=40),
+        title=dict(
+            text=f"{head}<br><sup>{'<br>'.join(shown_lines) or 'no chunk event in this step'}</sup>",
+        ),
+        height=height,
+        margin=dict(l=150, r=20, t=top, b=bottom),
         plot_bgcolor="white",
-        legend=dict(orientation="h", yanchor="top", y=-0.1),
+        legend=legend_below(height, top, bottom, gap_px=60),
     )
     fig.update_xaxes(showgrid=False, zeroline=False)
     fig.update_yaxes(showgrid=False, zeroline=False)
@@ -162,11 +168,22 @@ def chunk_reassembly_view(
     )
     fig.update_xaxes(title_text="chunk id", dtick=1, range=[-0.6, max(widest, 6) - 0.4], row=2, col=1)
     fig.update_yaxes(autorange="reversed", row=2, col=1)
+    if not entries:
+        fig.add_annotation(
+            text=f"no entry in {t.short_name} yet",
+            x=0.5,
+            y=1 - entries_px / 2 / plot_px,
+            xref="paper",
+            yref="paper",
+            showarrow=False,
+            font=dict(size=13),
+        )
     if not rows:
+        fig.update_yaxes(showticklabels=False, row=2, col=1)
         fig.add_annotation(
             text="no incomplete chunked message in any consumer's pending map",
             x=0.5,
-            y=0.2,
+            y=pending_px / 2 / plot_px,
             xref="paper",
             yref="paper",
             showarrow=False,

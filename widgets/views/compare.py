@@ -14,6 +14,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from pulsarlab.scenarios.distribution import SELECTOR_KINDS, distribution_metrics
+from pulsarlab_widgets.views.style import legend_below
 
 KIND_COLORS = {"auto_split": "#636efa", "consistent_hashing": "#ef553b", "sticky": "#00cc96"}
 
@@ -41,12 +42,21 @@ def compare_figure(
 ) -> go.Figure:
     """Three panels: keys per consumer, imbalance, and keys moved on a join / a leave."""
     metrics = metrics or selector_metrics(keys, kinds, n_consumers, version, points)
+    ideal = 1 / (n_consumers + 1)
     fig = make_subplots(
         rows=1,
         cols=3,
         column_widths=[0.45, 0.2, 0.35],
-        subplot_titles=("keys per consumer", "imbalance (max / mean)", "keys that change consumer"),
+        horizontal_spacing=0.07,
+        subplot_titles=(
+            "keys per consumer",
+            "imbalance (max / mean)<br><sup>dotted: 1 = perfect balance</sup>",
+            f"keys that change consumer<br><sup>dotted: ideal join {ideal:.1%}</sup>",
+        ),
     )
+    # bar labels stand upright above their bars (textangle -90): side by side they never run into each other,
+    # however narrow the bars
+    label = dict(textposition="outside", textangle=-90, cliponaxis=False, textfont=dict(size=12))
     for kind, m in metrics.items():
         color = KIND_COLORS.get(kind)
         per = m["keys_per_consumer"]
@@ -62,7 +72,7 @@ def compare_figure(
                 showlegend=False,
                 marker_color=color,
                 text=[f"{m['imbalance']:.3f}"],
-                textposition="outside",
+                **label,
             ),
             row=1,
             col=2,
@@ -76,30 +86,28 @@ def compare_figure(
                 showlegend=False,
                 marker_color=color,
                 text=[f"{m['moved_on_join']:.1%}", f"{m['moved_on_leave']:.1%}"],
-                textposition="outside",
+                **label,
             ),
             row=1,
             col=3,
         )
-    ideal = 1 / (n_consumers + 1)
-    fig.add_hline(
-        y=ideal,
-        line_dash="dot",
-        row=1,
-        col=3,
-        annotation_text=f"ideal join: {ideal:.1%}",
-        annotation_position="bottom left",
-    )
-    fig.add_hline(
-        y=1.0, line_dash="dot", row=1, col=2, annotation_text="perfect balance", annotation_position="bottom right"
-    )
-    fig.update_yaxes(tickformat=".0%", row=1, col=3)
+    fig.add_hline(y=ideal, line_dash="dot", row=1, col=3)
+    fig.add_hline(y=1.0, line_dash="dot", row=1, col=2)
+    # room above the tallest bar for its upright label
+    top_imbalance = max([1.0, *(m["imbalance"] for m in metrics.values())])
+    top_moved = max([ideal, *(max(m["moved_on_join"], m["moved_on_leave"]) for m in metrics.values())])
+    fig.update_yaxes(range=[0, top_imbalance * 1.3], row=1, col=2)
+    fig.update_yaxes(tickformat=".0%", range=[0, top_moved * 1.35], row=1, col=3)
+    fig.update_xaxes(showticklabels=False, row=1, col=2)  # three narrow bars: the legend names them
     n_keys = next(iter(metrics.values()))["total_keys"] if metrics else len(keys)
+    height, top, bottom = 460, 100, 110
     fig.update_layout(
         title=f"Selector comparison — {n_keys:,} keys, {n_consumers} consumers, Pulsar {version}",
         barmode="group",
-        height=420,
-        legend=dict(orientation="h", y=-0.15),
+        height=height,
+        margin=dict(l=60, r=20, t=top, b=bottom),
+        legend=legend_below(height, top, bottom, gap_px=55),
+        uniformtext=dict(minsize=10, mode="show"),
     )
     return fig
 
@@ -147,8 +155,9 @@ def scale_figure(df: Any) -> go.Figure:
         title=f"Selector comparison at scale — {total:,} keys per run, Pulsar {versions} (Spark)"
         if total is not None
         else "Selector comparison at scale (Spark)",
-        height=420,
-        legend=dict(orientation="h", y=-0.2),
+        height=460,
+        margin=dict(t=100, b=120),
+        legend=legend_below(460, 100, 120, gap_px=65),
     )
     return fig
 

@@ -14,7 +14,8 @@ mark-delete and read positions), not read yet. Batch entries that are not fully 
 per message: acknowledged at the broker (``batchDeletedIndexes``, only with
 ``acknowledgmentAtBatchIndexLevelEnabled``), acknowledged by the application but known only to its
 client (the grouping tracker's ack set: what 3.x/4.0 redeliver), or not acknowledged. Open squares mark
-acks still waiting in a client's grouping tracker and the entries the last step acknowledged. A function
+acks still waiting in a client's grouping tracker; a black bar over a run of entries, those the last step
+acknowledged. A function
 ``(snapshot, events) -> go.Figure``.
 
 Simplifies: more than ``max_entries`` entries are shown as a window that starts a little before the first
@@ -151,7 +152,7 @@ def cursor_view(
     by_ledger = {led.ledger_id: led for led in t.ledgers}
     xs = [p[1] for p in shown]
     lo = min(xs + [0, cur.mark_delete[1] if cur.mark_delete[0] in row_of else 0])
-    hi = max(xs + [0])
+    hi = max(xs + [0, cur.read_position[1] if cur.read_position[0] in row_of else 0])
     ncols = max(hi - lo + 1, 1)
     cell = max(6, min(ROW_PX * 0.5, 900 * 0.8 / ncols))
 
@@ -228,7 +229,7 @@ def cursor_view(
             y=[row_of[p[0]] for p in pend],
             mode="markers",
             name="ack waiting in the client's grouping tracker",
-            marker=dict(symbol="square-open", size=cell + 8, color=PENDING_COLOR, line=dict(width=2.5)),
+            marker=dict(symbol="square-open", size=cell + 2, color=PENDING_COLOR, line=dict(width=2.5)),
             hovertext=[
                 f"{fmt_pos(p)}: acked by {', '.join(pending[p])}, held until the next flush (group time / size)"
                 for p in pend
@@ -240,14 +241,22 @@ def cursor_view(
 
     changed = _acked_this_step(events, t, sub)
     ch = [p for p in changed if p in shown_set]
+    run_x: list[float | None] = []
+    run_y: list[float | None] = []
+    run_hover: list[str | None] = []
+    for a, b in _runs(ch, shown):
+        text = f"{fmt_pos(a)}..{fmt_pos(b)} acknowledged in this step" if a != b else f"{fmt_pos(a)} acknowledged"
+        run_x += [a[1] - 0.45, b[1] + 0.45, None]
+        run_y += [row_of[a[0]] - 0.31] * 2 + [None]
+        run_hover += [text, text, None]
     traces.append(
         go.Scatter(
-            x=[p[1] for p in ch],
-            y=[row_of[p[0]] for p in ch],
-            mode="markers",
+            x=run_x,
+            y=run_y,
+            mode="lines",
             name="acked this step",
-            marker=dict(symbol="square-open", size=cell + 14, color=CHANGED_COLOR, line=dict(width=2)),
-            hovertext=[f"{fmt_pos(p)} acknowledged in this step" for p in ch],
+            line=dict(color=CHANGED_COLOR, width=4),
+            hovertext=run_hover,
             hoverinfo="text",
             showlegend=bool(ch),
         )
@@ -279,7 +288,7 @@ def cursor_view(
             yaxis=dict(
                 tickvals=list(range(n_rows)),
                 ticktext=ticktext,
-                range=[n_rows - 0.3, -0.75],
+                range=[n_rows - 0.2, -0.8],
                 zeroline=False,
                 showgrid=False,
                 fixedrange=True,
@@ -319,8 +328,21 @@ def _position_markers(md: Pos, rp: Pos, row_of: dict[int, int]) -> list[go.Scatt
                 name=f"{label} {fmt_pos(pos)}",
                 marker=dict(symbol=symbol, size=14, color=color),
                 hoverinfo="name",
+                cliponaxis=False,
             )
         )
+    return out
+
+
+def _runs(positions: list[Pos], shown: list[Pos]) -> list[tuple[Pos, Pos]]:
+    """``positions`` (sorted, all in ``shown``) as runs of entries that are neighbours in ``shown`` and one ledger."""
+    index = {p: i for i, p in enumerate(shown)}
+    out: list[tuple[Pos, Pos]] = []
+    for p in positions:
+        if out and out[-1][1][0] == p[0] and index[out[-1][1]] + 1 == index[p]:
+            out[-1] = (out[-1][0], p)
+        else:
+            out.append((p, p))
     return out
 
 

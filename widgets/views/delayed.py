@@ -30,6 +30,7 @@ from plotly.subplots import make_subplots
 from pulsarlab.snapshot.delayed import DELIVERED, LOADED, STORED, DelayedTrackerSnap
 from pulsarlab.snapshot.lab import LabSnapshot
 from pulsarlab_widgets.views.lab_common import check_lab_snapshot, empty_figure, events_of, pick, plural
+from pulsarlab_widgets.views.style import legend_below
 
 DELAYED_VIEW_KINDS = frozenset(
     {
@@ -263,13 +264,14 @@ def delayed_timeline_view(
     )
     steps = _step_lines(events)
     sub_text = line1 + (f"<br>this step: {'; '.join(steps)}" if steps else "")
+    height, top, bottom = max(340, 230 + 42 * len(rows)), 110, 120
     fig.update_layout(
         title=dict(text=f"{head}<br><sup>{sub_text}</sup>"),
         barmode="overlay",
         plot_bgcolor="white",
-        height=max(300, 150 + 42 * len(rows)),
-        margin=dict(l=60, r=20, t=110, b=50),
-        legend=dict(orientation="h", y=-0.2),
+        height=height,
+        margin=dict(l=60, r=20, t=top, b=bottom),
+        legend=legend_below(height, top, bottom, gap_px=60),
         hovermode="closest",
     )
     fig.update_yaxes(categoryorder="array", categoryarray=list(reversed(rows)), automargin=True)
@@ -328,9 +330,9 @@ def delayed_memory_view(
         ),
         barmode="stack",
         plot_bgcolor="white",
-        height=360,
-        margin=dict(l=60, r=20, t=90, b=50),
-        legend=dict(orientation="h", y=-0.25),
+        height=400,
+        margin=dict(l=60, r=20, t=90, b=130),
+        legend=legend_below(400, 90, 130, gap_px=40),
         yaxis=dict(title="bytes (JVM estimate)", gridcolor="#eeeeee"),
     )
     return fig
@@ -360,7 +362,7 @@ def memory_comparison_figure(table: Any, title: str | None = None) -> go.Figure:
                 y=[r["memory_bytes"] for r in pts],
                 mode="lines+markers",
                 line=dict(color=TRACKER_COLORS.get(tracker, "#555555"), dash=dash),
-                name=f"{tracker} in memory, delays over {spread / 60_000:g} min",
+                name=f"{tracker} tracker: memory, delays over {spread / 60_000:g} min",
             )
         )
         if tracker == "bucket":
@@ -370,15 +372,15 @@ def memory_comparison_figure(table: Any, title: str | None = None) -> go.Figure:
                     y=[r["stored_bytes"] for r in pts],
                     mode="lines+markers",
                     line=dict(color=TRACKER_COLORS["bucket (stored)"], dash=dash),
-                    name=f"bucket stored (snapshots), delays over {spread / 60_000:g} min",
+                    name=f"bucket tracker: stored snapshots, delays over {spread / 60_000:g} min",
                 )
             )
     fig.update_layout(
         title=dict(text=title or "Tracker memory as delayed messages grow"),
         plot_bgcolor="white",
-        height=420,
-        legend=dict(orientation="h", y=-0.25),
-        margin=dict(l=60, r=20, t=60, b=50),
+        height=500,
+        legend=legend_below(500, 60, 160, gap_px=65),
+        margin=dict(l=60, r=20, t=60, b=160),
     )
     fig.update_xaxes(type="log", title_text="delayed messages held", gridcolor="#eeeeee")
     fig.update_yaxes(type="log", title_text="bytes", gridcolor="#eeeeee")
@@ -416,8 +418,9 @@ def scheduling_work_figure(
     fig.update_layout(
         title=dict(text=title or f"Scheduling work for {biggest:,} delayed messages"),
         plot_bgcolor="white",
-        height=360,
-        margin=dict(l=60, r=20, t=80, b=50),
+        height=420,
+        margin=dict(l=60, r=20, t=80, b=120),
+        legend=legend_below(420, 80, 120, gap_px=65),
     )
     return fig
 

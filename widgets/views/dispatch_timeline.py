@@ -30,7 +30,7 @@ from plotly.subplots import make_subplots
 from pulsarlab.snapshot.base import Sample, short_topic
 from pulsarlab.snapshot.lab import LabSnapshot
 from pulsarlab_widgets.views.lab_common import check_lab_snapshot, empty_figure, events_of, pick, plural
-from pulsarlab_widgets.views.style import consumer_color
+from pulsarlab_widgets.views.style import consumer_color, count_axis, index_axis, legend_below
 
 PANELS = (
     ("permits", "broker permits (availablePermits)"),
@@ -147,6 +147,7 @@ def dispatch_timeline_view(
                     showlegend=row == 1,
                     hovertext=hover,
                     hoverinfo="text",
+                    cliponaxis=False,
                 ),
                 row=row,
                 col=1,
@@ -162,6 +163,7 @@ def dispatch_timeline_view(
                 legendgroup=f"{t}/{s}/{cid}",
                 showlegend=False,
                 hoverinfo="skip",
+                cliponaxis=False,
             ),
             row=1,
             col=1,
@@ -177,16 +179,22 @@ def dispatch_timeline_view(
     if dispatched:
         step.append(f"{plural(len(dispatched), 'entry', 'entries')} dispatched")
     sub_line = f"t = {snap.time} ms, event {now}" + (f" · this step: {', '.join(step)}" if step else "")
+    height, top, bottom = 600, 90, 120
     fig.update_layout(
         title=dict(text=f"{head}<br><sup>{sub_line}</sup>"),
-        height=560,
-        margin=dict(l=60, r=20, t=90, b=50),
+        height=height,
+        margin=dict(l=60, r=20, t=top, b=bottom),
         plot_bgcolor="white",
-        legend=dict(orientation="h", y=-0.12),
+        legend=legend_below(height, top, bottom, gap_px=62),
         hovermode="closest",
     )
-    fig.update_xaxes(title_text="event index", row=3, col=1, showgrid=False)
+    xs_all = [p.event_index for pts in lines.values() for p in pts]
+    fig.update_xaxes(index_axis(min(xs_all), max([now, *xs_all])), showgrid=False)
+    fig.update_xaxes(title_text="event index", row=3, col=1)
     fig.update_yaxes(zeroline=True, zerolinecolor="#bbbbbb", showgrid=True, gridcolor="#eeeeee")
+    for row, (field, _label) in enumerate(PANELS, start=1):
+        values = [getattr(p, field) for pts in lines.values() for p in pts]
+        fig.update_yaxes(count_axis(values), row=row, col=1)
     return fig
 
 

@@ -21,6 +21,7 @@ from pulsarlab_widgets.views.style import (
     event_fields,
     event_kind,
     kind_label,
+    legend_below,
     plural,
 )
 
@@ -45,7 +46,9 @@ def moved_ranges(events: Sequence[Any]) -> list[tuple[int, int, str, int | None,
     return sorted(out.values())
 
 
-def _bars(items, y: str, names: dict[int, str], legend: bool, pattern: str = "") -> list[go.Bar]:
+def _bars(
+    items, y: str, names: dict[int, str], legend: bool, pattern: str = "", nobody: str = "no consumer (messages wait)"
+) -> list[go.Bar]:
     by_owner: dict[int | None, list[tuple[int, int, str]]] = {}
     for start, end, cid, hover in items:
         by_owner.setdefault(cid, []).append((start, end, hover))
@@ -59,7 +62,7 @@ def _bars(items, y: str, names: dict[int, str], legend: bool, pattern: str = "")
                 y=[y] * len(rows),
                 base=[s for s, _e, _h in rows],
                 x=[e - s + 1 for s, e, _h in rows],
-                name=label if cid is not None else "no consumer (messages wait)",
+                name=label if cid is not None else nobody,
                 legendgroup=str(cid),
                 showlegend=legend,
                 marker=dict(
@@ -86,7 +89,21 @@ def hash_range_view(snapshot: dict[str, Any], events: Sequence[Any] = (), title:
     owner_items = [
         (s, e, cid, f"{consumer_label(cid, names)}: {fmt_range(s, e)}, {e - s + 1} hashes") for s, e, cid in assignments
     ]
-    traces = _bars(owner_items, OWNER_ROW, names, legend=True)
+    # a consumer that joined in this step and owns no range yet: auto-split and consistent hashing place it in
+    # the next step (auto-split's first consumer joins, then gets the whole range); sticky may reject it
+    owners = {cid for _s, _e, cid in assignments}
+    added = {event_fields(ev).get("consumer") for ev in events if event_kind(ev) == "consumer_added"}
+    placed_next = snapshot.get("kind") in ("auto_split", "consistent_hashing")
+    joining = [cid for cid in names if cid not in owners and cid in added] if placed_next else []
+    nobody = "no consumer (messages wait)"
+    if joining and None in owners:
+        who = ", ".join(names[c] for c in joining)
+        nobody = f"not assigned yet: {who} joined, placed in the next step"
+        owner_items = [
+            (s, e, cid, h if cid is not None else f"{fmt_range(s, e)}: not assigned yet ({who} joined)")
+            for s, e, cid, h in owner_items
+        ]
+    traces = _bars(owner_items, OWNER_ROW, names, legend=True, nobody=nobody)
     moved = moved_ranges(events)
     moved_items = [(s, e, to, f"{fmt_range(s, e)} moved from {frm} to {to_name}") for s, e, frm, to, to_name in moved]
     rows = [OWNER_ROW]
@@ -95,6 +112,8 @@ def hash_range_view(snapshot: dict[str, Any], events: Sequence[Any] = (), title:
         rows = [MOVED_ROW, OWNER_ROW]
     top = max([hi] + [e for s, e, _c in assignments])
     n = len(names)
+    height = 240 if len(rows) == 1 else 300
+    margin = dict(l=120, r=20, t=60, b=110)
     fig = go.Figure(
         data=traces,
         layout=go.Layout(
@@ -104,15 +123,17 @@ def hash_range_view(snapshot: dict[str, Any], events: Sequence[Any] = (), title:
             barmode="overlay",
             xaxis=dict(title=f"sticky key hash [{lo}, {hi}]", range=[lo, top + 1], showgrid=False),
             yaxis=dict(categoryorder="array", categoryarray=rows, fixedrange=True),
-            height=230 if len(rows) == 1 else 290,
-            margin=dict(l=120, r=20, t=60, b=50),
-            legend=dict(orientation="h", y=-0.35),
+            height=height,
+            margin=margin,
+            legend=legend_below(height, margin["t"], margin["b"], gap_px=55),
             uniformtext=dict(minsize=9, mode="hide"),
             plot_bgcolor="white",
         ),
     )
     if not names:
         fig.add_annotation(text="no consumer attached", x=(lo + top) / 2, y=OWNER_ROW, showarrow=False)
+    elif joining and None in owners:
+        fig.add_annotation(text=nobody, x=(lo + top) / 2, y=OWNER_ROW, showarrow=False)
     return fig
 
 

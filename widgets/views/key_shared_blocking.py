@@ -35,7 +35,7 @@ import plotly.graph_objects as go
 from pulsarlab.snapshot.base import fmt_pos
 from pulsarlab.snapshot.lab import REASON_TEXT, LabSnapshot, SubscriptionSnap
 from pulsarlab_widgets.views.lab_common import check_lab_snapshot, consumer_names, empty_figure, events_of, pick, plural
-from pulsarlab_widgets.views.style import HIGHLIGHT_COLOR, NOBODY_COLOR, consumer_color
+from pulsarlab_widgets.views.style import HIGHLIGHT_COLOR, consumer_color, legend_below
 
 REASON_COLORS = {
     "hash_draining": "#d62728",
@@ -273,9 +273,9 @@ def key_shared_blocking_view(
             xaxis=dict(title=f"sticky key hash [{lo}, {hi}]", range=[lo, hi + 1], showgrid=False),
             yaxis=dict(categoryorder="array", categoryarray=list(reversed(rows_needed)), fixedrange=True),
             annotations=annotations,
-            height=220 + 60 * max(len(rows_needed), 1),
-            margin=dict(l=120, r=20, t=90, b=60),
-            legend=dict(orientation="h", y=-0.25),
+            height=280 + 60 * max(len(rows_needed), 1),
+            margin=dict(l=120, r=20, t=90, b=120),
+            legend=legend_below(280 + 60 * max(len(rows_needed), 1), 90, 120, gap_px=60),
             plot_bgcolor="white",
         ),
     )
@@ -286,8 +286,10 @@ def key_shared_blocking_view(
             y=0.5,
             yref="paper",
             showarrow=False,
-            font=dict(color=NOBODY_COLOR),
+            font=dict(color="#555555", size=14),
         )
+        if not fig.data:
+            fig.update_yaxes(showticklabels=False)  # no row to name: plotly would number an empty axis
     return fig
 
 

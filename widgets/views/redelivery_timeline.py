@@ -44,7 +44,7 @@ from pulsarlab.snapshot.redelivery import (
     message_lives,
 )
 from pulsarlab_widgets.views.lab_common import check_lab_snapshot, consumer_names, empty_figure, events_of
-from pulsarlab_widgets.views.style import plural
+from pulsarlab_widgets.views.style import legend_below, plural
 
 LANE = {
     PUBLISHED: 0.0,
@@ -238,12 +238,13 @@ def redelivery_timeline_view(
         parts.append(f"first {len(shown)} shown")
     this = ", ".join(dict.fromkeys(EVENT_TEXT[k] for k, _f in events_of(events, *EVENT_TEXT)))
     sub_line = f"t = {now} ms · " + " · ".join(parts) + (f" · this step: {this}" if this else "")
+    height, top, bottom = max(360, 230 + ROW_PX * len(shown)), 90, 120
     fig.update_layout(
         title=dict(text=f"{head}<br><sup>{sub_line}</sup>"),
-        height=max(300, 160 + ROW_PX * len(shown)),
-        margin=dict(l=20, r=20, t=90, b=50),
+        height=height,
+        margin=dict(l=20, r=20, t=top, b=bottom),
         plot_bgcolor="white",
-        legend=dict(orientation="h", y=-0.15),
+        legend=legend_below(height, top, bottom, gap_px=60),
         hovermode="closest",
     )
     fig.update_yaxes(

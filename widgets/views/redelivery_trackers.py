@@ -60,14 +60,13 @@ def _ring(fig: go.Figure, t: ClientTrackersSnap, now: int) -> None:
     if t.ack_timeout_ms is None:
         fig.add_annotation(
             text="ack timeout off<br>(unacked_messages_timeout_ms)",
-            x=0.5,
+            x=sum(fig.layout.xaxis.domain) / 2,  # paper: plotly draws no axes for a subplot without a trace
+            xanchor="center",
             y=0.5,
             showarrow=False,
-            xref="x domain",
-            yref="y domain",
+            xref="paper",
+            yref="paper",
             font=dict(size=13),
-            row=1,
-            col=1,
         )
         fig.update_xaxes(visible=False, row=1, col=1)
         fig.update_yaxes(visible=False, row=1, col=1)
@@ -118,9 +117,14 @@ def _nacks(fig: go.Figure, t: ClientTrackersSnap, now: int) -> None:
             xref="x2 domain",
             yref="y2 domain",
             font=dict(size=13),
+        )
+        # an invisible point at now: plotly draws no axes (nor the now line) for a subplot without a trace
+        fig.add_trace(
+            go.Scatter(x=[now], y=[0], mode="markers", marker=dict(opacity=0), hoverinfo="skip", showlegend=False),
             row=1,
             col=2,
         )
+        fig.update_yaxes(showticklabels=False, showgrid=False, row=1, col=2)
     labels = [
         f"{n.ledger}:{n.entry}" + (f" ({short_topic(n.topic)})" if len({m.topic for m in t.nacks}) > 1 else "")
         for n in t.nacks
@@ -189,17 +193,18 @@ def redelivery_trackers_view(
         else f"4.x time buckets of {t.nack_step_ms} ms"
     )
     ring_title = (
-        "ack-timeout ring (UnAckedMessageTracker)"
+        "ack-timeout ring<br>(UnAckedMessageTracker)"
         if t.ack_timeout_ms is None
-        else f"ack timeout {t.ack_timeout_ms} ms, tick {t.tick_ms} ms: {len(t.ring)} sets"
+        else f"ack-timeout ring: {len(t.ring)} sets<br>timeout {t.ack_timeout_ms} ms, tick {t.tick_ms} ms"
     )
     fig = make_subplots(
         rows=1,
         cols=2,
         column_widths=[0.42, 0.58],
         horizontal_spacing=0.12,
-        subplot_titles=[ring_title, f"negative acks, delay {t.nack_delay_ms} ms ({form})"],
+        subplot_titles=[ring_title, f"negative acks, delay {t.nack_delay_ms} ms<br>{form}"],
     )
+    fig.update_annotations(font=dict(size=13))
     _ring(fig, t, snap.time)
     _nacks(fig, t, snap.time)
     parts = [
@@ -221,9 +226,14 @@ def redelivery_trackers_view(
     if fired:
         parts.append(f"this step: {sum(f['timed_out'] for f in fired)} timed out")
     fig.update_layout(
-        title=dict(text=f"{head}<br><sup>{' · '.join(parts)}</sup>"),
-        height=380,
-        margin=dict(l=60, r=20, t=100, b=50),
+        title=dict(
+            text=f"{head}<br><sup>{' · '.join(parts[:2])}<br>{' · '.join(parts[2:])}</sup>",
+            yref="container",
+            y=1 - 16 / 420,  # 16 px from the top: the subplot titles (two lines) need the rest of the margin
+            yanchor="top",
+        ),
+        height=420,
+        margin=dict(l=60, r=20, t=150, b=60),
         plot_bgcolor="white",
         showlegend=False,
     )

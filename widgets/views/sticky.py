@@ -21,6 +21,7 @@ from pulsarlab_widgets.views.style import (
     consumer_label,
     event_fields,
     event_kind,
+    legend_below,
     plural,
 )
 
@@ -112,9 +113,9 @@ def sticky_view(snapshot: dict[str, Any], events: Sequence[Any] = (), title: str
             xaxis=dict(title=f"sticky key hash [{lo}, {hi}]", range=[lo, hi + 1], showgrid=False),
             yaxis=dict(categoryorder="array", categoryarray=rows_order, fixedrange=True),
             annotations=annotations,
-            height=230 + 60 * len(rejected),
-            margin=dict(l=140, r=20, t=60, b=50),
-            legend=dict(orientation="h", y=-0.3),
+            height=290 + 60 * len(rejected),
+            margin=dict(l=140, r=20, t=60, b=110),
+            legend=legend_below(290 + 60 * len(rejected), 60, 110, gap_px=55),
             plot_bgcolor="white",
         ),
     )

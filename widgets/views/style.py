@@ -6,7 +6,7 @@ in every view, frame and notebook.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterable
 
 import plotly.express as px
 
@@ -62,3 +62,38 @@ def check_snapshot(snapshot: Any, needs: str, view: str) -> dict[str, Any]:
             "or its timeline"
         )
     return snapshot
+
+
+def nice_step(raw: float) -> int:
+    """The smallest of 1, 2, 5, 10, 20, 50, ... that is at least ``raw`` (a tick step for a count axis)."""
+    step = 1
+    while True:
+        for m in (1, 2, 5):
+            if step * m >= raw:
+                return step * m
+        step *= 10
+
+
+def count_axis(values: Iterable[float | None], min_top: int = 1, max_ticks: int = 5) -> dict[str, Any]:
+    """Axis settings for a count: integer ticks (``dtick`` >= 1) from 0, a range from 0 (or from the lowest value
+    when one is negative) to a little over the highest value (at least ``min_top``)."""
+    vals = [v for v in values if v is not None]
+    lo = min([0, *vals])
+    hi = max([min_top, *vals])
+    dtick = nice_step((hi - lo) / max_ticks)
+    pad = max(0.05 * (hi - lo), 0.2)
+    return dict(range=[lo - pad if lo < 0 else 0, hi + pad], tick0=0, dtick=dtick, tickformat="d")
+
+
+def index_axis(first: int, last: int, max_ticks: int = 10) -> dict[str, Any]:
+    """Axis settings for integer positions ``first..last`` (event indexes, entry ids): integer ticks, half a step
+    of room either side, never a range narrower than 0..1 around a single value."""
+    last = max(last, first + 1)
+    return dict(range=[first - 0.5, last + 0.5], tick0=0, dtick=nice_step((last - first) / max_ticks), tickformat="d")
+
+
+def legend_below(height: int, top: int, bottom: int, gap_px: int = 50, **extra: Any) -> dict[str, Any]:
+    """A horizontal legend ``gap_px`` pixels under the plot area (clear of the x axis' ticks and title) of a figure
+    ``height`` px high with margins ``top`` and ``bottom``; the bottom margin must hold the gap and the legend."""
+    plot = max(height - top - bottom, 1)
+    return dict(orientation="h", x=0, xanchor="left", yanchor="top", y=-gap_px / plot, **extra)

@@ -249,13 +249,14 @@ class SharedDispatcher:
             return
         self._reading = True
         try:
-            for _ in range(MAX_LOOPS):
+            loops = 0
+            while True:
                 self._again = False
-                progressed = self._read_once()
-                if not progressed and not self._again:
+                if not self._read_once() and not self._again:
                     break
-            else:  # pragma: no cover - a model bug, not a Pulsar behaviour
-                raise RuntimeError("dispatcher kept reading without end")
+                loops += 1
+                if loops >= MAX_LOOPS:  # pragma: no cover - a model bug, not a Pulsar behaviour
+                    raise RuntimeError("dispatcher kept reading without end")
         finally:
             self._reading = False
 
@@ -263,7 +264,12 @@ class SharedDispatcher:
         delayed_tracker = self.delayed.tracker
         if delayed_tracker is not None and self.delayed.should_pause():
             return False
-        if self.closed or self.total_available_permits <= 0 or not self.is_at_least_one_consumer_available():
+        if self.closed or self.total_available_permits <= 0:
+            return False
+        for c in self.consumer_list.consumers:  # is_at_least_one_consumer_available(), inlined: once per read
+            if not c.blocked and c.available_permits > 0:
+                break
+        else:
             return False
         cursor = self.cursor
         if self._plain_read_hooks and delayed_tracker is None and not self._replay_positions:
@@ -309,13 +315,14 @@ class SharedDispatcher:
         or wait for new entries at the end of the topic."""
         if not cursor.has_more_entries():
             self.waiting = True
-            self.subscription.set_waiting(True)
+            cursor.waiting_read_op = True  # the subscription's set_waiting(True), without its call
             return False
         entries = cursor.read_entries(to_read)
         if not entries:
             return False
-        if self.delayed.tracker is not None:
-            entries = self.delayed.skip_held(entries)
+        delayed = self.delayed
+        if delayed.tracker is not None:
+            entries = delayed.skip_held(entries)
             if not entries:
                 return True
         if self.events.enabled:
@@ -331,12 +338,28 @@ class SharedDispatcher:
                 to_read,
             )
         self.try_send_messages_to_consumers(NORMAL, entries)
-        return True
+        if self._again or delayed.tracker is not None or not self._plain_read_hooks or self._replay_positions:
+            return True
+        # `_read_once`'s next call, decided here when it would take the plain path: it stops (returns False) when
+        # nothing can be read, and parks at the end of the topic when a read would find nothing (the publish of
+        # one entry then costs one read, not a read and an empty one)
+        if self.closed or self.total_available_permits <= 0 or self.blocked_on_unacked or self.waiting:
+            return False
+        for c in self.consumer_list.consumers:  # is_at_least_one_consumer_available(), inlined
+            if not c.blocked and c.available_permits > 0:
+                break
+        else:
+            return False
+        if cursor.has_more_entries():
+            return True
+        self.waiting = True
+        cursor.waiting_read_op = True  # the subscription's set_waiting(True), without its call
+        return False
 
     def on_new_entries(self) -> None:
         if self.waiting:
             self.waiting = False
-            self.subscription.set_waiting(False)
+            self.cursor.waiting_read_op = False  # the subscription's set_waiting(False), without its call
             self.read_more_entries()
 
     def on_cursor_rewound(self) -> None:
@@ -345,13 +368,42 @@ class SharedDispatcher:
     # --- sending -------------------------------------------------------------------------------
     def try_send_messages_to_consumers(self, read_type: int, entries: list) -> bool:
         """`trySendMessagesToConsumers` (Shared). Returns True when anything was sent."""
+        if self._topic.msg_chunk_published and any(data.metadata.uuid is not None for _, data in entries):
+            return self.send_chunked_messages_to_consumers(read_type, entries)
+        n_entries = len(entries)
+        if n_entries == 1:
+            # the loop below for one entry (a read of one published entry, the unbatched steady state): the first
+            # turn's consumer takes it whatever batch_fn would say (>= 1), or it goes to the replay set
+            for c in self.consumer_list.consumers:  # first_available_consumer_permits() > 0, inlined
+                if not c.blocked and c.available_permits > 0:
+                    break
+            else:
+                pos = entries[0][0]
+                self.add_message_to_replay(pos.ledger_id, pos.entry_id, 0)
+                return False
+            c = self.consumer_list.next_consumer()
+            if c is None:  # cannot happen while one is available; Pulsar rewinds here
+                self.subscription.rewind_cursor()
+                return False
+            if read_type == REPLAY:
+                pos = entries[0][0]
+                self.redelivery_messages.remove(pos.ledger_id, pos.entry_id)
+            delayed = self.delayed
+            if delayed.tracker is not None or self._topic.delayed_messages_published:
+                entries = delayed.filter(entries)
+            subscription = self.subscription
+            _, msgs, acked = c.send_messages(
+                entries,
+                None,
+                self.redelivery_tracker,
+                subscription.batch_ack_sets(entries) if subscription.batch_index_level else None,
+            )
+            self.total_available_permits -= msgs - acked
+            return msgs > 0
         remaining = 0
         for _, data in entries:
             n = data.metadata.num_messages_in_batch
             remaining += 1 if n is None else n
-        if self._topic.msg_chunk_published and any(data.metadata.uuid is not None for _, data in entries):
-            return self.send_chunked_messages_to_consumers(read_type, entries)
-        n_entries = len(entries)
         avg = max(remaining // n_entries, 1) if remaining > 0 else 1
         start = 0
         sent_any = False

@@ -1,0 +1,361 @@
+"""How responsive the labs are in a real browser: a player step (click to figures updated) and each lab's Run All.
+
+Run: ``.venv/bin/python bench/widgets.py [--labs 01,02] [--steps N] [--width 1400 --height 1000] [--screenshots DIR]``.
+
+Starts JupyterLab on 127.0.0.1 (a random port and token, autosave off, the labs folder as root) and opens each lab
+in headless Debian chromium (``--no-sandbox --disable-gpu ...``, every non-local request blocked), clicks Run All
+and times it until the kernel is idle with every code cell run (``lab_run_all_s``). Then, for every player the lab
+drew (``.pulsarlab-player``), it clicks "step ▶" ``--steps`` times (back from the end when a player is at its last
+frame) and times each click until the page settles: the frame label changed and no plotly figure of that player
+changed for 300 ms; the step's time is the last change (label or figure DOM) after the click. Labs that use Spark
+(01, 06, 09, 11) start a local Spark session in their Run All time. Goals (issue 14): median step < 50 ms, max
+< 150 ms, every lab < 60 s on two cores.
+
+Prints one line per lab and player, then one JSON object: ``player_step_ms_median``, ``player_step_ms_max``,
+``lab_run_all_s_max``, ``labs`` (Run All seconds per lab) and ``players`` (median / max ms per player, keyed
+``LAB #i title (views)``). Timings are wall clock on a shared machine: compare figures of one run.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+# bench/selectors.py would shadow the standard library's selectors (socket, subprocess import it)
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirname(os.path.abspath(__file__))]
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import secrets  # noqa: E402
+import shutil  # noqa: E402
+import signal  # noqa: E402
+import socket  # noqa: E402
+import statistics  # noqa: E402
+import subprocess  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+import urllib.request  # noqa: E402
+from pathlib import Path  # noqa: E402
+from urllib.parse import urlsplit  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+LABS = REPO / "labs"
+CHROMIUM_FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1", "[::1]"}
+USER_SETTINGS = {
+    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {"fetchNews": "false", "checkForUpdates": False},
+    "@jupyterlab/docmanager-extension/plugin.jupyterlab-settings": {"autosave": False},
+    "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
+}
+RUN_ALL_TIMEOUT_MS = 600_000
+
+RUN_STATE_JS = """() => {
+  const panel = window.jupyterapp.shell.currentWidget;
+  if (!panel || !panel.content || !panel.context) return null;
+  const kernel = panel.sessionContext.session && panel.sessionContext.session.kernel;
+  let pending = 0, errors = [];
+  for (const cell of panel.context.model.cells) {
+    if (cell.type !== 'code' || !cell.sharedModel.getSource().trim()) continue;
+    if (cell.executionCount === null) pending++;
+    for (let i = 0; i < cell.outputs.length; i++) {
+      const out = cell.outputs.get(i).toJSON();
+      if (out.output_type === 'error') errors.push(out.ename + ': ' + out.evalue);
+    }
+  }
+  return {status: kernel ? kernel.status : 'no kernel', pending, errors};
+}"""
+
+PLAYERS_JS = """() => [...document.querySelectorAll('.pulsarlab-player')].map(p => {
+  const title = p.querySelector(':scope > .widget-html b');
+  const plots = [...p.querySelectorAll('.js-plotly-plot')];
+  return {title: title ? title.textContent : '', figures: plots.length, width: p.getBoundingClientRect().width,
+          figure_widths: plots.map(el => el._fullLayout ? el._fullLayout.width : null)};
+})"""
+
+# Click the player's step (or back) button; resolve with [ms to the last change of its frame label or figures once
+# nothing changed for `quiet` ms, ms to the label change] after the click (null when the label never changed).
+
+
+STEP_JS = """async ([index, quiet, timeout]) => {
+  const p = document.querySelectorAll('.pulsarlab-player')[index];
+  const labels = [...p.querySelectorAll('.widget-html-content')].filter(e => /^frame \\d+ of/.test(e.textContent));
+  const label = labels[0];
+  const m = /^frame (\\d+) of 0–(\\d+)/.exec(label.textContent);
+  const atEnd = m && m[1] === m[2];
+  const button = [...p.querySelectorAll('button')].find(b => b.textContent.includes(atEnd ? 'back' : 'step'));
+  const before = label.textContent;
+  let last = null, labelAt = null;
+  const plots = [...p.querySelectorAll('.js-plotly-plot')];
+  const obs = new MutationObserver(() => { last = performance.now(); });
+  plots.forEach(el => obs.observe(el, {subtree: true, childList: true, attributes: true, characterData: true}));
+  const lobs = new MutationObserver(() => {
+    if (labelAt === null && label.textContent !== before) labelAt = performance.now();
+  });
+  lobs.observe(label, {subtree: true, childList: true, characterData: true});
+  const t0 = performance.now();
+  button.click();
+  const deadline = t0 + timeout;
+  while (performance.now() < deadline) {
+    await new Promise(r => setTimeout(r, 20));
+    const now = performance.now();
+    if (labelAt !== null && now - Math.max(labelAt, last || 0) >= quiet) break;
+  }
+  obs.disconnect(); lobs.disconnect();
+  if (labelAt === null) return null;
+  return [Math.max(labelAt, last || 0) - t0, labelAt - t0];
+}"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class LabServer:
+    """JupyterLab on 127.0.0.1 with a token, the labs folder as root, autosave off."""
+
+    def __init__(self, root: Path, workdir: Path) -> None:
+        self.port = free_port()
+        self.token = secrets.token_hex(16)
+        self.base = f"http://127.0.0.1:{self.port}"
+        settings = workdir / "user-settings"
+        for rel, value in USER_SETTINGS.items():
+            (settings / rel).parent.mkdir(parents=True, exist_ok=True)
+            (settings / rel).write_text(json.dumps(value))
+        for d in ("config", "runtime"):
+            (workdir / d).mkdir()
+        env = dict(
+            os.environ,
+            JUPYTER_CONFIG_DIR=str(workdir / "config"),
+            JUPYTER_RUNTIME_DIR=str(workdir / "runtime"),
+            JUPYTER_DATA_DIR=str(workdir / "data"),
+            SPARK_LOCAL_IP="127.0.0.1",
+            PYSPARK_PYTHON=sys.executable,
+            PYSPARK_DRIVER_PYTHON=sys.executable,
+            PYDEVD_DISABLE_FILE_VALIDATION="1",
+        )
+        cmd = [
+            sys.executable,
+            "-m",
+            "jupyter",
+            "lab",
+            "--no-browser",
+            "--ip",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--ServerApp.port_retries=0",
+            f"--IdentityProvider.token={self.token}",
+            f"--ServerApp.root_dir={root}",
+            "--LabApp.extension_manager=readonly",
+            "--LabApp.expose_app_in_browser=True",
+            f"--LabApp.user_settings_dir={settings}",
+            f"--LabApp.workspaces_dir={workdir / 'workspaces'}",
+            f"--FileCheckpoints.root_dir={workdir / 'checkpoints'}",
+        ]
+        if os.geteuid() == 0:
+            cmd.append("--allow-root")
+        self.log = open(workdir / "jupyterlab.log", "w")
+        self.proc = subprocess.Popen(cmd, env=env, stdout=self.log, stderr=subprocess.STDOUT, cwd=root)
+
+    def api(self, path: str, method: str = "GET") -> bytes:
+        req = urllib.request.Request(
+            f"{self.base}{path}", method=method, headers={"Authorization": f"token {self.token}"}
+        )
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            return resp.read()
+
+    def wait_ready(self, timeout_s: float = 90) -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise SystemExit(f"jupyter lab exited with {self.proc.returncode} (log: {self.log.name})")
+            try:
+                json.loads(self.api("/api/status"))
+                return
+            except (OSError, ValueError):
+                time.sleep(0.5)
+        raise SystemExit(f"jupyter lab did not answer within {timeout_s}s (log: {self.log.name})")
+
+    def shutdown_kernels(self) -> None:
+        for k in json.loads(self.api("/api/kernels")):
+            try:
+                self.api(f"/api/kernels/{k['id']}", method="DELETE")
+            except OSError:
+                pass
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                self.api("/api/shutdown", method="POST")
+                self.proc.wait(timeout=30)
+            except (OSError, subprocess.TimeoutExpired):
+                self.proc.send_signal(signal.SIGTERM)
+                try:
+                    self.proc.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    self.proc.kill()
+                    self.proc.wait()
+        self.log.close()
+
+
+def lab_notebooks(wanted: list[str] | None) -> list[Path]:
+    books = sorted(LABS.glob("[0-9][0-9]-*.ipynb"))
+    if wanted:
+        missing = [w for w in wanted if not any(b.name.startswith(f"{w}-") for b in books)]
+        if missing:
+            raise SystemExit(f"no lab {', '.join(missing)} in {LABS} (labs: {', '.join(b.name[:2] for b in books)})")
+        books = [b for b in books if b.name[:2] in wanted]
+    return books
+
+
+def screenshot_figures(page, notebook: Path, out: Path) -> int:
+    """Every plotly figure of the lab as drawn on the page, one PNG each: ``out/LAB-figNN.png``."""
+    out.mkdir(parents=True, exist_ok=True)
+    plots = page.locator(".jp-OutputArea .js-plotly-plot")
+    for k in range(plots.count()):
+        plot = plots.nth(k)
+        plot.scroll_into_view_if_needed()
+        page.wait_for_timeout(150)
+        plot.screenshot(path=str(out / f"{notebook.name[:2]}-fig{k:02d}.png"))
+    return plots.count()
+
+
+def run_lab(
+    page, server: LabServer, notebook: Path, steps: int, shots: Path | None = None
+) -> tuple[float, dict[str, list[float]], dict[str, str], list[str]]:
+    """Run All of one lab, then ``steps`` steps of each of its players: (seconds, {player: [ms]}, errors)."""
+    # a workspace of its own, reset: JupyterLab would otherwise reopen (and start kernels for) the labs before
+    url = f"{server.base}/lab/workspaces/bench-{notebook.name[:2]}/tree/{notebook.name}?reset&token={server.token}"
+    page.goto(url, wait_until="domcontentloaded")
+    page.get_by_text("Python 3 (ipykernel) | Idle", exact=True).wait_for(state="visible", timeout=180_000)
+    page.get_by_role("menuitem", name="Run", exact=True).click()
+    t0 = time.monotonic()
+    page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+    page.wait_for_function(
+        f"""() => {{ const s = ({RUN_STATE_JS})();
+                  return s && s.status === 'idle' && (s.pending === 0 || s.errors.length > 0); }}""",
+        timeout=RUN_ALL_TIMEOUT_MS,
+        polling=100,
+    )
+    seconds = time.monotonic() - t0
+    errors = page.evaluate(RUN_STATE_JS)["errors"]
+    page.wait_for_timeout(1500)  # widgets finish rendering
+    timings: dict[str, list[float]] = {}
+    widths: dict[str, str] = {}
+    label_ms: dict[str, float | None] = {}
+    for i, info in enumerate(page.evaluate(PLAYERS_JS)):
+        key = f"{notebook.name[:2]} #{i} {info['title'][:60]} ({info['figures']} figure(s))"
+        page.locator(".pulsarlab-player").nth(i).scroll_into_view_if_needed()
+        page.evaluate(STEP_JS, [i, 300, 10_000])  # a first step warms the path up; not counted
+        got: list[float] = []
+        labels: list[float] = []
+        for _ in range(steps):
+            ms = page.evaluate(STEP_JS, [i, 300, 10_000])
+            if ms is None:
+                errors.append(f"{key}: the frame label did not change within 10 s of a click")
+                break
+            got.append(ms[0])
+            labels.append(ms[1])
+        timings[key] = got
+        label_ms[key] = statistics.median(labels) if labels else None
+        widths[key] = (
+            f"label updated after {label_ms[key]:.0f} ms (median); "
+            f"player {info['width']:.0f} px, figures {info['figure_widths']} px"
+            if label_ms[key] is not None
+            else f"player {info['width']:.0f} px, figures {info['figure_widths']} px"
+        )
+    if shots is not None:
+        screenshot_figures(page, notebook, shots)
+    return seconds, timings, widths, errors
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--labs", default="", help="comma-separated lab numbers (default: every lab)")
+    ap.add_argument("--steps", type=int, default=8, help="timed steps per player (default 8)")
+    ap.add_argument("--width", type=int, default=1400)
+    ap.add_argument("--height", type=int, default=1000)
+    ap.add_argument("--screenshots", type=Path, default=None, help="write every figure of each lab as a PNG here")
+    args = ap.parse_args(argv)
+    if args.steps < 1:
+        ap.error("--steps must be >= 1")
+    wanted = [w.strip().zfill(2) for w in args.labs.split(",") if w.strip()] or None
+    books = lab_notebooks(wanted)
+    chromium = shutil.which("chromium") or "/usr/bin/chromium"
+    if not os.access(chromium, os.X_OK):
+        raise SystemExit("Debian's chromium is not installed: make chromium")
+
+    from playwright.sync_api import sync_playwright
+
+    labs: dict[str, float] = {}
+    players: dict[str, list[float]] = {}
+    failures: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="pulsarlab-bench-widgets-") as tmp:
+        server = LabServer(LABS, Path(tmp))
+        try:
+            server.wait_ready()
+            with sync_playwright() as pw:
+                browser = pw.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_FLAGS)
+                context = browser.new_context(viewport={"width": args.width, "height": args.height})
+
+                def only_local(route):
+                    url = route.request.url
+                    if url.startswith(("data:", "blob:")) or urlsplit(url).hostname in LOCAL_HOSTS:
+                        route.continue_()
+                    else:
+                        route.abort()
+
+                context.route("**/*", only_local)
+                for nb in books:
+                    page = context.new_page()
+                    try:
+                        seconds, timings, widths, errors = run_lab(page, server, nb, args.steps, args.screenshots)
+                    except Exception as e:  # one lab that hangs must not lose the others' figures
+                        failures.append(f"{nb.name}: {type(e).__name__}: {str(e)[:300]}")
+                        print(f"{nb.name}: FAILED {failures[-1]}", flush=True)
+                        page.close()
+                        server.shutdown_kernels()
+                        continue
+                    labs[nb.name[:2]] = round(seconds, 2)
+                    failures += [f"{nb.name}: {e}" for e in errors]
+                    print(f"{nb.name}: Run All {seconds:.1f} s" + (f", errors: {errors}" if errors else ""), flush=True)
+                    for key, ms in timings.items():
+                        players[key] = ms
+                        if ms:
+                            print(
+                                f"  {key}: step median {statistics.median(ms):.0f} ms, max {max(ms):.0f} ms; "
+                                f"{widths[key]}"
+                            )
+                    page.close()
+                    server.shutdown_kernels()
+                browser.close()
+        finally:
+            server.stop()
+    steps = [ms for v in players.values() for ms in v]
+    result = {
+        "player_step_ms_median": round(statistics.median(steps), 1) if steps else None,
+        "player_step_ms_max": round(max(steps), 1) if steps else None,
+        "lab_run_all_s_max": max(labs.values()) if labs else None,
+        "labs": labs,
+        "players": {
+            k: {"median_ms": round(statistics.median(v), 1), "max_ms": round(max(v), 1), "steps": len(v)}
+            for k, v in players.items()
+            if v
+        },
+        "failures": failures,
+    }
+    print(json.dumps(result))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
