@@ -31,6 +31,10 @@ LABS = REPO / "labs"
 ARTIFACTS = REPO / ".test-artifacts"
 # lab 04: two players, one of them with two views; no Spark, so the export takes seconds
 LAB = LABS / "04-failover.ipynb"
+# pages with many live FigureWidgets: lab 08 has three players (the most of any lab without Spark); lab 10 has six
+# figures (its live views and a three-view player over a real client's run on loopback)
+MANY_FIGURE_LABS = [LABS / "08-chunked-messages.ipynb", LABS / "10-watch-your-app.ipynb"]
+PAGE_LOADS = 3
 SERVER_START_S = 90
 DRAW_MS = 60_000
 
@@ -63,7 +67,7 @@ def browser_page(tmp_path):
         context = browser.new_context(viewport={"width": 1280, "height": 720})
         page = context.new_page()
         page.on("pageerror", lambda err: record["errors"].append(str(err)))
-        page.on("console", lambda msg: msg.type == "error" and record["errors"].append(msg.text))
+        page.on("console", lambda msg: msg.type == "error" and record["errors"].append(_console_error(msg, record)))
 
         def route(allowed):
             def handler(r):
@@ -80,6 +84,54 @@ def browser_page(tmp_path):
         finally:
             context.close()
             browser.close()
+
+
+@pytest.fixture
+def fresh_pages():
+    """``new_page()`` opens a page in a new browser context (nothing cached from an earlier load) that may load only
+    loopback, ``data:`` and ``blob:`` URLs; returns the page and its record of blocked requests and errors."""
+    executable = chromium_path()
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_FLAGS)
+        contexts = []
+
+        def new_page():
+            record: dict[str, list[str]] = {"blocked": [], "errors": []}
+            context = browser.new_context(viewport={"width": 1280, "height": 720})
+            contexts.append(context)
+            page = context.new_page()
+            page.on("pageerror", lambda err: record["errors"].append(str(err)))
+            page.on("console", lambda msg: msg.type == "error" and record["errors"].append(_console_error(msg, record)))
+
+            def handler(r):
+                url = r.request.url
+                if url.startswith(("data:", "blob:")) or urlsplit(url).hostname in LOCAL_HOSTS:
+                    r.continue_()
+                else:
+                    record["blocked"].append(url)
+                    r.abort()
+
+            context.route("**/*", handler)
+            return page, record
+
+        try:
+            yield new_page
+        finally:
+            for context in contexts:
+                context.close()
+            browser.close()
+
+
+def _console_error(msg, record) -> str:
+    """The text of a console error; a failed load of a request this test blocked says so (it is the test's doing)."""
+    url = (msg.location or {}).get("url", "")
+    if msg.text.startswith("Failed to load resource") and url in record["blocked"]:
+        return f"blocked by the test: {url}"
+    return msg.text
+
+
+def _page_errors(record) -> list[str]:
+    return [e for e in record["errors"] if not e.startswith("blocked by the test: ")]
 
 
 def _frame(player) -> int:
@@ -227,6 +279,17 @@ def present_server():
         server.stop()
 
 
+@pytest.fixture(params=MANY_FIGURE_LABS, ids=lambda p: p.name[:2])
+def present_many_figures(request):
+    server = PresentServer(request.param)
+    server.lab = request.param
+    try:
+        server.wait_ready()
+        yield server
+    finally:
+        server.stop()
+
+
 def _player_label(player) -> str:
     return player.locator(".widget-html-content", has_text="frame ").first.inner_text()
 
@@ -280,3 +343,76 @@ def test_presenter_mode_hides_code_and_steps_with_the_arrow_keys(present_server,
     assert "frame 2 of" in _player_label(players.nth(0))
     page.screenshot(path=str(ARTIFACTS / "present-04.png"))
     assert [u for u in record["blocked"] if "127.0.0.1" in u] == []
+    assert _page_errors(record) == [], f"page errors: {_page_errors(record)}"
+
+
+_LAST_FRAME = r"el => el.innerText.match(/frame \d+ of 0–(\d+)/)[1]"
+_FIGURE_SVG = "d => Array.from(d.querySelectorAll('svg.main-svg')).map(svg => svg.outerHTML).join('')"
+
+
+def _figures_state(player) -> list[str]:
+    """What each plotly figure of a player draws: the SVG plotly made of it."""
+    return player.evaluate(f"root => Array.from(root.querySelectorAll('.js-plotly-plot')).map({_FIGURE_SVG})")
+
+
+def test_presenter_page_with_many_figures_updates_every_figure_on_each_load(present_many_figures, fresh_pages):
+    """Several players or figures on one page: every FigureWidget's front end loads (no "[anywidget] Failed to
+    initialize model."), each player's figures follow →, and plotly's widget code is fetched once per page load."""
+    server = present_many_figures
+    name = server.lab.name[:2]
+    expected_players = sum("Player(" in c.source for c in nbformat.read(server.lab, as_version=4).cells) or 1
+    url = f"{server.url}?token={server.token}"
+    for load in range(PAGE_LOADS):
+        page, record = fresh_pages()
+        page.goto(url, wait_until="domcontentloaded")
+        try:
+            page.wait_for_function(
+                "() => { const ps = document.querySelectorAll('.pulsarlab-player');"
+                " return ps.length >= %d && Array.from(ps).every(p => p.querySelector('.js-plotly-plot .main-svg')); }"
+                % expected_players,
+                timeout=DRAW_MS,
+            )
+        except PlaywrightError:
+            page.screenshot(path=str(ARTIFACTS / f"present-{name}-load{load}-not-drawn.png"), full_page=True)
+            pytest.fail(f"load {load}: not every player drawn; page errors: {_page_errors(record)}")
+        players = page.locator(".pulsarlab-player")
+        assert players.count() == expected_players
+        for i in range(players.count()):
+            player = players.nth(i)
+            player.evaluate("e => e.scrollIntoView({block: 'start'})")
+            page.mouse.move(5, 5)
+            if _player_label(player).startswith("frame %s of" % player.evaluate(_LAST_FRAME)):
+                page.keyboard.press("Home")  # a live player opens on its last frame
+                page.wait_for_function("el => el.innerText.includes('frame 0 of')", arg=player.element_handle())
+                page.wait_for_timeout(1000)  # let its figures draw frame 0 before taking their picture
+            label, before = _player_label(player), _figures_state(player)
+            assert before, f"load {load}: player {i} has no figure"
+            frame = int(label.split("frame ", 1)[1].split()[0])
+            page.keyboard.press("ArrowRight")
+            page.wait_for_function(
+                "([el, f]) => el.innerText.includes('frame ' + (f + 1) + ' of')",
+                arg=[player.element_handle(), frame],
+                timeout=15_000,
+            )
+            try:
+                page.wait_for_function(
+                    "([el, old]) => Array.from(el.querySelectorAll('.js-plotly-plot'))"
+                    f".map({_FIGURE_SVG}).every((svg, k) => svg !== old[k])",
+                    arg=[player.element_handle(), before],
+                    timeout=15_000,
+                )
+            except PlaywrightError:
+                page.screenshot(path=str(ARTIFACTS / f"present-{name}-load{load}-player{i}-stuck.png"))
+                pytest.fail(
+                    f"load {load}: player {i} stepped to frame {frame + 1} but a figure kept its picture; "
+                    f"page errors: {_page_errors(record)}"
+                )
+        fetched = page.evaluate(
+            "performance.getEntriesByType('resource').filter(e => e.name.includes('plotly-widget.js')).length"
+        )
+        assert fetched == 1, f"load {load}: plotly's widget module was fetched {fetched} times"
+        assert _page_errors(record) == [], f"load {load}: page errors: {_page_errors(record)}"
+        assert [u for u in record["blocked"] if urlsplit(u).hostname in LOCAL_HOSTS] == []
+        if load == 0:
+            page.screenshot(path=str(ARTIFACTS / f"present-{name}.png"))
+        page.close()
