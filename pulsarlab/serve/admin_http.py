@@ -18,7 +18,7 @@ hand inside a foreign loop and two packages for what aiohttp does alone.
 Tenants (create, get, delete), namespaces (create, delete, the ``deduplication`` policy), subscription cursor
 moves (``skip/{n}``, ``skip_all``, ``expireMessages/{seconds}`` for one or ``all_subscription``,
 ``resetcursor/{timestamp}`` and by message id)
-and ``compaction`` (trigger, status; answered 501 while the broker has no compaction) call the broker's admin
+and ``compaction`` (trigger, status) call the broker's admin
 commands the same way. Simplifies: persistent topics only, v2 paths only, no authentication, no ``force`` on
 deletions (tenant/namespace ``force`` is refused as a broker without ``forceDeleteTenantAllowed`` does), no
 retention policy (the model keeps every ledger).
@@ -429,24 +429,18 @@ class AdminHttp:
         return web.Response(status=204)
 
     # --- compaction -----------------------------------------------------------------------------
-    def _compaction(self, name: str) -> Callable[..., Any]:
-        fn = getattr(self.server.lab.service, name, None)
-        if fn is None:
-            raise web.HTTPNotImplemented(reason="Topic compaction is not modelled by this broker")
-        return fn
-
     async def trigger_compaction(self, request: web.Request) -> web.Response:
         """``PUT .../compaction`` (`PersistentTopicsBase.internalTriggerCompaction`): 204 once started."""
-        compact = self._compaction("compact")
+        service = self.server.lab.service
         topic = self._topic(request)
-        self._call(lambda: compact(self.server.lab.service.normalize(topic)))
+        self._call(lambda: service.compact(service.normalize(topic)))
         return web.Response(status=204)
 
     async def compaction_status(self, request: web.Request) -> web.Response:
         """``GET .../compaction``: `LongRunningProcessStatus` ``{"status": ..., "lastError": ...}``."""
-        status_of = self._compaction("compaction_status")
+        service = self.server.lab.service
         topic = self._topic(request)
-        status = self._call(lambda: status_of(self.server.lab.service.normalize(topic)))
+        status = self._call(lambda: service.compaction_status(service.normalize(topic)))
         return web.json_response(_long_running_status(status))
 
     # --- lookup ---------------------------------------------------------------------------------
