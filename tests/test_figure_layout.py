@@ -275,7 +275,7 @@ def test_redelivery_trackers_titles_fit_and_empty_panels_are_drawn():
     client = lab.client()
     consumer = client.subscribe(
         "jobs", "workers", consumer_type=pl.ConsumerType.Shared, consumer_name="w1",
-        unacked_messages_timeout_ms=3000, tick_duration_ms=1000,
+        unacked_messages_timeout_ms=3000, lab_tick_duration_ms=1000,
     )  # fmt: skip
     client.create_producer("jobs").send(b"job")
     lab.advance(500)
@@ -301,7 +301,7 @@ def test_chunk_view_step_lines_and_legend_clear_of_the_axis_title():
                      auto_ack_oldest_chunked_message_on_queue_full=True)  # fmt: skip
     for name in ("p0", "p1", "p2"):
         producer = client.create_producer("big-files", producer_name=name, chunking_enabled=True,
-                                          chunk_send_interval_ms=1)  # fmt: skip
+                                          lab_chunk_send_interval_ms=1)  # fmt: skip
         producer.send_async(bytes(2500), None)
     lab.run_until(100)
     drawn = 0
