@@ -601,11 +601,12 @@ class BrokerService:
                     return ml.position_of(info.ledger_id, e)
         return None
 
-    def _reset_subscription(self, sub: Any, position: Position) -> Position:
+    def _reset_subscription(self, sub: Any, position: Position, reason: str = "reset cursor") -> Position:
         """`PersistentSubscription.resetCursor`: consumers are disconnected (a real client re-subscribes), the
-        cursor reads again from ``position``."""
+        cursor reads again from ``position``; ``reason`` is the consumers' close reason ("seek" for a client's
+        seek)."""
         for c in list(sub.consumers()):
-            self._close_consumer(c, "reset cursor")
+            self._close_consumer(c, reason)
             closed = getattr(c.cnx, "closed_by_broker", None)
             if closed is not None:
                 closed()
@@ -848,15 +849,7 @@ class BrokerService:
             position = self._position_after_publish_time(sub.topic, publish_time)
         if position is None:
             raise IllegalArgumentException("reset_cursor needs a position or a publish time")
-        for c in list(sub.consumers()):
-            self._close_consumer(c, "seek")
-            closed = getattr(c.cnx, "closed_by_broker", None)
-            if closed is not None:
-                closed()
-        read = sub.cursor.reset_cursor(position)
-        if sub.dispatcher is not None:
-            sub.dispatcher.on_cursor_rewound()
-        return read
+        return self._reset_subscription(sub, position, "seek")
 
     @staticmethod
     def _position_after_publish_time(topic: PersistentTopic, publish_time: int) -> Position:

@@ -98,4 +98,19 @@ def jsonable(obj: Any) -> Any:
     return str(obj)
 
 
-__all__ = ["History", "Pos", "RawRange", "Sample", "fmt_pos", "jsonable", "short_topic"]
+def frame_at(frames: Sequence[Any], i: Any, what: str) -> Any:
+    """``frames[i]`` for a timeline's ``__getitem__``: a slice as it is, a negative index from the end, and a
+    TypeError / IndexError that says which frames ``what`` (a recording, a timeline) has."""
+    if isinstance(i, slice):
+        return frames[i]
+    n = len(frames)
+    if isinstance(i, bool) or not isinstance(i, int):
+        raise TypeError(f"a frame index must be an int, not {type(i).__name__}")
+    if i < 0:
+        i += n
+    if not 0 <= i < n:
+        raise IndexError(f"frame {i} is outside the {what} (0..{n - 1})")
+    return frames[i]
+
+
+__all__ = ["History", "Pos", "RawRange", "Sample", "fmt_pos", "frame_at", "jsonable", "short_topic"]

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 
 from pulsarlab.events import Event
-from pulsarlab.snapshot.base import History, Sample, short_topic
+from pulsarlab.snapshot.base import History, Sample, frame_at, short_topic
 from pulsarlab.snapshot.lab import LabSnapshot, SnapshotBuilder
 from pulsarlab.snapshot.timeline_file import save_timeline
 
@@ -160,16 +160,7 @@ class Recorder(Sequence[Frame]):
         return len(self._frames)
 
     def __getitem__(self, i):  # type: ignore[override]
-        if isinstance(i, slice):
-            return self._frames[i]
-        n = len(self._frames)
-        if isinstance(i, bool) or not isinstance(i, int):
-            raise TypeError(f"a frame index must be an int, not {type(i).__name__}")
-        if i < 0:
-            i += n
-        if not 0 <= i < n:
-            raise IndexError(f"frame {i} is outside the recording (0..{n - 1})")
-        return self._frames[i]
+        return frame_at(self._frames, i, "recording")
 
     def __iter__(self) -> Iterator[Frame]:
         return iter(list(self._frames))

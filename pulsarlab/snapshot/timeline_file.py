@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence, Union
 
 from pulsarlab.events import Event
-from pulsarlab.snapshot.base import History, Sample, jsonable
+from pulsarlab.snapshot.base import History, Sample, frame_at, jsonable
 from pulsarlab.snapshot.lab import LabSnapshot
 from pulsarlab.snapshot.redelivery import LifeStep, RedeliverySnap
 from pulsarlab.version import __version__
@@ -105,16 +105,7 @@ class SavedTimeline(Sequence[LoadedFrame]):
         return len(self._frames)
 
     def __getitem__(self, i):  # type: ignore[override]
-        if isinstance(i, slice):
-            return self._frames[i]
-        n = len(self._frames)
-        if isinstance(i, bool) or not isinstance(i, int):
-            raise TypeError(f"a frame index must be an int, not {type(i).__name__}")
-        if i < 0:
-            i += n
-        if not 0 <= i < n:
-            raise IndexError(f"frame {i} is outside the timeline (0..{n - 1})")
-        return self._frames[i]
+        return frame_at(self._frames, i, "timeline")
 
     def __iter__(self) -> Iterator[LoadedFrame]:
         return iter(self._frames)
