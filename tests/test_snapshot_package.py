@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 SNAPSHOT = Path(__file__).resolve().parents[1] / "pulsarlab" / "snapshot"
-MODULES = ["base", "chunks", "delayed", "redelivery", "lab", "timeline_file", "recorder"]
+MODULES = ["base", "chunks", "delayed", "redelivery", "lab", "frame", "timeline_file", "recorder"]
 
 
 def _module(name: str):

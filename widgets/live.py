@@ -112,22 +112,7 @@ class LiveViews(widgets.VBox):
             events = tuple(lab.events[i] for i in range(start, n)) if self._seen >= 0 else ()
             snap = self._builder.build()
         self._seen = n
-        for t, s in snap.subscriptions():
-            for c in s.consumers:
-                self._samples.append(
-                    Sample(
-                        event_index=snap.event_index,
-                        time=snap.time,
-                        topic=t.name,
-                        subscription=s.name,
-                        consumer=c.id,
-                        name=c.name,
-                        permits=c.permits,
-                        receiver_queue=c.receiver_queue,
-                        in_flight=c.in_flight,
-                        blocked=c.blocked,
-                    )
-                )
+        self._samples.extend(snap.consumer_samples())
         snap = replace(snap, history=History(self._samples, len(self._samples)))
         last = events[-1] if events else None
         if last is None:

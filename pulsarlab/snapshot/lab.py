@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator
 from pulsarlab.event_catalogue import broker as ev
 from pulsarlab.ids import MessageId
 from pulsarlab.managed_ledger.position import Position
-from pulsarlab.snapshot.base import History, Pos, RawRange, jsonable, short_topic
+from pulsarlab.snapshot.base import History, Pos, RawRange, Sample, jsonable, short_topic
 from pulsarlab.snapshot.chunks import ChunkInfo, ChunkTrackerSnap, chunk_info, chunk_tracker_snap
 from pulsarlab.snapshot.delayed import DelayedTrackerSnap, delayed_snapshot
 from pulsarlab.snapshot.redelivery import RedeliverySnap, RedeliverySnapshotBuilder
@@ -363,6 +363,24 @@ class LabSnapshot:
         for t in self.topics:
             for s in t.subscriptions:
                 yield t, s
+
+    def consumer_samples(self) -> Iterator[Sample]:
+        """One `Sample` per attached consumer at this instant (its permits, queue, in flight, blocked): the
+        points a dispatch timeline's history is made of."""
+        for t, s in self.subscriptions():
+            for c in s.consumers:
+                yield Sample(
+                    event_index=self.event_index,
+                    time=self.time,
+                    topic=t.name,
+                    subscription=s.name,
+                    consumer=c.id,
+                    name=c.name,
+                    permits=c.permits,
+                    receiver_queue=c.receiver_queue,
+                    in_flight=c.in_flight,
+                    blocked=c.blocked,
+                )
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dicts, lists, ints, strings and None (positions become ``[ledger, entry]``)."""

@@ -23,37 +23,18 @@ from __future__ import annotations
 import os
 import re
 import warnings
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 
 from pulsarlab.events import Event
 from pulsarlab.snapshot.base import History, Sample, frame_at, short_topic
-from pulsarlab.snapshot.lab import LabSnapshot, SnapshotBuilder
+from pulsarlab.snapshot.frame import Frame
+from pulsarlab.snapshot.lab import SnapshotBuilder
 from pulsarlab.snapshot.timeline_file import save_timeline
 
 if TYPE_CHECKING:  # pragma: no cover
     from pulsarlab.lab import Lab
-
-
-@dataclass(frozen=True)
-class Frame:
-    """One step of a recorded run: the event (None for a frame taken by hand), the snapshot right after it,
-    and a one-line explanation that cites the rule."""
-
-    index: int
-    event_index: int
-    event: Event | None
-    snapshot: LabSnapshot
-    explanation: str
-
-    @property
-    def time(self) -> int:
-        return self.snapshot.time
-
-    @property
-    def kind(self) -> str | None:
-        return self.event.kind if self.event is not None else None
 
 
 # the event kinds the views in widgets/views need (every=VIEW_KINDS keeps only these)
@@ -272,22 +253,7 @@ class Recorder(Sequence[Frame]):
                 for c in s.consumers:
                     self._names["consumer"].setdefault(c.id, c.name)
         if self._keep_history:
-            for t, s in snap.subscriptions():
-                for c in s.consumers:
-                    self._samples.append(
-                        Sample(
-                            event_index=snap.event_index,
-                            time=snap.time,
-                            topic=t.name,
-                            subscription=s.name,
-                            consumer=c.id,
-                            name=c.name,
-                            permits=c.permits,
-                            receiver_queue=c.receiver_queue,
-                            in_flight=c.in_flight,
-                            blocked=c.blocked,
-                        )
-                    )
+            self._samples.extend(snap.consumer_samples())
             snap = replace(snap, history=History(self._samples, len(self._samples)))
         frame = Frame(len(self._frames), event.seq if event is not None else snap.event_index, event, snap, explanation)
         self._frames.append(frame)
@@ -310,4 +276,4 @@ class Recorder(Sequence[Frame]):
         return f"<Recorder {len(self._frames)} frames, {state}>"
 
 
-__all__ = ["Frame", "Recorder", "VIEW_KINDS"]
+__all__ = ["Recorder", "VIEW_KINDS"]

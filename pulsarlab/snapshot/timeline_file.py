@@ -46,13 +46,14 @@ import tempfile
 import types
 import typing
 import zlib
-from dataclasses import dataclass, is_dataclass
+from dataclasses import is_dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterator, Sequence, Union
 
 from pulsarlab.events import Event
 from pulsarlab.snapshot.base import History, Sample, frame_at, jsonable
+from pulsarlab.snapshot.frame import Frame
 from pulsarlab.snapshot.lab import LabSnapshot
 from pulsarlab.snapshot.redelivery import LifeStep, RedeliverySnap
 from pulsarlab.version import __version__
@@ -66,29 +67,10 @@ class TimelineFileError(ValueError):
     """A timeline file that cannot be read: not a timeline, corrupt or truncated, or from a newer pulsarlab."""
 
 
-@dataclass(frozen=True)
-class LoadedFrame:
-    """One frame read from a file: the same fields as a recorder's `Frame`."""
-
-    index: int
-    event_index: int
-    event: Event | None
-    snapshot: LabSnapshot
-    explanation: str
-
-    @property
-    def time(self) -> int:
-        return self.snapshot.time
-
-    @property
-    def kind(self) -> str | None:
-        return self.event.kind if self.event is not None else None
-
-
-class SavedTimeline(Sequence[LoadedFrame]):
+class SavedTimeline(Sequence[Frame]):
     """A timeline loaded from a file: ``len()``, ``[i]``, ``header``, ``inputs``; what the player steps through."""
 
-    def __init__(self, path: Path, header: dict[str, Any], frames: list[LoadedFrame]) -> None:
+    def __init__(self, path: Path, header: dict[str, Any], frames: list[Frame]) -> None:
         self.path = path
         self.header = header
         self._frames = frames
@@ -107,7 +89,7 @@ class SavedTimeline(Sequence[LoadedFrame]):
     def __getitem__(self, i):  # type: ignore[override]
         return frame_at(self._frames, i, "timeline")
 
-    def __iter__(self) -> Iterator[LoadedFrame]:
+    def __iter__(self) -> Iterator[Frame]:
         return iter(self._frames)
 
     def kinds(self) -> list[str]:
@@ -330,7 +312,7 @@ def load_timeline(path: str | os.PathLike[str]) -> SavedTimeline:
     if path.stat().st_size == 0:
         raise TimelineFileError(f"{path} is empty: not a timeline file (an interrupted copy?)")
     lineno = 1
-    frames: list[LoadedFrame] = []
+    frames: list[Frame] = []
     try:
         with gzip.open(path, "rb") as gz:
             header = _read_header(path, gz.readline())
@@ -365,7 +347,7 @@ def load_timeline(path: str | os.PathLike[str]) -> SavedTimeline:
     return SavedTimeline(path, header, frames)
 
 
-def _frame(line: dict[str, Any], history: _Prefixes, steps: _Prefixes) -> LoadedFrame:
+def _frame(line: dict[str, Any], history: _Prefixes, steps: _Prefixes) -> Frame:
     body = line["snapshot"]
     redelivery = None
     if body.get("redelivery") is not None:
@@ -381,13 +363,12 @@ def _frame(line: dict[str, Any], history: _Prefixes, steps: _Prefixes) -> Loaded
     explanation = line["explanation"]
     if not isinstance(explanation, str):
         raise TypeError("the explanation is not a string")
-    return LoadedFrame(line["index"], line["event_index"], event, snap, explanation)
+    return Frame(line["index"], line["event_index"], event, snap, explanation)
 
 
 __all__ = [
     "FORMAT",
     "FORMAT_VERSION",
-    "LoadedFrame",
     "SUFFIX",
     "SavedTimeline",
     "TimelineFileError",
