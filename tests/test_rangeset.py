@@ -477,6 +477,24 @@ def test_contains_answers_a_pending_ack_without_merging():
     assert not runs.pending
 
 
+def test_acks_read_one_by_one_are_set_in_place_for_a_while():
+    rs = OpenLongPairRangeSet()
+    rs.ack(4, 1000)
+    runs = rs._ledgers[4]
+    rs.ack(4, 3)
+    assert runs.pending == {3} and runs.in_place == 0
+    assert rs.first_range() == (4, 2, 4, 3)  # a merge of one entry
+    assert not runs.pending
+    assert runs.in_place == rangeset_module._IN_PLACE_AFTER_A_SINGLE_MERGE
+    for entry in range(5, 5 + 2 * runs.in_place, 2):
+        rs.ack(4, entry)
+    assert runs.in_place == 0 and not runs.pending
+    rs.ack(4, 1)
+    rs.add_open_closed(4, 0, 4, 1)  # the same entry, via the cursor's other call
+    assert runs.pending == {1}
+    assert rs.size() == 3 + rangeset_module._IN_PLACE_AFTER_A_SINGLE_MERGE  # 1, 3, each in place, 1000
+
+
 @pytest.mark.parametrize("mode", ["one by one", "vectorised"])
 def test_a_merge_joins_pending_entries_with_runs_across_blocks(mode):
     """Pending entries that bridge gaps between runs of different blocks leave maximal runs."""

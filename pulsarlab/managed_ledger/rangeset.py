@@ -81,6 +81,7 @@ _BLOCK = 128  # runs per block after a split; a block splits when it holds more 
 # Merging pending entries one by one costs ~0.3 us each, in one vectorised pass ~25 us + ~0.07 us per run: one
 # by one below this many plus a third of _BLOCK per block (a block holds 1 to 2 _BLOCK runs).
 _MERGE_ONE_BY_ONE_BASE = 96
+_IN_PLACE_AFTER_A_SINGLE_MERGE = 64
 
 
 class _Runs:
@@ -93,10 +94,12 @@ class _Runs:
 
     ``pending`` holds single entries set out of order and not merged into the runs yet (setting one is
     O(1), as `BitSet.set` is): the set is the union of the runs and ``pending``. Every read but
-    `contains` merges them first (`merge_pending`); updates commute with the union and need not.
+    `contains` merges them first (`merge_pending`); updates commute with the union and need not. When a
+    merge finds a single entry (the ledger is read after every ack, as a cursor acking one position per
+    `asyncDelete` does), the next ``in_place`` acks skip the buffer, which would only add cost.
     """
 
-    __slots__ = ("firsts", "starts", "ends", "tail_ends", "pending")
+    __slots__ = ("firsts", "starts", "ends", "tail_ends", "pending", "in_place")
 
     def __init__(self) -> None:
         self.firsts: list[int] = []
@@ -104,6 +107,7 @@ class _Runs:
         self.ends: list[list[int]] = []
         self.tail_ends: list[int] = []
         self.pending: set[int] = set()
+        self.in_place = 0  # single acks to set in place (`add_one`) before buffering in pending again
 
     def is_empty(self) -> bool:
         return not self.firsts and not self.pending
@@ -148,6 +152,8 @@ class _Runs:
         if not pending:
             return
         if len(pending) < _MERGE_ONE_BY_ONE_BASE + len(self.firsts) * (_BLOCK // 3):
+            if len(pending) == 1:  # read after every ack: buffering only adds cost for a while
+                self.in_place = _IN_PLACE_AFTER_A_SINGLE_MERGE
             add_one = self.add_one
             for e in pending:
                 add_one(e)
@@ -410,6 +416,9 @@ class OpenLongPairRangeSet:
             ends = runs.tail_ends
             if ends and ends[-1] == entry - 1:
                 ends[-1] = entry
+            elif runs.in_place:
+                runs.in_place -= 1
+                runs.add_one(entry)
             else:
                 runs.pending.add(entry)
             return
@@ -430,7 +439,11 @@ class OpenLongPairRangeSet:
                 if ends and ends[-1] == lower_value_open:
                     ends[-1] = upper_value
                 elif upper_value == lower_value_open + 1:
-                    runs.pending.add(upper_value)
+                    if runs.in_place:
+                        runs.in_place -= 1
+                        runs.add_one(upper_value)
+                    else:
+                        runs.pending.add(upper_value)
                 else:
                     runs.set_range(lower_value_open + 1, upper_value)
                 return
