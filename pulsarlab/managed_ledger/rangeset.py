@@ -82,6 +82,7 @@ _BLOCK = 128  # runs per block after a split; a block splits when it holds more 
 # by one below this many plus a third of _BLOCK per block (a block holds 1 to 2 _BLOCK runs).
 _MERGE_ONE_BY_ONE_BASE = 96
 _IN_PLACE_AFTER_A_SINGLE_MERGE = 64
+_NO_PENDING: frozenset[int] = frozenset()
 
 
 class _Runs:
@@ -106,7 +107,7 @@ class _Runs:
         self.starts: list[list[int]] = []
         self.ends: list[list[int]] = []
         self.tail_ends: list[int] = []
-        self.pending: set[int] = set()
+        self.pending: set[int] | frozenset[int] = _NO_PENDING  # a set from the first pending entry on
         self.in_place = 0  # single acks to set in place (`add_one`) before buffering in pending again
 
     def is_empty(self) -> bool:
@@ -154,15 +155,15 @@ class _Runs:
         if len(pending) < _MERGE_ONE_BY_ONE_BASE + len(self.firsts) * (_BLOCK // 3):
             if len(pending) == 1:  # read after every ack: buffering only adds cost for a while
                 self.in_place = _IN_PLACE_AFTER_A_SINGLE_MERGE
+            self.pending = _NO_PENDING
             add_one = self.add_one
             for e in pending:
                 add_one(e)
-            pending.clear()
             return
         n = sum(map(len, self.starts))
         new = np.fromiter(pending, np.int64, len(pending))
         new.sort()
-        pending.clear()
+        self.pending = _NO_PENDING
         old_starts = np.fromiter(chain.from_iterable(self.starts), np.int64, n)
         at = np.searchsorted(old_starts, new)
         starts = np.insert(old_starts, at, new)
@@ -419,8 +420,10 @@ class OpenLongPairRangeSet:
             elif runs.in_place:
                 runs.in_place -= 1
                 runs.add_one(entry)
+            elif runs.pending:
+                runs.pending.add(entry)  # type: ignore[union-attr]
             else:
-                runs.pending.add(entry)
+                runs.pending = {entry}
             return
         _check_long("entry", entry)
         self.add_open_closed(ledger, entry - 1, ledger, entry)
@@ -442,8 +445,10 @@ class OpenLongPairRangeSet:
                     if runs.in_place:
                         runs.in_place -= 1
                         runs.add_one(upper_value)
+                    elif runs.pending:
+                        runs.pending.add(upper_value)  # type: ignore[union-attr]
                     else:
-                        runs.pending.add(upper_value)
+                        runs.pending = {upper_value}
                 else:
                     runs.set_range(lower_value_open + 1, upper_value)
                 return
