@@ -24,7 +24,9 @@ default); "log off" is ``record_events=False``. bytes/event = ``EventLog.nbytes 
 Shared log-on run (strings are interned once and not counted).
 
 Range-set figures come from ``bench/rangeset.py`` (single-entry acks per second, in order and random,
-beside a naive Python set): see that file.
+beside a naive Python set): see that file. Random acks / naive set on branch rangeset2 (pending buffer):
+1.81-2.84 in four runs at load 3-4, where main gave 0.83-0.96 interleaved with them (1.89-2.04 vs 0.87-1.05
+in CPU time; per run in that file's docstring); the table's range-set row below predates it.
 
 Every figure is the best of ``--repeat`` runs measured in this one run; the machine may be shared and
 noisy, so compare figures from the same run (the per-CPU-second rate printed beside each figure, from
@@ -272,7 +274,8 @@ def main() -> None:
         f"{goal(rates['shared_no_batching'] >= GOAL_NO_BATCHING_MSGS)} ({rates['shared_no_batching']:,.0f})"
     )
     print(
-        f"goal random range-set acks >= the naive set's (issue 12): {goal(rnd >= naive)} ({rnd:,.0f} vs {naive:,.0f}/s)"
+        f"goal random range-set acks >= the naive set's (issue 12): {goal(rnd >= naive)} ({rnd:,.0f} vs {naive:,.0f}/s, "
+        f"x{rnd / naive:.2f})"
     )
     out = {
         "shared_msgs_per_s": round(rates["shared"]),

@@ -1,15 +1,43 @@
 """Benchmark of the cursor's individual-ack set (`pulsarlab.managed_ledger.rangeset.OpenLongPairRangeSet`).
 
-Prints single-entry acks per second for three workloads and ends with one JSON line:
+Prints single-entry acks per second for these workloads, random / naive, and ends with one JSON line:
 * in-order: `add_open_closed(L, e-1, L, e)` for e = 0, 1, 2, ... (the cursor's ack of an in-order
   consumer), ledgers of 50,000 entries (managedLedgerMaxEntriesPerLedger);
 * random: the same entries acked in a seeded random order (worst case for the number of ranges);
 * cursor in-order: per ack what `ManagedCursorImpl.asyncDelete` asks of the set when the mark-delete
   position follows the acks (`add_open_closed`, `first_range`, `remove_at_most`);
+* cursor random: per ack what `ManagedCursorImpl.asyncDelete` asks of the set when each call carries one
+  ack (ack grouping off), in the random order: `contains`, `ack`, `first_range`, and `remove_at_most` when
+  the mark-delete position moves (the worst case for the set's pending buffer: a read after every ack);
+* cursor window: the same with the entries shuffled only within windows of 1,000 (the mark-delete
+  position follows closely, as with a few consumers acking out of order);
 * naive: the random order into a Python set of (ledger, entry), the baseline a dict-of-sets model
   would give, plus one final sort into ranges (what printing the set costs it).
 
 Usage: python bench/rangeset.py [--entries N] [--repeat R]
+
+Figures (``--entries 500000``, as ``bench/broker.py`` runs it; acks/s, best of 3; the 2-core machine shared
+with other sessions, 1-minute load 2.7-4.1, no quiet window; before = main f64584a, after = branch rangeset2
+f5e0fe7, runs interleaved before/after/before/...):
+
+==================  ======================================  ======================================
+figure              before (runs 1-4)                       after (runs 1-4)
+==================  ======================================  ======================================
+random / naive      0.95  0.96  0.92  0.83                  1.81  2.15  2.84  2.03
+random              818k  672k  678k  666k                  1,209k  1,436k  1,276k  1,230k
+naive               859k  698k  740k  804k                  669k  669k  450k  608k
+in-order            5.65M  6.67M  6.42M  6.49M              6.66M  6.89M  6.57M  6.62M
+cursor in-order     1.12M  1.11M  1.13M  1.09M              1.17M  1.18M  0.75M  1.14M
+cursor random       523k  486k  487k  384k                  859k  935k  564k  586k
+cursor window       892k  902k  890k  884k                  880k  923k  682k  773k
+==================  ======================================  ======================================
+
+Wall-clock rates under that load move by up to 40% from run to run (run 3 after: naive and the cursor
+figures fell 25-40%). CPU time (``time.process_time``, both modules in one process, interleaved, best of 3-5) compares
+more steadily: random / naive 0.87-1.05 before, 1.89-2.04 after (4 runs); after / before: random 1.78-1.84,
+cursor random 1.84, cursor window 1.02, cursor in-order 1.06-1.07, in-order 1.01. Random single acks now
+go to a per-ledger pending set (O(1)) merged into the runs by the next read that needs runs; a ledger read
+after every ack (cursor window) has its acks set in place as before, which is why that figure stays.
 """
 
 from __future__ import annotations
@@ -22,6 +50,7 @@ import time
 from pulsarlab.managed_ledger.rangeset import OpenLongPairRangeSet
 
 ENTRIES_PER_LEDGER = 50_000
+WINDOW = 1_000
 
 
 def positions(n: int) -> list[tuple[int, int]]:
@@ -65,6 +94,45 @@ def bench_cursor_inorder(pos: list[tuple[int, int]], repeat: int) -> float:
     return best_rate(run, len(pos), repeat)
 
 
+def bench_cursor_random(pos: list[tuple[int, int]], repeat: int) -> float:
+    """Acks per second of what `ManagedCursorImpl.asyncDelete` asks per ack, one ack per call, acks in the order of
+    ``pos``: `contains`, `ack` (the cursor's single-entry add), `first_range`, and while the first range reaches the mark-delete
+    position (the next ledger's entry 0 reaches a complete ledger's end) the position moves to its end,
+    `remove_at_most` and `first_range` again."""
+    last = max(pos)
+
+    def run():
+        rs = OpenLongPairRangeSet()
+        contains, ack, first, remove = rs.contains, rs.ack, rs.first_range, rs.remove_at_most
+        md_l, md_e = min(pos)[0], -1
+        for ledger, entry in pos:
+            if contains(ledger, entry):
+                continue
+            ack(ledger, entry)
+            range_ = first()
+            while range_ is not None:
+                lk, lv, uk, uv = range_
+                if (lk, lv) > (md_l, md_e) and (lv != -1 or lk != md_l + 1 or md_e != ENTRIES_PER_LEDGER - 1):
+                    break
+                md_l, md_e = uk, uv
+                remove(md_l, md_e)
+                range_ = first()
+        assert rs.is_empty() and (md_l, md_e) == last
+
+    return best_rate(run, len(pos), repeat)
+
+
+def windowed(pos: list[tuple[int, int]], window: int) -> list[tuple[int, int]]:
+    """``pos`` shuffled (seeded) within consecutive windows: acks out of order by at most ``window`` entries."""
+    rng = random.Random(42)
+    out: list[tuple[int, int]] = []
+    for i in range(0, len(pos), window):
+        chunk = pos[i : i + window]
+        rng.shuffle(chunk)
+        out += chunk
+    return out
+
+
 def bench_naive(pos: list[tuple[int, int]], repeat: int) -> float:
     def run():
         acked: set[tuple[int, int]] = set()
@@ -96,8 +164,13 @@ def main() -> None:
     print(f"random acks:   {rnd:,.0f}/s")
     cursor = bench_cursor_inorder(pos, args.repeat)
     print(f"cursor in-order acks: {cursor:,.0f}/s (add, first_range, remove_at_most per ack)")
+    cursor_random = bench_cursor_random(shuffled, args.repeat)
+    print(f"cursor random acks: {cursor_random:,.0f}/s (contains, ack, first_range, remove_at_most per ack)")
+    cursor_window = bench_cursor_random(windowed(pos, WINDOW), args.repeat)
+    print(f"cursor window acks: {cursor_window:,.0f}/s (the same, random order within windows of {WINDOW:,})")
     naive = bench_naive(shuffled, args.repeat)
     print(f"naive set:     {naive:,.0f}/s (random order, plus one final sort into ranges)")
+    print(f"random / naive: {rnd / naive:.2f}")
     print(
         json.dumps(
             {
@@ -105,6 +178,8 @@ def main() -> None:
                 "rangeset_random_acks_per_s": round(rnd),
                 "naive_random_acks_per_s": round(naive),
                 "rangeset_cursor_inorder_acks_per_s": round(cursor),
+                "rangeset_cursor_random_acks_per_s": round(cursor_random),
+                "rangeset_cursor_window_acks_per_s": round(cursor_window),
             }
         )
     )
