@@ -578,12 +578,10 @@ class OpenLongPairRangeSet:
             value = _jint(max(value, EARLIEST))
             if value < 0:
                 raise IndexOutOfBoundsException(f"bitIndex < 0: {value}")
-        if value in runs.pending:  # runs.contains(value), inlined (asked once per acked entry)
+        k = bisect_right(runs.firsts, value) - 1  # runs.contains(value), inlined (asked once per acked entry)
+        if k >= 0 and runs.ends[k][bisect_right(runs.starts[k], value) - 1] >= value:
             return True
-        k = bisect_right(runs.firsts, value) - 1
-        if k < 0:
-            return False
-        return runs.ends[k][bisect_right(runs.starts[k], value) - 1] >= value
+        return value in runs.pending
 
     def __contains__(self, position: tuple[int, int]) -> bool:
         ledger, entry = position
@@ -644,8 +642,11 @@ class OpenLongPairRangeSet:
         ledgers = self._ledgers
         for i in range(bisect_left(keys, key), len(keys)):
             k = keys[i]
-            last = ledgers[k].last()
-            if last >= 0 and (k > key or last >= value):
+            runs = ledgers[k]
+            if runs.pending:
+                runs.merge_pending()
+            tail = runs.tail_ends
+            if tail and (k > key or tail[-1] >= value):
                 return True
         return False
 
