@@ -79,7 +79,7 @@ def _is_valid(key: int, value: int) -> bool:
 
 _BLOCK = 128  # runs per block after a split; a block splits when it holds more than twice this
 # Merging pending entries one by one costs ~0.3 us each, in one vectorised pass ~25 us + ~0.07 us per run: one
-# by one below this many plus a third of _BLOCK per block (a block holds 1 to 2 _BLOCK runs).
+# by one below this many plus a third of _BLOCK per block (blocks hold about 1 to 2 _BLOCK runs).
 _MERGE_ONE_BY_ONE_BASE = 96
 _IN_PLACE_AFTER_A_SINGLE_MERGE = 64
 _NO_PENDING: frozenset[int] = frozenset()
@@ -129,11 +129,6 @@ class _Runs:
         if self.pending:
             self.merge_pending()
         return self.tail_ends[-1] if self.tail_ends else -1
-
-    def first_run(self) -> tuple[int, int]:
-        if self.pending:
-            self.merge_pending()
-        return self.starts[0][0], self.ends[0][0]
 
     def last_run(self) -> tuple[int, int]:
         if self.pending:
@@ -605,7 +600,7 @@ class OpenLongPairRangeSet:
             runs.merge_pending()
         if not runs.firsts:
             raise IndexOutOfBoundsException("fromIndex < 0: -1")  # nextClearBit(nextSetBit(0) = -1)
-        return (key, runs.firsts[0] - 1, key, runs.ends[0][0])  # runs.first_run(), inlined (asked once per ack)
+        return (key, runs.firsts[0] - 1, key, runs.ends[0][0])  # asked after every asyncDelete
 
     def last_range(self) -> RawRange | None:
         """`lastRange`: the last run of the highest ledger, open-closed."""
