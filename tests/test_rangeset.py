@@ -549,6 +549,36 @@ def test_random_acks_in_large_ledgers_stay_consistent():
     assert list(rs) == naive.ranges()
 
 
+def test_batches_of_random_acks_between_reads_merge_both_ways():
+    """Batches of 1..3,000 random acks into ledgers of thousands of runs, each batch followed by reads and a
+    remove_at_most: merges go one by one and vectorised, and every answer matches the naive set."""
+    rng = random.Random(5)
+    rs, naive = OpenLongPairRangeSet(), NaiveRangeSet()
+    runs_class = rangeset_module._Runs
+    with (
+        mock.patch.object(runs_class, "add_one", autospec=True, side_effect=runs_class.add_one) as one_by_one,
+        mock.patch.object(
+            runs_class, "_merge_vectorised", autospec=True, side_effect=runs_class._merge_vectorised
+        ) as vectorised,
+    ):
+        floor = 0
+        for batch in (1, 3_000, 5, 200, 1, 1, 40, 2_500, 90, 1_000, 2, 700, 150):
+            for _ in range(batch):
+                ledger, entry = rng.choice([7, 8]), rng.randint(0, 30_000)
+                rs.ack(ledger, entry)
+                naive.add_open_closed(ledger, entry - 1, ledger, entry)
+            assert rs.first_range() == naive.ranges()[0]
+            assert list(rs) == naive.ranges()
+            assert rs.cardinality(7, 0, 8, 30_000) == len(naive.entries)
+            floor += rng.randint(0, 1_500)
+            rs.remove_at_most(7, floor)
+            naive.remove_at_most(7, floor)
+            assert list(rs) == naive.ranges()
+    assert vectorised.call_count >= 3
+    assert one_by_one.call_count >= 50
+    assert max(len(blocks) for r in rs._ledgers.values() for blocks in r.starts) <= 2 * rangeset_module._BLOCK
+
+
 # ---------------------------------------------------------------------------------------------
 # The golden replay itself notices a wrong answer
 

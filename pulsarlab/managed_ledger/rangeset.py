@@ -155,10 +155,14 @@ class _Runs:
             for e in pending:
                 add_one(e)
             return
-        n = sum(map(len, self.starts))
-        new = np.fromiter(pending, np.int64, len(pending))
-        new.sort()
         self.pending = _NO_PENDING
+        self._merge_vectorised(pending)
+
+    def _merge_vectorised(self, entries: set[int] | frozenset[int]) -> None:
+        """Rebuild the runs from the current runs and ``entries`` in one numpy pass, in blocks of `_BLOCK` runs."""
+        n = sum(map(len, self.starts))
+        new = np.fromiter(entries, np.int64, len(entries))
+        new.sort()
         old_starts = np.fromiter(chain.from_iterable(self.starts), np.int64, n)
         at = np.searchsorted(old_starts, new)
         starts = np.insert(old_starts, at, new)
