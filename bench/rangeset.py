@@ -66,8 +66,8 @@ def best_rate(run, n: int, repeat: int) -> float:
     return n / best
 
 
-def bench_rangeset(pos: list[tuple[int, int]], repeat: int) -> float:
-    """Acks per second of `add_open_closed(L, e-1, L, e)` over ``pos`` in the given order."""
+def rangeset_run(pos: list[tuple[int, int]]):
+    """`add_open_closed(L, e-1, L, e)` over ``pos`` in the given order."""
 
     def run():
         rs = OpenLongPairRangeSet()
@@ -76,7 +76,12 @@ def bench_rangeset(pos: list[tuple[int, int]], repeat: int) -> float:
             add(ledger, entry - 1, ledger, entry)
         assert rs.size() == len({p[0] for p in pos})  # every ledger ends as one range
 
-    return best_rate(run, len(pos), repeat)
+    return run
+
+
+def bench_rangeset(pos: list[tuple[int, int]], repeat: int) -> float:
+    """Acks per second of `add_open_closed(L, e-1, L, e)` over ``pos`` in the given order."""
+    return best_rate(rangeset_run(pos), len(pos), repeat)
 
 
 def bench_cursor_inorder(pos: list[tuple[int, int]], repeat: int) -> float:
@@ -133,7 +138,7 @@ def windowed(pos: list[tuple[int, int]], window: int) -> list[tuple[int, int]]:
     return out
 
 
-def bench_naive(pos: list[tuple[int, int]], repeat: int) -> float:
+def naive_run(pos: list[tuple[int, int]]):
     def run():
         acked: set[tuple[int, int]] = set()
         add = acked.add
@@ -147,7 +152,20 @@ def bench_naive(pos: list[tuple[int, int]], repeat: int) -> float:
             prev = p
         assert ranges == len({p[0] for p in pos})
 
-    return best_rate(run, len(pos), repeat)
+    return run
+
+
+def bench_random_and_naive(pos: list[tuple[int, int]], repeat: int) -> tuple[float, float]:
+    """Acks per second of the range set and of the naive set over ``pos``, best of ``repeat`` each, their runs
+    alternated so that a change of load on a shared machine hits both alike."""
+    runs = (rangeset_run(pos), naive_run(pos))
+    best = [float("inf"), float("inf")]
+    for _ in range(repeat):
+        for i, run in enumerate(runs):
+            t0 = time.perf_counter()
+            run()
+            best[i] = min(best[i], time.perf_counter() - t0)
+    return len(pos) / best[0], len(pos) / best[1]
 
 
 def main() -> None:
@@ -160,17 +178,18 @@ def main() -> None:
     random.Random(42).shuffle(shuffled)
     inorder = bench_rangeset(pos, args.repeat)
     print(f"in-order acks: {inorder:,.0f}/s ({args.entries:,} entries)")
-    rnd = bench_rangeset(shuffled, args.repeat)
+    rnd, naive = bench_random_and_naive(shuffled, args.repeat)
     print(f"random acks:   {rnd:,.0f}/s")
+    print(
+        f"naive set:     {naive:,.0f}/s (random order, plus one final sort into ranges; runs alternated with the above)"
+    )
+    print(f"random / naive: {rnd / naive:.2f}")
     cursor = bench_cursor_inorder(pos, args.repeat)
     print(f"cursor in-order acks: {cursor:,.0f}/s (add, first_range, remove_at_most per ack)")
     cursor_random = bench_cursor_random(shuffled, args.repeat)
     print(f"cursor random acks: {cursor_random:,.0f}/s (contains, ack, first_range, remove_at_most per ack)")
     cursor_window = bench_cursor_random(windowed(pos, WINDOW), args.repeat)
     print(f"cursor window acks: {cursor_window:,.0f}/s (the same, random order within windows of {WINDOW:,})")
-    naive = bench_naive(shuffled, args.repeat)
-    print(f"naive set:     {naive:,.0f}/s (random order, plus one final sort into ranges)")
-    print(f"random / naive: {rnd / naive:.2f}")
     print(
         json.dumps(
             {
