@@ -17,27 +17,29 @@ Prints single-entry acks per second for these workloads, random / naive, and end
 Usage: python bench/rangeset.py [--entries N] [--repeat R]
 
 Figures (``--entries 500000``, as ``bench/broker.py`` runs it; acks/s, best of 3; the 2-core machine shared
-with other sessions, 1-minute load 2.7-4.1, no quiet window; before = main f64584a, after = branch rangeset2
-f5e0fe7, runs interleaved before/after/before/...):
+with other sessions, 1-minute load 3.6-5.3, no quiet window; before = main f64584a, after = branch rangeset2
+1e82cac, this file as of 1e82cac for both, runs interleaved before/after/before/...):
 
-==================  ======================================  ======================================
-figure              before (runs 1-4)                       after (runs 1-4)
-==================  ======================================  ======================================
-random / naive      0.95  0.96  0.92  0.83                  1.81  2.15  2.84  2.03
-random              818k  672k  678k  666k                  1,209k  1,436k  1,276k  1,230k
-naive               859k  698k  740k  804k                  669k  669k  450k  608k
-in-order            5.65M  6.67M  6.42M  6.49M              6.66M  6.89M  6.57M  6.62M
-cursor in-order     1.12M  1.11M  1.13M  1.09M              1.17M  1.18M  0.75M  1.14M
-cursor random       523k  486k  487k  384k                  859k  935k  564k  586k
-cursor window       892k  902k  890k  884k                  880k  923k  682k  773k
-==================  ======================================  ======================================
+==================  ============================================  ============================================
+figure              before (runs 1-5)                             after (runs 1-5)
+==================  ============================================  ============================================
+random / naive      1.04  0.77  0.79  1.00  0.97                  3.15  2.25  2.46  1.71  1.85
+random              761k  288k  471k  497k  760k                  1,283k  1,186k  1,134k  1,340k  1,385k
+naive               731k  375k  597k  496k  782k                  408k  528k  462k  782k  748k
+in-order            6.36M  6.04M  4.09M  6.55M  6.92M             3.96M  4.47M  6.88M  6.87M  5.10M
+cursor in-order     1.06M  0.56M  0.88M  0.95M  1.08M             0.59M  0.74M  0.94M  1.23M  1.15M
+cursor random       360k  306k  269k  424k  506k                  566k  632k  607k  905k  821k
+cursor window       847k  557k  574k  920k  777k                  910k  552k  908k  919k  927k
+==================  ============================================  ============================================
 
-Wall-clock rates under that load move by up to 40% from run to run (run 3 after: naive and the cursor
-figures fell 25-40%). CPU time (``time.process_time``, both modules in one process, interleaved, best of 3-5) compares
-more steadily: random / naive 0.87-1.05 before, 1.89-2.04 after (4 runs); after / before: random 1.78-1.84,
-cursor random 1.84, cursor window 1.02, cursor in-order 1.06-1.07, in-order 1.01. Random single acks now
-go to a per-ledger pending set (O(1)) merged into the runs by the next read that needs runs; a ledger read
-after every ack (cursor window) has its acks set in place as before, which is why that figure stays.
+At that load wall-clock rates move by up to 2x from run to run (random and naive alternate, so their
+ratio suffers less). CPU time (``time.process_time``, both modules in one process, interleaved, best of
+4-5) compares more steadily: random / naive 0.94-1.08 before, 1.92-2.05 after (4 runs each); after /
+before: random 1.88-2.19, cursor random 1.67, cursor window 1.02, cursor in-order 1.02-1.06, in-order
+1.02. The ratio needs the 500,000 entries: with one ledger of 50,000 the naive set's sort is cheap and
+random / naive is about 0.9 in CPU time (100,000: 1.2; 200,000: 1.9). Random single acks now go to a
+per-ledger pending set (O(1)) merged into the runs by the next read that needs runs; a ledger read after
+every ack (cursor window) has its acks set in place as before, which is why that figure stays.
 """
 
 from __future__ import annotations
