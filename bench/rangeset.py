@@ -39,7 +39,10 @@ before: random 1.88-2.19, cursor random 1.67, cursor window 1.02, cursor in-orde
 1.02. The ratio needs the 500,000 entries: with one ledger of 50,000 the naive set's sort is cheap and
 random / naive is about 0.9 in CPU time (100,000: 1.2; 200,000: 1.9). Random single acks now go to a
 per-ledger pending set (O(1)) merged into the runs by the next read that needs runs; a ledger read after
-every ack (cursor window) has its acks set in place as before, which is why that figure stays.
+every ack (cursor window) has its acks set in place as before, which is why that figure stays. In the
+whole model (``bench/broker.py``'s Shared without batching, log on; ``valgrind --tool=callgrind`` over
+10,000 messages after a 1,000-message warm-up) main runs 154,900 instructions per message, the branch
+151,300 (-2.3%): there the acks reach the cursor in batches of up to 1,000 per `asyncDelete`.
 """
 
 from __future__ import annotations
