@@ -477,22 +477,26 @@ def test_contains_answers_a_pending_ack_without_merging():
     assert not runs.pending
 
 
-def test_acks_read_one_by_one_are_set_in_place_for_a_while():
+def test_acks_merged_one_by_one_are_set_in_place_for_a_while():
+    """A merge that goes one by one (a read every few acks) saved nothing: the next acks skip the buffer, then
+    buffer again."""
     rs = OpenLongPairRangeSet()
-    rs.ack(4, 1000)
+    rs.ack(4, 10**6)
     runs = rs._ledgers[4]
-    rs.ack(4, 3)
-    assert runs.pending == {3} and runs.in_place == 0
-    assert rs.first_range() == (4, 2, 4, 3)  # a merge of one entry
+    for entry in (3, 9, 7):
+        rs.ack(4, entry)
+    assert runs.pending == {3, 7, 9} and runs.in_place == 0
+    assert rs.first_range() == (4, 2, 4, 3)  # a merge of three entries, one by one
     assert not runs.pending
-    assert runs.in_place == rangeset_module._IN_PLACE_AFTER_A_SINGLE_MERGE
-    for entry in range(5, 5 + 2 * runs.in_place, 2):
+    assert runs.in_place == rangeset_module._IN_PLACE_AFTER_A_SMALL_MERGE
+    in_place = range(11, 11 + 2 * runs.in_place, 2)
+    for entry in in_place:
         rs.ack(4, entry)
     assert runs.in_place == 0 and not runs.pending
     rs.ack(4, 1)
     rs.add_open_closed(4, 0, 4, 1)  # the same entry, via the cursor's other call
     assert runs.pending == {1}
-    assert rs.size() == 3 + rangeset_module._IN_PLACE_AFTER_A_SINGLE_MERGE  # 1, 3, each in place, 1000
+    assert rs.size() == 5 + len(in_place)  # 1, 3, 7, 9, each in place, 10**6
 
 
 @pytest.mark.parametrize("mode", ["one by one", "vectorised"])

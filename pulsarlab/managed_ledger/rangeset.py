@@ -81,7 +81,7 @@ _BLOCK = 128  # runs per block after a split; a block splits when it holds more 
 # Merging pending entries one by one costs ~0.3 us each, in one vectorised pass ~25 us + ~0.07 us per run: one
 # by one below this many plus a third of _BLOCK per block (blocks hold about 1 to 2 _BLOCK runs).
 _MERGE_ONE_BY_ONE_BASE = 96
-_IN_PLACE_AFTER_A_SINGLE_MERGE = 64
+_IN_PLACE_AFTER_A_SMALL_MERGE = 512
 _NO_PENDING: frozenset[int] = frozenset()
 
 
@@ -96,8 +96,8 @@ class _Runs:
     ``pending`` holds single entries set out of order and not merged into the runs yet (setting one is
     O(1), as `BitSet.set` is): the set is the union of the runs and ``pending``. Every read but
     `contains` merges them first (`merge_pending`); updates commute with the union and need not. When a
-    merge finds a single entry (the ledger is read after every ack, as a cursor acking one position per
-    `asyncDelete` does), the next ``in_place`` acks skip the buffer, which would only add cost.
+    merge goes one by one (reads come every few acks, as when a cursor's `asyncDelete` calls carry few
+    acks) the buffer saved nothing, and the next ``in_place`` acks skip it.
     """
 
     __slots__ = ("firsts", "starts", "ends", "tail_ends", "pending", "in_place")
@@ -148,8 +148,7 @@ class _Runs:
         if not pending:
             return
         if len(pending) < _MERGE_ONE_BY_ONE_BASE + len(self.firsts) * (_BLOCK // 3):
-            if len(pending) == 1:  # read after every ack: buffering only adds cost for a while
-                self.in_place = _IN_PLACE_AFTER_A_SINGLE_MERGE
+            self.in_place = _IN_PLACE_AFTER_A_SMALL_MERGE  # buffering them saved nothing: skip it for a while
             self.pending = _NO_PENDING
             add_one = self.add_one
             for e in pending:
