@@ -25,8 +25,8 @@ Shared log-on run (strings are interned once and not counted).
 
 Range-set figures come from ``bench/rangeset.py`` (single-entry acks per second, in order and random,
 beside a naive Python set): see that file. Random acks / naive set on branch rangeset2 (pending buffer):
-1.71-3.15 in five runs at load 3.6-5.3, where main gave 0.77-1.04 interleaved with them (1.92-2.05 vs
-0.94-1.08 in CPU time; per run in that file's docstring); the table's range-set row below predates it.
+1.77-2.04 in five runs at load 3.9-4.9, where main gave 0.82-1.32 interleaved with them (1.77-2.07 vs
+0.98-1.08 in CPU time; per run in that file's docstring); the table's range-set row below predates it.
 
 Every figure is the best of ``--repeat`` runs measured in this one run; the machine may be shared and
 noisy, so compare figures from the same run (the per-CPU-second rate printed beside each figure, from

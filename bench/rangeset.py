@@ -17,32 +17,33 @@ Prints single-entry acks per second for these workloads, random / naive, and end
 Usage: python bench/rangeset.py [--entries N] [--repeat R]
 
 Figures (``--entries 500000``, as ``bench/broker.py`` runs it; acks/s, best of 3; the 2-core machine shared
-with other sessions, 1-minute load 3.6-5.3, no quiet window; before = main f64584a, after = branch rangeset2
-1e82cac, this file as of 1e82cac for both, runs interleaved before/after/before/...):
+with other sessions, 1-minute load 3.9-4.9, no quiet window; before = main f64584a, after = branch rangeset2
+1a6001c, this file as of 1a6001c for both, runs interleaved before/after/before/...):
 
 ==================  ============================================  ============================================
 figure              before (runs 1-5)                             after (runs 1-5)
 ==================  ============================================  ============================================
-random / naive      1.04  0.77  0.79  1.00  0.97                  3.15  2.25  2.46  1.71  1.85
-random              761k  288k  471k  497k  760k                  1,283k  1,186k  1,134k  1,340k  1,385k
-naive               731k  375k  597k  496k  782k                  408k  528k  462k  782k  748k
-in-order            6.36M  6.04M  4.09M  6.55M  6.92M             3.96M  4.47M  6.88M  6.87M  5.10M
-cursor in-order     1.06M  0.56M  0.88M  0.95M  1.08M             0.59M  0.74M  0.94M  1.23M  1.15M
-cursor random       360k  306k  269k  424k  506k                  566k  632k  607k  905k  821k
-cursor window       847k  557k  574k  920k  777k                  910k  552k  908k  919k  927k
+random / naive      1.04  1.16  0.91  1.32  0.82                  1.95  2.04  1.77  1.87  1.82
+random              641k  498k  377k  676k  512k                  1,169k  751k  1,166k  1,316k  1,383k
+naive               619k  431k  412k  510k  628k                  599k  368k  657k  705k  760k
+in-order            6.51M  4.31M  3.50M  6.74M  6.39M             6.61M  2.46M  6.59M  6.63M  6.67M
+cursor in-order     1.15M  0.80M  1.07M  1.15M  1.11M             0.79M  0.71M  1.21M  1.20M  1.17M
+cursor random       444k  292k  481k  457k  486k                  307k  507k  827k  884k  877k
+cursor window       897k  606k  792k  909k  877k                  360k  799k  922k  932k  917k
 ==================  ============================================  ============================================
 
-At that load wall-clock rates move by up to 2x from run to run (random and naive alternate, so their
-ratio suffers less). CPU time (``time.process_time``, both modules in one process, interleaved, best of
-4-5) compares more steadily: random / naive 0.94-1.08 before, 1.92-2.05 after (4 runs each); after /
-before: random 1.88-2.19, cursor random 1.67, cursor window 1.02, cursor in-order 1.02-1.06, in-order
-1.02. The ratio needs the 500,000 entries: with one ledger of 50,000 the naive set's sort is cheap and
-random / naive is about 0.9 in CPU time (100,000: 1.2; 200,000: 1.9). Random single acks now go to a
-per-ledger pending set (O(1)) merged into the runs by the next read that needs runs; a ledger read after
-every ack (cursor window) has its acks set in place as before, which is why that figure stays. In the
-whole model (``bench/broker.py``'s Shared without batching, log on; ``valgrind --tool=callgrind`` over
+At that load wall-clock rates move by up to 2.5x from run to run (random and naive alternate, so their
+ratio suffers less; runs 1-2 after were hit). CPU time (``time.process_time``, both modules in one
+process, interleaved, best of 3-5) compares more steadily: random / naive 0.98-1.08 before, 1.77-2.07
+after (4 runs each); after / before: random 1.78-1.90, cursor random 1.68, cursor window 1.03, cursor
+in-order 1.03-1.06, in-order 1.02; with a read every 2, 3, 5, 10 or 100 acks in the windowed order
+0.96-1.02. The ratio needs the 500,000 entries: with one ledger of 50,000 the naive set's sort is cheap
+and random / naive is about 0.9 in CPU time (100,000: 1.2; 200,000: 1.9). Random single acks now go to a
+per-ledger pending set (O(1)) merged into the runs by the next read that needs runs; when that merge goes
+one by one (reads every few acks, as in the cursor figures) the next acks are set in place as before. In
+the whole model (``bench/broker.py``'s Shared without batching, log on; ``valgrind --tool=callgrind`` over
 10,000 messages after a 1,000-message warm-up) main runs 154,900 instructions per message, the branch
-151,300 (-2.3%): there the acks reach the cursor in batches of up to 1,000 per `asyncDelete`.
+149,800 (-3.3%): there the acks reach the cursor in batches of up to 1,000 per `asyncDelete`.
 """
 
 from __future__ import annotations
