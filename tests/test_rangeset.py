@@ -397,6 +397,127 @@ def test_ack_is_the_cursors_single_entry_add(acks):
     assert via_ack.to_ranges(INT_MAX) == via_add.to_ranges(INT_MAX)
 
 
+# Out-of-order acks wait in a per-ledger pending set until a read needs them: merged late or at once, and one
+# by one or in one vectorised pass, every answer must be the same.
+
+MERGE_MODES = {
+    "one by one": {"_MERGE_ONE_BY_ONE_BASE": 10**9},
+    "vectorised": {"_MERGE_ONE_BY_ONE_BASE": 0, "_BLOCK": 1},  # _BLOCK // 3 == 0: every merge is vectorised
+    "default": {"_MERGE_ONE_BY_ONE_BASE": rangeset_module._MERGE_ONE_BY_ONE_BASE},
+}
+
+QUERIES = {
+    "iter": lambda rs: list(rs),
+    "str": str,
+    "size": lambda rs: rs.size(),
+    "is_empty": lambda rs: rs.is_empty(),
+    "first_range": lambda rs: rs.first_range(),
+    "last_range": lambda rs: rs.last_range(),
+    "span": lambda rs: rs.span(),
+    "contains": lambda rs: [rs.contains(l, e) for l in (1, 2, 3, 5) for e in range(0, 43)],
+    "range_containing": lambda rs: [rs.range_containing(l, e) for l in (1, 2, 3, 5) for e in range(0, 43)],
+    "has_any_from": lambda rs: [rs.has_any_from(l, e) for l in (1, 2, 3, 5) for e in range(0, 43)],
+    "cardinality": lambda rs: rs.cardinality(1, -2, 5, 41),
+    "to_ranges": lambda rs: rs.to_ranges(INT_MAX),
+    "remove_at_most": lambda rs: (rs.remove_at_most(2, 17), list(rs), rs._keys),
+    "remove_below_earliest": lambda rs: (rs.remove_at_most(-5, 3), list(rs)),
+    "cross_ledger_add": lambda rs: (rs.add_open_closed(2, 5, 3, 9), list(rs)),
+}
+
+
+def _answer(query, rs):
+    try:
+        return query(rs)
+    except PulsarError as error:
+        return (type(error), str(error))
+
+
+def _replay(ops, merge_at_once: bool) -> OpenLongPairRangeSet:
+    rs, naive = OpenLongPairRangeSet(), NaiveRangeSet()
+    for op in ops:
+        _apply(op, rs, naive)
+        if merge_at_once:
+            for runs in rs._ledgers.values():
+                runs.merge_pending()
+    return rs
+
+
+@pytest.mark.parametrize("mode", MERGE_MODES)
+@settings(max_examples=60, deadline=None)
+@given(st.lists(operations(), max_size=40))
+def test_every_read_sees_acks_still_pending(mode, ops):
+    """Each query, asked first after the operations, answers as if every ack had been merged at once."""
+    with mock.patch.multiple(rangeset_module, **MERGE_MODES[mode]):
+        for name, query in QUERIES.items():
+            lazy, eager = _replay(ops, merge_at_once=False), _replay(ops, merge_at_once=True)
+            assert _answer(query, lazy) == _answer(query, eager), name
+            assert list(lazy) == list(eager), name
+
+
+@pytest.mark.parametrize("mode", MERGE_MODES)
+@settings(max_examples=100, deadline=None)
+@given(st.lists(operations(), max_size=60), st.randoms(use_true_random=False))
+def test_matches_the_naive_set_in_each_merge_mode(mode, ops, rng):
+    with mock.patch.multiple(rangeset_module, **MERGE_MODES[mode]):
+        rs, naive = OpenLongPairRangeSet(), NaiveRangeSet()
+        for op in ops:
+            _apply(op, rs, naive)
+            _assert_same(rs, naive, rng)
+
+
+def test_contains_answers_a_pending_ack_without_merging():
+    rs = OpenLongPairRangeSet()
+    rs.ack(4, 10)
+    rs.ack(4, 3)  # out of order: pending
+    runs = rs._ledgers[4]
+    assert runs.pending == {3}
+    assert rs.contains(4, 3) and not rs.contains(4, 4)
+    assert runs.pending == {3}
+    assert rs.first_range() == (4, 2, 4, 3)
+    assert not runs.pending
+
+
+def test_acks_merged_one_by_one_are_set_in_place_for_a_while():
+    """A merge that goes one by one (a read every few acks) saved nothing: the next acks skip the buffer, then
+    buffer again."""
+    rs = OpenLongPairRangeSet()
+    rs.ack(4, 10**6)
+    runs = rs._ledgers[4]
+    for entry in (3, 9, 7):
+        rs.ack(4, entry)
+    assert runs.pending == {3, 7, 9} and runs.in_place == 0
+    assert rs.first_range() == (4, 2, 4, 3)  # a merge of three entries, one by one
+    assert not runs.pending
+    assert runs.in_place == rangeset_module._IN_PLACE_AFTER_A_SMALL_MERGE
+    in_place = range(11, 11 + 2 * runs.in_place, 2)
+    for entry in in_place:
+        rs.ack(4, entry)
+    assert runs.in_place == 0 and not runs.pending
+    rs.ack(4, 1)
+    rs.add_open_closed(4, 0, 4, 1)  # the same entry, via the cursor's other call
+    assert runs.pending == {1}
+    assert rs.size() == 5 + len(in_place)  # 1, 3, 7, 9, each in place, 10**6
+
+
+@pytest.mark.parametrize("mode", ["one by one", "vectorised"])
+def test_a_merge_joins_pending_entries_with_runs_across_blocks(mode):
+    """Pending entries that bridge gaps between runs of different blocks leave maximal runs."""
+    base = MERGE_MODES[mode]["_MERGE_ONE_BY_ONE_BASE"]
+    with mock.patch.multiple(rangeset_module, _BLOCK=2, _MERGE_ONE_BY_ONE_BASE=base):
+        rs, naive = OpenLongPairRangeSet(), NaiveRangeSet()
+        for a in range(0, 60, 3):  # runs a..a+1 with gaps at a+2
+            rs.add_open_closed(9, a - 1, 9, a + 1)
+            naive.add_open_closed(9, a - 1, 9, a + 1)
+        assert len(rs._ledgers[9].firsts) > 3
+        for gap in (5, 8, 11, 29, 59, 60, 100):
+            rs.ack(9, gap)
+            naive.add_open_closed(9, gap - 1, 9, gap)
+        assert rs._ledgers[9].pending
+        assert list(rs) == naive.ranges()
+        assert (9, 2, 9, 13) in naive.ranges() and (9, 26, 9, 31) in naive.ranges() and (9, 56, 9, 60) in naive.ranges()
+        assert rs._ledgers[9].firsts == [block[0] for block in rs._ledgers[9].starts]
+
+
 def test_to_ranges_words_round_trip_to_the_entries():
     rng = random.Random(7)
     rs = OpenLongPairRangeSet()
@@ -430,6 +551,36 @@ def test_random_acks_in_large_ledgers_stay_consistent():
     rs.remove_at_most(7, 20_000)
     naive.remove_at_most(7, 20_000)
     assert list(rs) == naive.ranges()
+
+
+def test_batches_of_random_acks_between_reads_merge_both_ways():
+    """Batches of 1..3,000 random acks into ledgers of thousands of runs, each batch followed by reads and a
+    remove_at_most: merges go one by one and vectorised, and every answer matches the naive set."""
+    rng = random.Random(5)
+    rs, naive = OpenLongPairRangeSet(), NaiveRangeSet()
+    runs_class = rangeset_module._Runs
+    with (
+        mock.patch.object(runs_class, "add_one", autospec=True, side_effect=runs_class.add_one) as one_by_one,
+        mock.patch.object(
+            runs_class, "_merge_vectorised", autospec=True, side_effect=runs_class._merge_vectorised
+        ) as vectorised,
+    ):
+        floor = 0
+        for batch in (1, 3_000, 5, 200, 1, 1, 40, 2_500, 90, 1_000, 2, 700, 150):
+            for _ in range(batch):
+                ledger, entry = rng.choice([7, 8]), rng.randint(0, 30_000)
+                rs.ack(ledger, entry)
+                naive.add_open_closed(ledger, entry - 1, ledger, entry)
+            assert rs.first_range() == naive.ranges()[0]
+            assert list(rs) == naive.ranges()
+            assert rs.cardinality(7, 0, 8, 30_000) == len(naive.entries)
+            floor += rng.randint(0, 1_500)
+            rs.remove_at_most(7, floor)
+            naive.remove_at_most(7, floor)
+            assert list(rs) == naive.ranges()
+    assert vectorised.call_count >= 3
+    assert one_by_one.call_count >= 50
+    assert max(len(blocks) for r in rs._ledgers.values() for blocks in r.starts) <= 2 * rangeset_module._BLOCK
 
 
 # ---------------------------------------------------------------------------------------------
