@@ -180,12 +180,14 @@ class PersistentSubscription:
             self._after_ack(md_before, ledger, entry, True, ack_set is not None)
             return
         positions = []
+        partial = False  # any position with an ack set
         individual = consumer.individual_ack_mode
         own_pending = consumer.pending_acks
         dispatcher = self.dispatcher
         batch_index_level = self.batch_index_level
         for ledger, entry, ack_set in cmd.message_ids:
             if ack_set is not None:
+                partial = True
                 acked = 0
                 if individual and self.batch_index_level:
                     owner = self._owner(consumer, ledger, entry)
@@ -202,14 +204,13 @@ class PersistentSubscription:
                 positions.append((make_position(ledger, entry), list(ack_set)))
             else:
                 if individual:
-                    value = own_pending.get(ledger, entry) if own_pending is not None else None
-                    if value is not None:  # the common case: the acking consumer holds it (one lookup)
+                    value = consumer.pop_own_pending_ack(ledger, entry) if own_pending is not None else None
+                    if value is not None:  # the common case: the acking consumer held it (one lookup)
                         acked_count = value[0]
                         if batch_index_level:
                             cur = cursor.batch_deleted_indexes(Position(ledger, entry))
                             if cur is not None:
                                 acked_count = popcount(ack_set_mask(cur))
-                        consumer.remove_own_pending_ack(ledger, entry)
                         # consumer.add_unacked(-acked_count), inlined (individual ack mode here): once per acked entry
                         consumer.unacked_messages -= acked_count
                         dispatcher.add_unacked_messages(-acked_count)
@@ -232,7 +233,7 @@ class PersistentSubscription:
             last.ledger_id if last else -1,
             last.entry_id if last else -1,
             False,
-            any(s is not None for _, s in positions),
+            partial,
         )
 
     def _owner(self, consumer: "Consumer", ledger: int, entry: int) -> "Consumer | None":
