@@ -380,6 +380,11 @@ class ManagedCursor:
         confirmed entry; the positions before it in the list stay deleted and the mark-delete position
         does not move (as in Java, which fails the callback and returns).
         """
+        self.delete_entries((pos.ledger_id, pos.entry_id, ack_set) for pos, ack_set in positions)
+
+    def delete_entries(self, acks: Iterable[tuple[int, int, "Iterable[int] | None"]]) -> None:
+        """`async_delete` of ``(ledger_id, entry_id, ack_set or None)`` triples, the form an ACK command carries
+        its message ids in (the broker's ack path passes them on without a Position per acked entry)."""
         if self._closed:
             raise CursorAlreadyClosedException(_CLOSED)
         ml = self._ledger
@@ -398,8 +403,7 @@ class ManagedCursor:
         # added and at once absorbed by the mark-delete advance; the fast path moves the position directly.
         idm_empty = idm.is_empty()
         try:
-            for pos, ack_set in positions:
-                l, e = pos.ledger_id, pos.entry_id
+            for l, e, ack_set in acks:
                 if l > lce_l or (l == lce_l and e > lce_e):
                     raise ManagedLedgerException("Invalid mark deleted position")
                 if l < md_l or (l == md_l and e <= md_e) or (not idm_empty and idm.contains(l, e)):
