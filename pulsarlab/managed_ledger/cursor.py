@@ -251,7 +251,7 @@ class ManagedCursor:
                     one_step = self._entries_to_read(l, count) <= 0
             if one_step:
                 hi = min(e + max_entries, count)
-                self.read_position = make_position(l, hi)
+                self.read_position = ml.position_of(l, hi)
                 last = ml._last_written
                 if hi - e == 1 and last is not None and last[0].entry_id == e and last[0].ledger_id == l:
                     return [last]  # read_run's answer for the entry just written, without its call
