@@ -37,7 +37,7 @@ from pulsarlab.date_format import format_timestamp
 from pulsarlab.errors import IllegalArgumentException, PulsarError
 from pulsarlab.event_catalogue.cursor import BATCH_INDEX_DELETED, CURSOR_RESET, INDIVIDUALLY_DELETED, MARK_DELETE_MOVED
 from pulsarlab.managed_ledger.exceptions import CursorAlreadyClosedException, ManagedLedgerException
-from pulsarlab.managed_ledger.position import EARLIEST, LATEST, Position, make_position
+from pulsarlab.managed_ledger.position import EARLIEST, LATEST, Position
 from pulsarlab.managed_ledger.rangeset import OpenLongPairRangeSet
 
 if TYPE_CHECKING:  # pragma: no cover
