@@ -37,6 +37,7 @@ acked as its entry.
 
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import Any, Callable, Mapping
 
 from pulsarlab.clock import Scheduler, Timer
@@ -51,6 +52,18 @@ DEFAULT_ACK_GROUP_TIME_MS = 100  # acknowledgementsGroupTimeMicros = 100 ms
 DEFAULT_MAX_ACK_GROUP_SIZE = 1000  # maxAcknowledgmentGroupSize (a constant before 3.0)
 
 _NO_BATCH = 2**31 - 1  # LastCumulativeAck.compareTo ranks batch index -1 as Integer.MAX_VALUE
+_LEDGER, _ENTRY, _PARTITION = itemgetter(0), itemgetter(1), itemgetter(2)
+
+
+def _sorted_keys(keys: Any) -> list[tuple[int, int, int]]:
+    """``sorted(keys)`` for ``(ledger, entry, partition)`` keys: a stable sort per field, last field first, which
+    compares ints where one tuple sort compares tuples (their equal ledgers first, then the entries)."""
+    out = sorted(keys, key=_PARTITION)
+    out.sort(key=_ENTRY)
+    out.sort(key=_LEDGER)
+    return out
+
+
 _PRUNE_ACK_SETS_AT = 4096  # shared ack sets held before flush prunes the ones a cumulative ack covers
 
 Key = tuple[int, int, int]  # (ledger, entry, partition): an entry-level id
@@ -442,7 +455,7 @@ class AcknowledgmentsGroupingTracker:
         entries: list[tuple[int, int, tuple[int, ...] | None]] = []
         individual = 0
         if self._pending:
-            keys = sorted(self._pending)
+            keys = _sorted_keys(self._pending)
             self._pending.clear()
             chunks = self._chunks
             if chunks:
