@@ -183,29 +183,10 @@ class AcknowledgmentsGroupingTracker:
             if ack_type is _INDIVIDUAL:
                 if chunk_ids is not None and len(chunk_ids) > 1:
                     self._chunks[key] = tuple(chunk_ids)
-                if immediate or not self._log_each_ack or self._append_row is None or not self._events.enabled:
-                    self._individual(key, batch_index, immediate, properties)
-                    return
-                # `_individual(key, batch_index, False, None)` with its event logged by append_row, inlined (the
-                # grouped individual ack of a message outside a batch, once per acked message)
-                pending = self._pending
-                pending.add(key)
-                if self._batch_pending:
-                    self._batch_pending.pop(key, None)
-                self._append_row(
-                    ACK_QUEUED,
-                    self._scheduler.now_ms,
-                    self._consumer_sid,
-                    self._individual_sid,
-                    ledger,
-                    entry,
-                    batch_index,
-                    self._sid[QUEUED],
-                )
-                if len(pending) >= self.max_group_size:
-                    self._flush("size")
-                if self._timer is None and pending:
-                    self._arm()
+                if properties:
+                    self._individual(key, batch_index, True, properties)
+                else:
+                    self.add_entry_ack(ledger, entry, partition, batch_index)
             else:
                 self._cumulative(
                     msg_id.discard_batch() if batch_index >= 0 else msg_id, None, immediate, properties, batch_index
@@ -255,6 +236,35 @@ class AcknowledgmentsGroupingTracker:
             else:  # MessageIdAdvUtils.prevMessageId
                 self._cumulative(MessageId(ledger, entry - 1, partition), None, immediate, properties, batch_index)
 
+    def add_entry_ack(self, ledger: int, entry: int, partition: int, batch_index: int) -> None:
+        """`add_acknowledgment` of an individual ack, without properties, of a message outside a batch (not a
+        chunked one), its id given as ints: the consumer's common ack, which needs no `MessageId` object."""
+        key = (ledger, entry, partition)
+        immediate = not self._grouping
+        if immediate or not self._log_each_ack or self._append_row is None or not self._events.enabled:
+            self._individual(key, batch_index, immediate, None)
+            return
+        # `_individual(key, batch_index, False, None)` with its event logged by append_row, inlined (the
+        # grouped individual ack of a message outside a batch, once per acked message)
+        pending = self._pending
+        pending.add(key)
+        if self._batch_pending:
+            self._batch_pending.pop(key, None)
+        self._append_row(
+            ACK_QUEUED,
+            self._scheduler.now_ms,
+            self._consumer_sid,
+            self._individual_sid,
+            ledger,
+            entry,
+            batch_index,
+            self._sid[QUEUED],
+        )
+        if len(pending) >= self.max_group_size:
+            self._flush("size")
+        if self._timer is None and pending:
+            self._arm()
+
     def new_ack_set(self, msg_id: MessageId, batch_size: int) -> None:
         """A batch entry was delivered (again): its messages now share a fresh ack set, every bit set."""
         _require_int("batch_size", batch_size)
@@ -263,10 +273,13 @@ class AcknowledgmentsGroupingTracker:
 
     def is_duplicate(self, msg_id: MessageId) -> bool:
         """``isDuplicate``: covered by the last cumulative ack, pending, or its batch-index bit is cleared."""
-        batch_index = msg_id.batch_index
-        if self._cum_key >= (msg_id.ledger, msg_id.entry, batch_index if batch_index >= 0 else _NO_BATCH):
+        return self.is_duplicate_at(msg_id.ledger, msg_id.entry, msg_id.partition, msg_id.batch_index)
+
+    def is_duplicate_at(self, ledger: int, entry: int, partition: int, batch_index: int) -> bool:
+        """`is_duplicate` of the id ``ledger:entry:partition[:batch_index]`` given as ints."""
+        if self._cum_key >= (ledger, entry, batch_index if batch_index >= 0 else _NO_BATCH):
             return True
-        key = (msg_id.ledger, msg_id.entry, msg_id.partition)
+        key = (ledger, entry, partition)
         if key in self._pending:
             return True
         if batch_index >= 0:
@@ -597,6 +610,35 @@ class NonPersistentAcknowledgmentGroupingTracker:
         chunk_ids: object = None,
     ) -> None:
         pass
+
+    def add_entry_ack(self, ledger: int, entry: int, partition: int, batch_index: int) -> None:
+        """`add_acknowledgment` of an individual ack, without properties, of a message outside a batch (not a
+        chunked one), its id given as ints: the consumer's common ack, which needs no `MessageId` object."""
+        key = (ledger, entry, partition)
+        immediate = not self._grouping
+        if immediate or not self._log_each_ack or self._append_row is None or not self._events.enabled:
+            self._individual(key, batch_index, immediate, None)
+            return
+        # `_individual(key, batch_index, False, None)` with its event logged by append_row, inlined (the
+        # grouped individual ack of a message outside a batch, once per acked message)
+        pending = self._pending
+        pending.add(key)
+        if self._batch_pending:
+            self._batch_pending.pop(key, None)
+        self._append_row(
+            ACK_QUEUED,
+            self._scheduler.now_ms,
+            self._consumer_sid,
+            self._individual_sid,
+            ledger,
+            entry,
+            batch_index,
+            self._sid[QUEUED],
+        )
+        if len(pending) >= self.max_group_size:
+            self._flush("size")
+        if self._timer is None and pending:
+            self._arm()
 
     def new_ack_set(self, msg_id: MessageId, batch_size: int) -> None:
         pass
