@@ -277,7 +277,14 @@ class AcknowledgmentsGroupingTracker:
 
     def is_duplicate_at(self, ledger: int, entry: int, partition: int, batch_index: int) -> bool:
         """`is_duplicate` of the id ``ledger:entry:partition[:batch_index]`` given as ints."""
-        if self._cum_key >= (ledger, entry, batch_index if batch_index >= 0 else _NO_BATCH):
+        cum_ledger, cum_entry, cum_batch = self._cum_key  # compared field by field: no key tuple to build
+        if cum_ledger > ledger or (
+            cum_ledger == ledger
+            and (
+                cum_entry > entry
+                or (cum_entry == entry and cum_batch >= (batch_index if batch_index >= 0 else _NO_BATCH))
+            )
+        ):
             return True
         key = (ledger, entry, partition)
         if key in self._pending:
