@@ -36,6 +36,7 @@ from sortedcontainers import SortedDict
 from pulsarlab.date_format import format_timestamp
 from pulsarlab.errors import IllegalArgumentException, PulsarError
 from pulsarlab.event_catalogue.cursor import BATCH_INDEX_DELETED, CURSOR_RESET, INDIVIDUALLY_DELETED, MARK_DELETE_MOVED
+from pulsarlab.events import UNDECLARED
 from pulsarlab.managed_ledger.exceptions import CursorAlreadyClosedException, ManagedLedgerException
 from pulsarlab.managed_ledger.position import EARLIEST, LATEST, Position
 from pulsarlab.managed_ledger.rangeset import OpenLongPairRangeSet
@@ -466,7 +467,7 @@ class ManagedCursor:
                 append_row = log.append_row
                 for l, e in acked:  # type: ignore[union-attr]
                     if l > new_l or (l == new_l and e > new_e):
-                        append_row(INDIVIDUALLY_DELETED, now, sid, l, e)
+                        append_row(INDIVIDUALLY_DELETED, now, sid, l, e, UNDECLARED, UNDECLARED, UNDECLARED)
             if new is not md:
                 log.append_row(
                     MARK_DELETE_MOVED,

@@ -33,7 +33,7 @@ from typing import Any
 from pulsarlab.clock import Scheduler
 from pulsarlab.date_format import format_timestamp
 from pulsarlab.event_catalogue.managed_ledger import ENTRY_WRITTEN, LEDGER_ROLLED
-from pulsarlab.events import EventLog
+from pulsarlab.events import UNDECLARED, EventLog
 from pulsarlab.managed_ledger.cursor import ManagedCursor
 from pulsarlab.managed_ledger.exceptions import (
     CursorNotFoundException,
@@ -237,7 +237,14 @@ class ManagedLedger:
                 name_sid = self._name_sid = log.intern(self.name)
             n = data.metadata.num_messages_in_batch
             log.append_row(
-                ENTRY_WRITTEN, self.scheduler.now_ms, name_sid, lid, pos.entry_id, 1 if n is None else n, size
+                ENTRY_WRITTEN,
+                self.scheduler.now_ms,
+                name_sid,
+                lid,
+                pos.entry_id,
+                1 if n is None else n,
+                size,
+                UNDECLARED,
             )
         # currentLedgerIsFull(), asked only when a limit may be reached (the common write reaches none)
         if (
