@@ -160,7 +160,9 @@ class ManagedCursor:
         read = self.read_position
         lce = self._ledger.last_confirmed_entry
         if lce.entry_id != -1:  # _has_more(read), inlined: asked before every dispatcher read
-            return read.ledger_id < lce.ledger_id or (read.ledger_id == lce.ledger_id and read.entry_id <= lce.entry_id)
+            if read.ledger_id == lce.ledger_id:
+                return read.entry_id <= lce.entry_id
+            return read.ledger_id < lce.ledger_id
         return self._entries_to_read(read.ledger_id, read.entry_id) > 0
 
     def _has_more(self, l: int, e: int) -> bool:
@@ -247,7 +249,7 @@ class ManagedCursor:
             else:  # not self._has_more(l, count), inlined
                 lce = ml.last_confirmed_entry
                 if lce.entry_id != -1:
-                    one_step = not (l < lce.ledger_id or (l == lce.ledger_id and count <= lce.entry_id))
+                    one_step = count > lce.entry_id if l == lce.ledger_id else l > lce.ledger_id
                 else:
                     one_step = self._entries_to_read(l, count) <= 0
             if one_step:
