@@ -192,6 +192,9 @@ class AcknowledgmentsGroupingTracker:
                     msg_id.discard_batch() if batch_index >= 0 else msg_id, None, immediate, properties, batch_index
                 )
             return
+        if ack_type is _INDIVIDUAL:
+            self.add_batch_message_ack(ledger, entry, partition, batch_index, batch_size, properties)
+            return
         if batch_index >= batch_size:
             raise IllegalArgumentException(
                 f"batch index {batch_index} of {msg_id} is outside a batch of {batch_size} messages"
@@ -199,42 +202,62 @@ class AcknowledgmentsGroupingTracker:
         state = self._ack_sets.get(key)
         if state is None:
             state = self._ack_sets[key] = [(1 << batch_size) - 1, batch_size]
-        if ack_type is _INDIVIDUAL:
-            state[0] &= ~(1 << batch_index)
-            if not state[0]:
-                del self._ack_sets[key]
-                self._individual(key, batch_index, immediate, properties)
-            elif self.batch_index_ack_enabled:
-                self._individual_batch_index(key, batch_index, state, immediate, properties)
+        state[0] &= ~((2 << batch_index) - 1)
+        if not state[0]:
+            del self._ack_sets[key]
+            self._cumulative(msg_id.discard_batch(), None, immediate, properties, batch_index)
+        elif self.batch_index_ack_enabled:
+            if immediate:  # doImmediateBatchIndexAck: a copy of the shared set
+                self._cumulative(msg_id, ack_set_words(state[0]), True, properties, batch_index)
             else:
-                append_row = self._append_row
-                if append_row is not None and self._log_each_ack and self._events.enabled:
-                    # `_log_queued(_INDIVIDUAL, key, batch_index, BIT_CLEARED)`, inlined (one call per message)
-                    append_row(
-                        ACK_QUEUED,
-                        self._scheduler.now_ms,
-                        self._consumer_sid,
-                        self._individual_sid,
-                        ledger,
-                        entry,
-                        batch_index,
-                        self._sid[BIT_CLEARED],
-                    )
-                else:
-                    self._log_queued(_INDIVIDUAL, key, batch_index, BIT_CLEARED)
+                rest = ((1 << state[1]) - 1) & ~((2 << batch_index) - 1)
+                self._cumulative(msg_id, ack_set_words(rest), False, properties, batch_index)
+        else:  # MessageIdAdvUtils.prevMessageId
+            self._cumulative(MessageId(ledger, entry - 1, partition), None, immediate, properties, batch_index)
+
+    def add_batch_message_ack(
+        self,
+        ledger: int,
+        entry: int,
+        partition: int,
+        batch_index: int,
+        batch_size: int,
+        properties: Mapping[str, int] | None = None,
+    ) -> None:
+        """`add_acknowledgment` of an individual ack of message ``batch_index`` (>= 0) of a batch of ``batch_size``
+        (> 0) messages, its id given as ints (the consumer's ack of a batched message needs no `MessageId`)."""
+        if batch_index >= batch_size:
+            raise IllegalArgumentException(
+                f"batch index {batch_index} of {ledger}:{entry}:{partition}:{batch_index} is outside a batch of "
+                f"{batch_size} messages"
+            )
+        immediate = not self._grouping or bool(properties)
+        key = (ledger, entry, partition)
+        state = self._ack_sets.get(key)
+        if state is None:
+            state = self._ack_sets[key] = [(1 << batch_size) - 1, batch_size]
+        state[0] &= ~(1 << batch_index)
+        if not state[0]:
+            del self._ack_sets[key]
+            self._individual(key, batch_index, immediate, properties)
+        elif self.batch_index_ack_enabled:
+            self._individual_batch_index(key, batch_index, state, immediate, properties)
         else:
-            state[0] &= ~((2 << batch_index) - 1)
-            if not state[0]:
-                del self._ack_sets[key]
-                self._cumulative(msg_id.discard_batch(), None, immediate, properties, batch_index)
-            elif self.batch_index_ack_enabled:
-                if immediate:  # doImmediateBatchIndexAck: a copy of the shared set
-                    self._cumulative(msg_id, ack_set_words(state[0]), True, properties, batch_index)
-                else:
-                    rest = ((1 << state[1]) - 1) & ~((2 << batch_index) - 1)
-                    self._cumulative(msg_id, ack_set_words(rest), False, properties, batch_index)
-            else:  # MessageIdAdvUtils.prevMessageId
-                self._cumulative(MessageId(ledger, entry - 1, partition), None, immediate, properties, batch_index)
+            append_row = self._append_row
+            if append_row is not None and self._log_each_ack and self._events.enabled:
+                # `_log_queued(_INDIVIDUAL, key, batch_index, BIT_CLEARED)`, inlined (one call per message)
+                append_row(
+                    ACK_QUEUED,
+                    self._scheduler.now_ms,
+                    self._consumer_sid,
+                    self._individual_sid,
+                    ledger,
+                    entry,
+                    batch_index,
+                    self._sid[BIT_CLEARED],
+                )
+            else:
+                self._log_queued(_INDIVIDUAL, key, batch_index, BIT_CLEARED)
 
     def add_entry_ack(self, ledger: int, entry: int, partition: int, batch_index: int) -> None:
         """`add_acknowledgment` of an individual ack, without properties, of a message outside a batch (not a
@@ -619,38 +642,26 @@ class NonPersistentAcknowledgmentGroupingTracker:
         pass
 
     def add_entry_ack(self, ledger: int, entry: int, partition: int, batch_index: int) -> None:
-        """`add_acknowledgment` of an individual ack, without properties, of a message outside a batch (not a
-        chunked one), its id given as ints: the consumer's common ack, which needs no `MessageId` object."""
-        key = (ledger, entry, partition)
-        immediate = not self._grouping
-        if immediate or not self._log_each_ack or self._append_row is None or not self._events.enabled:
-            self._individual(key, batch_index, immediate, None)
-            return
-        # `_individual(key, batch_index, False, None)` with its event logged by append_row, inlined (the
-        # grouped individual ack of a message outside a batch, once per acked message)
-        pending = self._pending
-        pending.add(key)
-        if self._batch_pending:
-            self._batch_pending.pop(key, None)
-        self._append_row(
-            ACK_QUEUED,
-            self._scheduler.now_ms,
-            self._consumer_sid,
-            self._individual_sid,
-            ledger,
-            entry,
-            batch_index,
-            self._sid[QUEUED],
-        )
-        if len(pending) >= self.max_group_size:
-            self._flush("size")
-        if self._timer is None and pending:
-            self._arm()
+        pass
+
+    def add_batch_message_ack(
+        self,
+        ledger: int,
+        entry: int,
+        partition: int,
+        batch_index: int,
+        batch_size: int,
+        properties: Mapping[str, int] | None = None,
+    ) -> None:
+        pass
 
     def new_ack_set(self, msg_id: MessageId, batch_size: int) -> None:
         pass
 
     def is_duplicate(self, msg_id: MessageId) -> bool:
+        return False
+
+    def is_duplicate_at(self, ledger: int, entry: int, partition: int, batch_index: int) -> bool:
         return False
 
     def flush(self) -> None:

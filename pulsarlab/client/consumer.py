@@ -948,10 +948,10 @@ class Consumer:
         if type(mid) is _ChunkMessageId:
             impl.acknowledge_chunked(mid, False)
             return
-        if batch_index < 0 or batch_size <= 0:  # not a batch message: the ack needs only the id's ints
+        if batch_index < 0 or batch_size <= 0:  # not a batch message; either way the tracker takes the id's ints
             impl.tracker.add_entry_ack(ledger, entry, partition, batch_index)
         else:
-            impl.tracker.add_acknowledgment(mid if mid is not None else message._id, batch_size, _INDIVIDUAL)
+            impl.tracker.add_batch_message_ack(ledger, entry, partition, batch_index, batch_size)
         if self._entry_hooks:
             self._after_individual_ack(impl, mid if mid is not None else message._id, batch_size)
 
