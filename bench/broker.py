@@ -38,7 +38,9 @@ The script prints whether each goal was met, never asserts on time, and ends wit
 
 Figures on the 2-core shared machine (issue 12 work; wall-clock rates moved by +-30% with other processes'
 load, so only figures of one run side by side are compared; instructions per message from ``valgrind
---tool=callgrind`` over 10,000 messages, minus a 1,000-message warm-up, are load-independent):
+--tool=callgrind`` over 10,000 messages, minus a 1,000-message warm-up, are load-independent once OpenBLAS's
+idle threads are left out: run with ``OPENBLAS_NUM_THREADS=1``, or subtract ``blas_thread_server``, whose
+spinning otherwise moves a case's count by a few thousand per message from run to run):
 
 ===========================================  =============  ===================  ====================
 figure                                       before         after (branch perf)  after (branch perf3)
@@ -53,11 +55,30 @@ Shared, no batching, log on, per CPU second  -              47,800 msgs/s       
 random range-set acks / naive set            0.63 - 0.66    1.03 - 1.04          (unchanged)
 ===========================================  =============  ===================  ====================
 
-The per-CPU-second row is the median of three interleaved runs of each tree on a machine at load 8-12 (wall
-clock rates were 9,400 vs 18,400 msgs/s there: not comparable with the quiet machine's). Scaled by
-instructions, 61,300 msgs/s at 182,100 instr/msg is about 73,000 msgs/s at 153,000: the 80,000 msgs/s goal is
-not met yet. It needs about 140,000 instructions per message at the best-seen run's rate, about 120,000 at a
-typical run's.
+Branch perf4, against main before it (f64584a; main had gained schemas, deduplication, access modes and more
+since perf3):
+
+===========================================  ==================  ====================
+figure                                       main (f64584a)      after (branch perf4)
+===========================================  ==================  ====================
+Shared, no batching, log on: instr/msg       154,200             135,000
+Shared, no batching, log off: instr/msg      120,900             105,100
+Key_Shared, no batching, log on: instr/msg   188,100             169,400
+Shared, batching, log on: instr/msg          51,200              45,500
+Shared, no batching, log on, quiet machine   80,979 msgs/s       about 92,000 msgs/s
+Shared, no batching, log on, load 3-4        75,100 msgs/s       83,800 msgs/s
+===========================================  ==================  ====================
+
+The load 3-4 row is the median of three interleaved runs of each tree (best of three repeats of 100,000
+messages each; per CPU second 75,200 vs 84,100). The quiet-machine figure for main was measured; perf4's is
+main's scaled by their instructions per message (154,200 / 135,000), which the interleaved runs bear out
+(x 1.12 median, x 1.17 best). The 80,000 msgs/s goal (``shared_msgs_per_s_no_batching``) is met with about 15%
+to spare on a quiet machine. Where perf4 took the instructions: no Position per acked entry (the cursor's
+``delete_entries`` takes the ACK command's ints), one Position per published entry instead of two (the ledger
+keeps the next write's), no MessageId per received message until one is asked for (receive, acknowledge and
+the grouping tracker use the id's ints), the event log's large flushes split into columns with numpy, the
+grouped acks' flush sorted with int keys, ``EntryData.stored`` without ``attrgetter``, and int comparisons the
+interpreter specialises.
 """
 
 from __future__ import annotations

@@ -69,22 +69,28 @@ def _pads(n_fields: int) -> tuple[tuple[int, ...], ...]:
 
 def _zero_undeclared(flat: array, kinds: array) -> None:
     """Set to 0 the None (``_NONE``) values `EventLog.append_row` put in the columns an event type does not
-    declare: the stored form `EventLog.append` gives (0 in those columns), whichever way a row was appended."""
-    rows = len(kinds)
-    if rows < _SMALL_FLUSH:
-        n_fields = _N_FIELDS
-        for r in range(rows):
-            base = r * _ROW + 2
-            for j in range(base + n_fields[kinds[r]], base + MAX_FIELDS):
-                if flat[j] == _NONE:
-                    flat[j] = 0
-        return
-    table = np.asarray(_N_FIELDS, dtype=np.int64)
-    view = np.frombuffer(flat, dtype=np.int64).reshape(rows, _ROW)
-    declared = table[np.frombuffer(kinds, dtype=np.uint16)]
+    declare: the stored form `EventLog.append` gives (0 in those columns), whichever way a row was appended.
+    One by one, for a few rows (`_split_rows` does it for many)."""
+    n_fields = _N_FIELDS
+    for r in range(len(kinds)):
+        base = r * _ROW + 2
+        for j in range(base + n_fields[kinds[r]], base + MAX_FIELDS):
+            if flat[j] == _NONE:
+                flat[j] = 0
+
+
+def _split_rows(flat: array) -> tuple[array, array, list[array]]:
+    """Many flat rows (`_ROW` ints each) as the stored columns: times, kind codes, the field columns with the
+    undeclared ones zeroed as `_zero_undeclared` does (in numpy: a pass per column, not per value)."""
+    view = np.frombuffer(flat, dtype=np.int64).reshape(len(flat) // _ROW, _ROW)
+    codes = view[:, 1]
+    declared = np.asarray(_N_FIELDS, dtype=np.int64)[codes]
     for i in range(MAX_FIELDS):
         col = view[:, 2 + i]
         col[(declared <= i) & (col == _NONE)] = 0
+    times = array("q", view[:, 0].tobytes())
+    kinds = array("H", codes.astype(np.uint16).tobytes())
+    return times, kinds, [array("q", view[:, 2 + i].tobytes()) for i in range(MAX_FIELDS)]
 
 
 def event_type(
@@ -237,13 +243,17 @@ class EventLog:
             return
         self._flush_at = self._next_flush_at()
         try:
-            # struct converts the ints in one C loop (array(..., list) parses each item); then strided slices
+            # struct converts the ints in one C loop (array(..., list) parses each item)
             flat = array("q", struct.pack(f"{len(rows)}q", *rows))
-            kinds = array("H", struct.pack(f"{len(rows) // _ROW}H", *rows[1::_ROW]))
+            if len(rows) < _SMALL_FLUSH * _ROW:
+                kinds = array("H", struct.pack(f"{len(rows) // _ROW}H", *rows[1::_ROW]))
         except (struct.error, TypeError, OverflowError, ValueError):
             self._flush_slowly()
             return
         rows.clear()
+        if len(flat) >= _SMALL_FLUSH * _ROW:
+            self._store(*_split_rows(flat))
+            return
         _zero_undeclared(flat, kinds)
         self._store(flat[0::_ROW], kinds, [flat[i::_ROW] for i in range(2, _ROW)])
 
@@ -428,6 +438,9 @@ class EventLog:
 
 
 NONE_VALUE = _NONE
+# What `EventLog.append_row` stores in a column the event type does not declare. Passing it for those columns gives
+# the same stored row as leaving them to the None default, whose 64-bit value costs more to convert at a flush.
+UNDECLARED = 0
 
 
 @dataclass(frozen=True)

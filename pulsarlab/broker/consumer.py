@@ -264,12 +264,16 @@ class Consumer:
         self._after_pending_ack_removed(owner)
         return owner, value[0]
 
-    def remove_own_pending_ack(self, ledger: int, entry: int) -> None:
-        """`remove_pending_ack` when this consumer is known to hold the pending ack of (ledger, entry)."""
-        self.pending_acks.remove(ledger, entry)
+    def pop_own_pending_ack(self, ledger: int, entry: int) -> tuple[int, int] | None:
+        """`remove_pending_ack` of a pending ack this consumer holds: ``(batch_size, sticky_hash)``, or None (and
+        nothing changed) when it holds none for (ledger, entry)."""
+        value = self.pending_acks.remove(ledger, entry)
+        if value is None:
+            return None
         # else _after_pending_ack_removed does nothing (should_block_on_unacked, inlined: once per acked entry)
         if self.blocked or not (self.individual_ack_mode and self.max_unacked_messages > 0):
             self._after_pending_ack_removed(self)
+        return value
 
     def _after_pending_ack_removed(self, owner: "Consumer") -> None:
         """Unblock ``owner`` at half the limit (or always, when this consumer does not block on unacked)."""

@@ -19,7 +19,7 @@ from pulsarlab.broker.dispatch.shared import SharedDispatcher
 from pulsarlab.broker.dispatch.single_active import SingleActiveConsumerDispatcher
 from pulsarlab.errors import PulsarError, SubscriptionBusyException
 from pulsarlab.event_catalogue import broker as ev
-from pulsarlab.managed_ledger.position import Position, make_position
+from pulsarlab.managed_ledger.position import Position
 from pulsarlab.protocol.acks import AckCommand, AckType, ack_set_mask
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -179,13 +179,15 @@ class PersistentSubscription:
                 pass  # Pulsar logs a failed mark-delete ("Invalid mark deleted position", going backwards)
             self._after_ack(md_before, ledger, entry, True, ack_set is not None)
             return
-        positions = []
+        acks = cmd.message_ids
+        partial = False  # any message id with an ack set
         individual = consumer.individual_ack_mode
         own_pending = consumer.pending_acks
         dispatcher = self.dispatcher
         batch_index_level = self.batch_index_level
-        for ledger, entry, ack_set in cmd.message_ids:
+        for ledger, entry, ack_set in acks:
             if ack_set is not None:
+                partial = True
                 acked = 0
                 if individual and self.batch_index_level:
                     owner = self._owner(consumer, ledger, entry)
@@ -199,17 +201,15 @@ class PersistentSubscription:
                         else:
                             acked = value[0] - popcount(given)
                         owner.add_unacked(-acked)
-                positions.append((make_position(ledger, entry), list(ack_set)))
             else:
                 if individual:
-                    value = own_pending.get(ledger, entry) if own_pending is not None else None
-                    if value is not None:  # the common case: the acking consumer holds it (one lookup)
+                    value = consumer.pop_own_pending_ack(ledger, entry) if own_pending is not None else None
+                    if value is not None:  # the common case: the acking consumer held it (one lookup)
                         acked_count = value[0]
                         if batch_index_level:
                             cur = cursor.batch_deleted_indexes(Position(ledger, entry))
                             if cur is not None:
                                 acked_count = popcount(ack_set_mask(cur))
-                        consumer.remove_own_pending_ack(ledger, entry)
                         # consumer.add_unacked(-acked_count), inlined (individual ack mode here): once per acked entry
                         consumer.unacked_messages -= acked_count
                         dispatcher.add_unacked_messages(-acked_count)
@@ -218,22 +218,14 @@ class PersistentSubscription:
                         removed = consumer.remove_pending_ack(ledger, entry)
                         if removed is not None:
                             removed[0].add_unacked(-acked_count)
-                positions.append((make_position(ledger, entry), None))
         try:
-            cursor.async_delete(positions)
+            cursor.delete_entries(acks)  # async_delete of the acked positions
         except PulsarError:
             pass  # Pulsar logs the failed delete; the positions before the bad one stay deleted
         d = self.dispatcher
         if d is not None and len(d.redelivery_tracker):
-            d.redelivery_tracker.remove_batch([(p.ledger_id, p.entry_id) for p, s in positions if s is None])
-        last = positions[-1][0] if positions else None
-        self._after_ack(
-            md_before,
-            last.ledger_id if last else -1,
-            last.entry_id if last else -1,
-            False,
-            any(s is not None for _, s in positions),
-        )
+            d.redelivery_tracker.remove_batch([(l, e) for l, e, s in acks if s is None])
+        self._after_ack(md_before, acks[-1][0] if acks else -1, acks[-1][1] if acks else -1, False, partial)
 
     def _owner(self, consumer: "Consumer", ledger: int, entry: int) -> "Consumer | None":
         if consumer.pending_acks is not None and (ledger, entry) in consumer.pending_acks:

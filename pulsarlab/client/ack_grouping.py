@@ -37,6 +37,7 @@ acked as its entry.
 
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import Any, Callable, Mapping
 
 from pulsarlab.clock import Scheduler, Timer
@@ -51,6 +52,18 @@ DEFAULT_ACK_GROUP_TIME_MS = 100  # acknowledgementsGroupTimeMicros = 100 ms
 DEFAULT_MAX_ACK_GROUP_SIZE = 1000  # maxAcknowledgmentGroupSize (a constant before 3.0)
 
 _NO_BATCH = 2**31 - 1  # LastCumulativeAck.compareTo ranks batch index -1 as Integer.MAX_VALUE
+_LEDGER, _ENTRY, _PARTITION = itemgetter(0), itemgetter(1), itemgetter(2)
+
+
+def _sorted_keys(keys: Any) -> list[tuple[int, int, int]]:
+    """``sorted(keys)`` for ``(ledger, entry, partition)`` keys: a stable sort per field, last field first, which
+    compares ints where one tuple sort compares tuples (their equal ledgers first, then the entries)."""
+    out = sorted(keys, key=_PARTITION)
+    out.sort(key=_ENTRY)
+    out.sort(key=_LEDGER)
+    return out
+
+
 _PRUNE_ACK_SETS_AT = 4096  # shared ack sets held before flush prunes the ones a cumulative ack covers
 
 Key = tuple[int, int, int]  # (ledger, entry, partition): an entry-level id
@@ -170,33 +183,17 @@ class AcknowledgmentsGroupingTracker:
             if ack_type is _INDIVIDUAL:
                 if chunk_ids is not None and len(chunk_ids) > 1:
                     self._chunks[key] = tuple(chunk_ids)
-                if immediate or not self._log_each_ack or self._append_row is None or not self._events.enabled:
-                    self._individual(key, batch_index, immediate, properties)
-                    return
-                # `_individual(key, batch_index, False, None)` with its event logged by append_row, inlined (the
-                # grouped individual ack of a message outside a batch, once per acked message)
-                pending = self._pending
-                pending.add(key)
-                if self._batch_pending:
-                    self._batch_pending.pop(key, None)
-                self._append_row(
-                    ACK_QUEUED,
-                    self._scheduler.now_ms,
-                    self._consumer_sid,
-                    self._individual_sid,
-                    ledger,
-                    entry,
-                    batch_index,
-                    self._sid[QUEUED],
-                )
-                if len(pending) >= self.max_group_size:
-                    self._flush("size")
-                if self._timer is None and pending:
-                    self._arm()
+                if properties:
+                    self._individual(key, batch_index, True, properties)
+                else:
+                    self.add_entry_ack(ledger, entry, partition, batch_index)
             else:
                 self._cumulative(
                     msg_id.discard_batch() if batch_index >= 0 else msg_id, None, immediate, properties, batch_index
                 )
+            return
+        if ack_type is _INDIVIDUAL:
+            self.add_batch_message_ack(ledger, entry, partition, batch_index, batch_size, properties)
             return
         if batch_index >= batch_size:
             raise IllegalArgumentException(
@@ -205,42 +202,91 @@ class AcknowledgmentsGroupingTracker:
         state = self._ack_sets.get(key)
         if state is None:
             state = self._ack_sets[key] = [(1 << batch_size) - 1, batch_size]
-        if ack_type is _INDIVIDUAL:
-            state[0] &= ~(1 << batch_index)
-            if not state[0]:
-                del self._ack_sets[key]
-                self._individual(key, batch_index, immediate, properties)
-            elif self.batch_index_ack_enabled:
-                self._individual_batch_index(key, batch_index, state, immediate, properties)
+        state[0] &= ~((2 << batch_index) - 1)
+        if not state[0]:
+            del self._ack_sets[key]
+            self._cumulative(msg_id.discard_batch(), None, immediate, properties, batch_index)
+        elif self.batch_index_ack_enabled:
+            if immediate:  # doImmediateBatchIndexAck: a copy of the shared set
+                self._cumulative(msg_id, ack_set_words(state[0]), True, properties, batch_index)
             else:
-                append_row = self._append_row
-                if append_row is not None and self._log_each_ack and self._events.enabled:
-                    # `_log_queued(_INDIVIDUAL, key, batch_index, BIT_CLEARED)`, inlined (one call per message)
-                    append_row(
-                        ACK_QUEUED,
-                        self._scheduler.now_ms,
-                        self._consumer_sid,
-                        self._individual_sid,
-                        ledger,
-                        entry,
-                        batch_index,
-                        self._sid[BIT_CLEARED],
-                    )
-                else:
-                    self._log_queued(_INDIVIDUAL, key, batch_index, BIT_CLEARED)
+                rest = ((1 << state[1]) - 1) & ~((2 << batch_index) - 1)
+                self._cumulative(msg_id, ack_set_words(rest), False, properties, batch_index)
+        else:  # MessageIdAdvUtils.prevMessageId
+            self._cumulative(MessageId(ledger, entry - 1, partition), None, immediate, properties, batch_index)
+
+    def add_batch_message_ack(
+        self,
+        ledger: int,
+        entry: int,
+        partition: int,
+        batch_index: int,
+        batch_size: int,
+        properties: Mapping[str, int] | None = None,
+    ) -> None:
+        """`add_acknowledgment` of an individual ack of message ``batch_index`` (>= 0) of a batch of ``batch_size``
+        (> 0) messages, its id given as ints (the consumer's ack of a batched message needs no `MessageId`)."""
+        if batch_index >= batch_size:
+            raise IllegalArgumentException(
+                f"batch index {batch_index} of {ledger}:{entry}:{partition}:{batch_index} is outside a batch of "
+                f"{batch_size} messages"
+            )
+        immediate = not self._grouping or bool(properties)
+        key = (ledger, entry, partition)
+        state = self._ack_sets.get(key)
+        if state is None:
+            state = self._ack_sets[key] = [(1 << batch_size) - 1, batch_size]
+        state[0] &= ~(1 << batch_index)
+        if not state[0]:
+            del self._ack_sets[key]
+            self._individual(key, batch_index, immediate, properties)
+        elif self.batch_index_ack_enabled:
+            self._individual_batch_index(key, batch_index, state, immediate, properties)
         else:
-            state[0] &= ~((2 << batch_index) - 1)
-            if not state[0]:
-                del self._ack_sets[key]
-                self._cumulative(msg_id.discard_batch(), None, immediate, properties, batch_index)
-            elif self.batch_index_ack_enabled:
-                if immediate:  # doImmediateBatchIndexAck: a copy of the shared set
-                    self._cumulative(msg_id, ack_set_words(state[0]), True, properties, batch_index)
-                else:
-                    rest = ((1 << state[1]) - 1) & ~((2 << batch_index) - 1)
-                    self._cumulative(msg_id, ack_set_words(rest), False, properties, batch_index)
-            else:  # MessageIdAdvUtils.prevMessageId
-                self._cumulative(MessageId(ledger, entry - 1, partition), None, immediate, properties, batch_index)
+            append_row = self._append_row
+            if append_row is not None and self._log_each_ack and self._events.enabled:
+                # `_log_queued(_INDIVIDUAL, key, batch_index, BIT_CLEARED)`, inlined (one call per message)
+                append_row(
+                    ACK_QUEUED,
+                    self._scheduler.now_ms,
+                    self._consumer_sid,
+                    self._individual_sid,
+                    ledger,
+                    entry,
+                    batch_index,
+                    self._sid[BIT_CLEARED],
+                )
+            else:
+                self._log_queued(_INDIVIDUAL, key, batch_index, BIT_CLEARED)
+
+    def add_entry_ack(self, ledger: int, entry: int, partition: int, batch_index: int) -> None:
+        """`add_acknowledgment` of an individual ack, without properties, of a message outside a batch (not a
+        chunked one), its id given as ints: the consumer's common ack, which needs no `MessageId` object."""
+        key = (ledger, entry, partition)
+        immediate = not self._grouping
+        if immediate or not self._log_each_ack or self._append_row is None or not self._events.enabled:
+            self._individual(key, batch_index, immediate, None)
+            return
+        # `_individual(key, batch_index, False, None)` with its event logged by append_row, inlined (the
+        # grouped individual ack of a message outside a batch, once per acked message)
+        pending = self._pending
+        pending.add(key)
+        if self._batch_pending:
+            self._batch_pending.pop(key, None)
+        self._append_row(
+            ACK_QUEUED,
+            self._scheduler.now_ms,
+            self._consumer_sid,
+            self._individual_sid,
+            ledger,
+            entry,
+            batch_index,
+            self._sid[QUEUED],
+        )
+        if len(pending) >= self.max_group_size:
+            self._flush("size")
+        if self._timer is None and pending:
+            self._arm()
 
     def new_ack_set(self, msg_id: MessageId, batch_size: int) -> None:
         """A batch entry was delivered (again): its messages now share a fresh ack set, every bit set."""
@@ -250,10 +296,20 @@ class AcknowledgmentsGroupingTracker:
 
     def is_duplicate(self, msg_id: MessageId) -> bool:
         """``isDuplicate``: covered by the last cumulative ack, pending, or its batch-index bit is cleared."""
-        batch_index = msg_id.batch_index
-        if self._cum_key >= (msg_id.ledger, msg_id.entry, batch_index if batch_index >= 0 else _NO_BATCH):
+        return self.is_duplicate_at(msg_id.ledger, msg_id.entry, msg_id.partition, msg_id.batch_index)
+
+    def is_duplicate_at(self, ledger: int, entry: int, partition: int, batch_index: int) -> bool:
+        """`is_duplicate` of the id ``ledger:entry:partition[:batch_index]`` given as ints."""
+        cum_ledger, cum_entry, cum_batch = self._cum_key  # compared field by field: no key tuple to build
+        if cum_ledger > ledger or (
+            cum_ledger == ledger
+            and (
+                cum_entry > entry
+                or (cum_entry == entry and cum_batch >= (batch_index if batch_index >= 0 else _NO_BATCH))
+            )
+        ):
             return True
-        key = (msg_id.ledger, msg_id.entry, msg_id.partition)
+        key = (ledger, entry, partition)
         if key in self._pending:
             return True
         if batch_index >= 0:
@@ -442,7 +498,7 @@ class AcknowledgmentsGroupingTracker:
         entries: list[tuple[int, int, tuple[int, ...] | None]] = []
         individual = 0
         if self._pending:
-            keys = sorted(self._pending)
+            keys = _sorted_keys(self._pending)
             self._pending.clear()
             chunks = self._chunks
             if chunks:
@@ -585,10 +641,27 @@ class NonPersistentAcknowledgmentGroupingTracker:
     ) -> None:
         pass
 
+    def add_entry_ack(self, ledger: int, entry: int, partition: int, batch_index: int) -> None:
+        pass
+
+    def add_batch_message_ack(
+        self,
+        ledger: int,
+        entry: int,
+        partition: int,
+        batch_index: int,
+        batch_size: int,
+        properties: Mapping[str, int] | None = None,
+    ) -> None:
+        pass
+
     def new_ack_set(self, msg_id: MessageId, batch_size: int) -> None:
         pass
 
     def is_duplicate(self, msg_id: MessageId) -> bool:
+        return False
+
+    def is_duplicate_at(self, ledger: int, entry: int, partition: int, batch_index: int) -> bool:
         return False
 
     def flush(self) -> None:

@@ -112,7 +112,7 @@ _RECEIVED = ev.RECEIVED
 _ACKNOWLEDGED = ev.ACKNOWLEDGED
 _INDIVIDUAL = AckType.INDIVIDUAL
 _ChunkMessageId = ChunkMessageId
-# what trusted_message_id does, for message_received's per-message loop
+# what trusted_message_id does, without its IndexInt conversion (see _plain_id)
 _new_id = object.__new__
 _set_ledger = MessageId.ledger.__set__  # type: ignore[attr-defined]
 _set_entry = MessageId.entry.__set__  # type: ignore[attr-defined]
@@ -124,21 +124,56 @@ class Message:
     """``pulsar.Message``: a received message and its id.
 
     ``_single`` is the message's stored `SingleMessageMetadata` row (`EntryData.rows`) in a batch, else None
-    (the entry's `MessageMetadata` describes the message).
+    (the entry's `MessageMetadata` describes the message). The id's ints are kept as they arrived; the
+    `MessageId` object (``_id``) is made when first asked for (receiving and acknowledging need only the ints).
     """
 
-    __slots__ = ("_data", "_meta", "_single", "_id", "_topic", "_redelivery_count", "_batch_size")
+    __slots__ = (
+        "_data",
+        "_meta",
+        "_single",
+        "_ledger",
+        "_entry",
+        "_partition",
+        "_batch_index",
+        "_mid",
+        "_topic",
+        "_redelivery_count",
+        "_batch_size",
+    )
 
     def __init__(
-        self, data: bytes, meta: Any, single: Any, msg_id: MessageId, topic: str, redelivery_count: int, batch_size: int
+        self,
+        data: bytes,
+        meta: Any,
+        single: Any,
+        ledger: int,
+        entry: int,
+        partition: int,
+        batch_index: int,
+        topic: str,
+        redelivery_count: int,
+        batch_size: int,
+        msg_id: MessageId | None = None,
     ) -> None:
         self._data = data
         self._meta = meta
         self._single = single
-        self._id = msg_id
+        self._ledger = ledger
+        self._entry = entry
+        self._partition = partition
+        self._batch_index = batch_index
+        self._mid = msg_id  # None: made from the ints at first use
         self._topic = topic
         self._redelivery_count = redelivery_count
         self._batch_size = batch_size
+
+    @property
+    def _id(self) -> MessageId:
+        mid = self._mid
+        if mid is None:
+            mid = self._mid = _plain_id(self._ledger, self._entry, self._partition, self._batch_index)
+        return mid
 
     def data(self) -> bytes:
         return self._data
@@ -190,6 +225,35 @@ class Message:
         return f"Message(id={self._id}, key={self.partition_key()!r}, data={self._data[:32]!r})"
 
 
+def _plain_id(ledger: int, entry: int, partition: int, batch_index: int) -> MessageId:
+    """`trusted_message_id` with the partition and batch index kept as the plain ints given (`Message.message_id`
+    gives pulsar-client's callable indexes)."""
+    mid = _new_id(MessageId)
+    _set_ledger(mid, ledger)
+    _set_entry(mid, entry)
+    _set_partition(mid, partition)
+    _set_batch_index(mid, batch_index)
+    return mid
+
+
+def _message_with_id(
+    data: bytes, meta: Any, single: Any, mid: MessageId, topic: str, redelivery_count: int, batch_size: int
+) -> Message:
+    return Message(
+        data,
+        meta,
+        single,
+        mid.ledger,
+        mid.entry,
+        mid.partition,
+        mid.batch_index,
+        topic,
+        redelivery_count,
+        batch_size,
+        mid,
+    )
+
+
 class _ConsumerImpl:
     """`ConsumerImpl` of one topic or partition: permits, trackers, the broker-side handle."""
 
@@ -232,20 +296,16 @@ class _ConsumerImpl:
         n = meta.num_messages_in_batch
         events = parent._events
         if n is None:
-            mid = _new_id(MessageId)  # trusted_message_id(ledger, entry, self.partition, -1), inlined
-            _set_ledger(mid, ledger)
-            _set_entry(mid, entry)
-            _set_partition(mid, self.partition)
-            _set_batch_index(mid, -1)
-            if self.tracker.is_duplicate(mid):
+            partition = self.partition
+            if self.tracker.is_duplicate_at(ledger, entry, partition, -1):
                 if events is not None:
                     events.append_row(ev.DUPLICATE_DROPPED, parent._scheduler.now_ms, parent._id, ledger, entry, -1)
                 self.increase_available_permits(1)
                 return
             if meta.uuid is not None and meta.is_chunk:
-                self._chunk_received(mid, data, redelivery_count)
+                self._chunk_received(_plain_id(ledger, entry, partition, -1), data, redelivery_count)
                 return
-            msg = Message(data.payloads[0], meta, None, mid, self.topic, redelivery_count, 0)
+            msg = Message(data.payloads[0], meta, None, ledger, entry, partition, -1, self.topic, redelivery_count, 0)
             if (
                 redelivery_count
                 and self.dead_letters is not None
@@ -275,12 +335,7 @@ class _ConsumerImpl:
             append = queue.append
             i = 0
             for single, payload in zip(data.rows, data.payloads):
-                mid = _new_id(MessageId)  # trusted_message_id(ledger, entry, partition, i), inlined
-                _set_ledger(mid, ledger)
-                _set_entry(mid, entry)
-                _set_partition(mid, partition)
-                _set_batch_index(mid, i)
-                append(Message(payload, meta, single, mid, topic, redelivery_count, n))
+                append(Message(payload, meta, single, ledger, entry, partition, i, topic, redelivery_count, n))
                 i += 1
             return
         # an entry whose ack is still pending is dropped before the dead-letter logic (messageReceived's isDuplicate)
@@ -295,7 +350,7 @@ class _ConsumerImpl:
                 skipped += 1
                 continue
             mid = trusted_message_id(ledger, entry, partition, i)
-            msg = Message(payload, meta, single, mid, topic, redelivery_count, n)
+            msg = _message_with_id(payload, meta, single, mid, topic, redelivery_count, n)
             if batch_messages is not None:  # possibleToDeadLetter: before the duplicate check, as Pulsar
                 batch_messages.append(msg)
             if check_duplicates and tracker.is_duplicate(mid):
@@ -318,7 +373,9 @@ class _ConsumerImpl:
         if message is not None:
             self.chunked_ids[message.message_id] = message.chunk_ids
             self.parent._queue.append(
-                Message(message.payload, message.metadata, None, message.message_id, self.topic, redelivery_count, 0)
+                _message_with_id(
+                    message.payload, message.metadata, None, message.message_id, self.topic, redelivery_count, 0
+                )
             )
 
     def _new_chunk_tracker(self) -> ChunkedMessageTracker:
@@ -810,16 +867,15 @@ class Consumer:
             if not queue:
                 raise Timeout("Pulsar error: TimeOut")
         msg = queue.popleft()
-        mid = msg._id
         if self._retry_impls:
-            impl = self._retry_impls.get(msg._topic) or self._impls[mid.partition]
-            self._ledger_owner[mid.ledger] = impl
+            impl = self._retry_impls.get(msg._topic) or self._impls[msg._partition]
+            self._ledger_owner[msg._ledger] = impl
         else:
-            impl = self._impls[mid.partition]
+            impl = self._impls[msg._partition]
         events = self._events
         if events is not None:
             events.append_row(
-                _RECEIVED, self._scheduler.now_ms, self._id, mid.ledger, mid.entry, mid.batch_index, len(queue)
+                _RECEIVED, self._scheduler.now_ms, self._id, msg._ledger, msg._entry, msg._batch_index, len(queue)
             )
         if self._receiver_queue_size > 0:  # increase_available_permits(1), inlined
             permits = impl.available_permits = impl.available_permits + 1
@@ -827,7 +883,7 @@ class Consumer:
                 impl.available_permits = 0
                 impl.send_flow(permits)
         if self._unacked is not None:  # trackMessage: the ack timeout starts when the application takes it
-            self._unacked.add(mid)
+            self._unacked.add(msg._id)
         if self._message_class is not None:
             msg.__class__ = self._message_class  # value() decodes with the consumer's schema
         return msg
@@ -872,23 +928,32 @@ class Consumer:
         if self._closed:
             raise AlreadyClosedException("Consumer already closed")
         if type(message) is Message and not self._retry_impls:
-            mid, batch_size = message._id, message._batch_size
-            impl = self._impls.get(mid.partition)
+            batch_size = message._batch_size
+            ledger, entry, partition, batch_index = (
+                message._ledger,
+                message._entry,
+                message._partition,
+                message._batch_index,
+            )
+            impl = self._impls.get(partition)
             if impl is None:
-                impl = self._impl_for(mid)
+                impl = self._impl_for(message._id)
+            mid = message._mid  # None while no one asked for the MessageId object
         else:
             mid, batch_size, impl = self._resolve(message)
+            ledger, entry, partition, batch_index = mid.ledger, mid.entry, mid.partition, mid.batch_index
         events = self._events
         if events is not None:
-            events.append_row(
-                _ACKNOWLEDGED, self._scheduler.now_ms, self._id, mid.ledger, mid.entry, mid.batch_index, 0
-            )
+            events.append_row(_ACKNOWLEDGED, self._scheduler.now_ms, self._id, ledger, entry, batch_index, 0)
         if type(mid) is _ChunkMessageId:
             impl.acknowledge_chunked(mid, False)
             return
-        impl.tracker.add_acknowledgment(mid, batch_size, _INDIVIDUAL)
+        if batch_index < 0 or batch_size <= 0:  # not a batch message; either way the tracker takes the id's ints
+            impl.tracker.add_entry_ack(ledger, entry, partition, batch_index)
+        else:
+            impl.tracker.add_batch_message_ack(ledger, entry, partition, batch_index, batch_size)
         if self._entry_hooks:
-            self._after_individual_ack(impl, mid, batch_size)
+            self._after_individual_ack(impl, mid if mid is not None else message._id, batch_size)
 
     def _after_individual_ack(self, impl: _ConsumerImpl, mid: MessageId, batch_size: int) -> None:
         """Once an entry is acked as a whole: it leaves the ack-timeout tracker and the DLQ candidates."""

@@ -65,6 +65,7 @@ from pulsarlab.errors import ProducerBusyException as BrokerProducerBusy
 from pulsarlab.errors import ProducerFencedException as BrokerProducerFenced
 from pulsarlab.event_catalogue import broker as ev
 from pulsarlab.event_catalogue.chunking import CHUNK_PUBLISHED, MESSAGE_TOO_BIG_EVENT, PRODUCER_CRASHED
+from pulsarlab.events import UNDECLARED
 from pulsarlab.ids import MessageId, trusted_message_id
 from pulsarlab.protocol.producer_access import ProducerAccessMode
 
@@ -640,7 +641,9 @@ class Producer:
             msg.sequence_id = seq = int(sequence_id)
         events = self._events
         if events.enabled:
-            events.append_row(self._published_ev, now, self._id, seq, part.partition, len(msg.payload))
+            events.append_row(
+                self._published_ev, now, self._id, seq, part.partition, len(msg.payload), UNDECLARED, UNDECLARED
+            )
         try:
             if self._chunking_enabled:
                 part.send_chunked(msg, sequence_id is not None)

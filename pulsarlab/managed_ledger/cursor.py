@@ -36,8 +36,9 @@ from sortedcontainers import SortedDict
 from pulsarlab.date_format import format_timestamp
 from pulsarlab.errors import IllegalArgumentException, PulsarError
 from pulsarlab.event_catalogue.cursor import BATCH_INDEX_DELETED, CURSOR_RESET, INDIVIDUALLY_DELETED, MARK_DELETE_MOVED
+from pulsarlab.events import UNDECLARED
 from pulsarlab.managed_ledger.exceptions import CursorAlreadyClosedException, ManagedLedgerException
-from pulsarlab.managed_ledger.position import EARLIEST, LATEST, Position, make_position
+from pulsarlab.managed_ledger.position import EARLIEST, LATEST, Position
 from pulsarlab.managed_ledger.rangeset import OpenLongPairRangeSet
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -159,7 +160,9 @@ class ManagedCursor:
         read = self.read_position
         lce = self._ledger.last_confirmed_entry
         if lce.entry_id != -1:  # _has_more(read), inlined: asked before every dispatcher read
-            return read.ledger_id < lce.ledger_id or (read.ledger_id == lce.ledger_id and read.entry_id <= lce.entry_id)
+            if read.ledger_id == lce.ledger_id:
+                return read.entry_id <= lce.entry_id
+            return read.ledger_id < lce.ledger_id
         return self._entries_to_read(read.ledger_id, read.entry_id) > 0
 
     def _has_more(self, l: int, e: int) -> bool:
@@ -246,12 +249,12 @@ class ManagedCursor:
             else:  # not self._has_more(l, count), inlined
                 lce = ml.last_confirmed_entry
                 if lce.entry_id != -1:
-                    one_step = not (l < lce.ledger_id or (l == lce.ledger_id and count <= lce.entry_id))
+                    one_step = count > lce.entry_id if l == lce.ledger_id else l > lce.ledger_id
                 else:
                     one_step = self._entries_to_read(l, count) <= 0
             if one_step:
                 hi = min(e + max_entries, count)
-                self.read_position = make_position(l, hi)
+                self.read_position = ml.position_of(l, hi)
                 last = ml._last_written
                 if hi - e == 1 and last is not None and last[0].entry_id == e and last[0].ledger_id == l:
                     return [last]  # read_run's answer for the entry just written, without its call
@@ -380,6 +383,11 @@ class ManagedCursor:
         confirmed entry; the positions before it in the list stay deleted and the mark-delete position
         does not move (as in Java, which fails the callback and returns).
         """
+        self.delete_entries((pos.ledger_id, pos.entry_id, ack_set) for pos, ack_set in positions)
+
+    def delete_entries(self, acks: Iterable[tuple[int, int, "Iterable[int] | None"]]) -> None:
+        """`async_delete` of ``(ledger_id, entry_id, ack_set or None)`` triples, the form an ACK command carries
+        its message ids in (the broker's ack path passes them on without a Position per acked entry)."""
         if self._closed:
             raise CursorAlreadyClosedException(_CLOSED)
         ml = self._ledger
@@ -398,8 +406,7 @@ class ManagedCursor:
         # added and at once absorbed by the mark-delete advance; the fast path moves the position directly.
         idm_empty = idm.is_empty()
         try:
-            for pos, ack_set in positions:
-                l, e = pos.ledger_id, pos.entry_id
+            for l, e, ack_set in acks:
                 if l > lce_l or (l == lce_l and e > lce_e):
                     raise ManagedLedgerException("Invalid mark deleted position")
                 if l < md_l or (l == md_l and e <= md_e) or (not idm_empty and idm.contains(l, e)):
@@ -462,7 +469,7 @@ class ManagedCursor:
                 append_row = log.append_row
                 for l, e in acked:  # type: ignore[union-attr]
                     if l > new_l or (l == new_l and e > new_e):
-                        append_row(INDIVIDUALLY_DELETED, now, sid, l, e)
+                        append_row(INDIVIDUALLY_DELETED, now, sid, l, e, UNDECLARED, UNDECLARED, UNDECLARED)
             if new is not md:
                 log.append_row(
                     MARK_DELETE_MOVED,

@@ -33,7 +33,7 @@ from typing import Any
 from pulsarlab.clock import Scheduler
 from pulsarlab.date_format import format_timestamp
 from pulsarlab.event_catalogue.managed_ledger import ENTRY_WRITTEN, LEDGER_ROLLED
-from pulsarlab.events import EventLog
+from pulsarlab.events import UNDECLARED, EventLog
 from pulsarlab.managed_ledger.cursor import ManagedCursor
 from pulsarlab.managed_ledger.exceptions import (
     CursorNotFoundException,
@@ -211,7 +211,7 @@ class ManagedLedger:
         ``size`` is ``data.size`` when the caller already computed it."""
         lid = self._current_id
         info = self._current_info
-        pos = make_position(lid, info.entries)  # the current ledger's entry count is its next entry id
+        pos = self.position_of(lid, info.entries)  # the current ledger's entry count is its next entry id
         stored_entries = self._current_entries  # _StoredEntries.append, inlined (once per published entry)
         tail = stored_entries.tail
         tail.append(data.stored())
@@ -222,6 +222,7 @@ class ManagedLedger:
         if size is None:
             size = data.size
         info.entries += 1
+        self._next_position = make_position(lid, info.entries)
         info.size += size
         self.current_ledger_entries += 1
         self.current_ledger_size += size
@@ -236,7 +237,14 @@ class ManagedLedger:
                 name_sid = self._name_sid = log.intern(self.name)
             n = data.metadata.num_messages_in_batch
             log.append_row(
-                ENTRY_WRITTEN, self.scheduler.now_ms, name_sid, lid, pos.entry_id, 1 if n is None else n, size
+                ENTRY_WRITTEN,
+                self.scheduler.now_ms,
+                name_sid,
+                lid,
+                pos.entry_id,
+                1 if n is None else n,
+                size,
+                UNDECLARED,
             )
         # currentLedgerIsFull(), asked only when a limit may be reached (the common write reaches none)
         if (
@@ -278,6 +286,7 @@ class ManagedLedger:
         self._current_id = lid
         self._current_info = info
         self._current_entries = self._entries[lid] = _StoredEntries()
+        self._next_position = make_position(lid, 0)
         self.current_ledger_entries = 0
         self.current_ledger_size = 0
         self.last_ledger_created_timestamp = self.scheduler.now_ms
@@ -420,7 +429,12 @@ class ManagedLedger:
 
     def position_of(self, ledger_id: int, entry_id: int) -> Position:
         """The Position (ledger, entry). Positions are made when asked for, not stored per entry: a stored one
-        would be one more object per entry for every full garbage collection to walk."""
+        would be one more object per entry for every full garbage collection to walk. The one exception is the
+        position the next write will take: a cursor that read everything moves its read position there, and
+        the write then uses the same object."""
+        pos = self._next_position
+        if pos.entry_id == entry_id and pos.ledger_id == ledger_id:
+            return pos
         return make_position(ledger_id, entry_id)
 
     def read_run(self, ledger_id: int, first: int, end: int) -> list[tuple[Position, EntryData]]:
