@@ -34,7 +34,8 @@ all players: ``player_step_ms_max``                    477 / 361        220 / 20
 
 Every lab, one run each (before at load 1.6-4.1, after at 2.7-6.2): median 64.4 -> 61.0 ms, max 566 -> 478 ms
 (the after max is lab 09 #1's delayed views, not changed here, 218 ms before; its median 112 -> 82 ms),
-``lab_run_all_s_max`` 38.9 -> 65.6 s (lab 11's Spark run, which shared the CPU with a browser experiment).
+``lab_run_all_s_max`` 38.9 -> 65.6 s (lab 11's Spark run, which shared the CPU with a browser experiment; lab 11
+alone afterwards, load 1.9-3.8: 43.9 s).
 
 What changed: the dispatch timeline sends each step line through its change points (lab 06's player ~900
 points a step instead of ~20,000: 2 MB of restyle per step to 90 kB), and the failover graph, Key_Shared
