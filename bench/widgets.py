@@ -14,6 +14,41 @@ changed for 300 ms; the step's time is the last change (label or figure DOM) aft
 Prints one line per lab and player, then one JSON object: ``player_step_ms_median``, ``player_step_ms_max``,
 ``lab_run_all_s_max``, ``labs`` (Run All seconds per lab) and ``players`` (median / max ms per player, keyed
 ``LAB #i title (views)``). Timings are wall clock on a shared machine: compare figures of one run.
+
+Figures (issue 14, branch steps2; 2 cores shared with other engineers' runs at load 3.5-5.2, so "before" (main's
+``widgets/``) and "after" (this branch) ran interleaved, twice each, ``--labs 01,02,04,06,07,10``; median ms of
+8 steps per player, the two runs side by side):
+
+=====================================================  ===============  ===============
+player                                                 before           after
+=====================================================  ===============  ===============
+06 #1 email-sender (dispatch timeline, 2,161 frames)   322 / 270        89 / 77
+02 #0 Shared round robin (dispatch timeline)           98 / 129         77 / 73
+04 #0 Failover on 4 partitions (failover graph)        59 / 51          38 / 47
+10 #0 live views (cursor, Key_Shared, dispatch)        187 / 173        149 / 170
+04 #1 c1 leaves (failover graph + dispatch timeline)   90 / 113         101 / 89
+other six players                                      31 - 70          34 - 86
+all players: ``player_step_ms_median``                 76.1 / 74.2      73.8 / 71.7
+all players: ``player_step_ms_max``                    477 / 361        220 / 203
+=====================================================  ===============  ===============
+
+Every lab, one run each (before at load 1.6-4.1, after at 2.7-6.2): median 64.4 -> 61.0 ms, max 566 -> 478 ms
+(the after max is lab 09 #1's delayed views, not changed here, 218 ms before; its median 112 -> 82 ms),
+``lab_run_all_s_max`` 38.9 -> 65.6 s (lab 11's Spark run, which shared the CPU with a browser experiment; lab 11
+alone afterwards, load 1.9-3.8: 43.9 s).
+
+What changed: the dispatch timeline sends each step line through its change points (lab 06's player ~900
+points a step instead of ~20,000: 2 MB of restyle per step to 90 kB), and the failover graph, Key_Shared
+blocking, hash range and redelivery timeline views keep the same traces from frame to frame (a changed trace
+count made `sync_figure` delete or add traces: one more full plotly.js redraw per step). What is left, from a
+CPU profile of a step in chromium (``Profiler.start`` over 6 steps of lab 06 #1): about 25 ms per step outside
+the figures (the comm round trip, JupyterLab's kernel-status and toolbar updates, the slider; lab 05 #0, whose
+figure does not change, steps in 24-40 ms), and plotly.js redraws a whole figure on any change of trace data
+(``Plotly.update`` -> ``_doPlot``: defaults, calc, axes, legend, every trace; 20-26 ms for the dispatch
+timeline in a bare page, 35-45 ms inside JupyterLab), once per figure that changed. Sending layout edits as
+leaf paths (``xaxis.range``, ``shapes[0].x0``) instead of whole objects measured the same in a bare page.
+The goals (median < 50 ms, max < 150 ms) are not met on this machine: single-figure players are at 40-90 ms,
+players with two or three changing figures at 90-170 ms.
 """
 
 from __future__ import annotations

@@ -207,6 +207,18 @@ def test_cursor_view_shows_client_only_batch_acks_on_4_0_and_broker_bits_on_4_1(
 # -- views on every subscription type -----------------------------------------------------------
 
 
+def hv_values(xs: Any, ys: Any, at: list[int]) -> list[Any]:
+    """The value a ``line_shape="hv"`` line through (xs, ys) shows at each x of ``at``: the y of the last point at
+    or before it (None inside a gap or before the first point)."""
+    out = []
+    k = -1
+    for x in at:
+        while k + 1 < len(xs) and xs[k + 1] is not None and xs[k + 1] <= x:
+            k += 1
+        out.append(ys[k] if k >= 0 else None)
+    return out
+
+
 @pytest.mark.parametrize("type_name,version,partitions", scenarios())
 def test_every_view_builds_a_figure_for_every_frame_kind(type_name: str, version: str, partitions: int) -> None:
     _lab, rec = workload(type_name, version, partitions)
@@ -228,15 +240,62 @@ def test_dispatch_timeline_draws_each_consumers_history(type_name: str, version:
     names = sorted({pts[-1].name for pts in lines.values()})
     assert names == (["c1"] if type_name == "Exclusive" else ["c1", "c2"])
     fig = dispatch_timeline_view(snap)
-    permits = {tr.name: list(tr.y) for tr in fig.data if tr.xaxis == "x" and not tr.name.endswith("blocked")}
-    for key, pts in lines.items():
-        assert permits[pts[-1].name] == [p.permits for p in pts]
+    for axis, field in (("x", "permits"), ("x2", "receiver_queue"), ("x3", "in_flight")):
+        drawn = {tr.name: tr for tr in fig.data if tr.xaxis == axis and not tr.name.endswith("blocked")}
+        for pts in lines.values():
+            tr = drawn[pts[-1].name]
+            assert tr.line.shape == "hv"
+            # the step line through its change points is the line through every sample
+            assert hv_values(tr.x, tr.y, [p.event_index for p in pts]) == [getattr(p, field) for p in pts], field
+            assert len(tr.x) <= len(pts) and len(tr.hovertext) == len(tr.x)
     c1 = next(pts for pts in lines.values() if pts[-1].name == "c1")
     queue_size = 6 * max(partitions, 1)
     assert max(p.permits for p in c1) == queue_size  # the first FLOW(receiver queue size) per partition
     frame = rec[len(rec) // 3]
     early = series(frame.snapshot)
     assert all(p.event_index <= frame.event_index for pts in early.values() for p in pts)
+
+
+def test_dispatch_timeline_draws_change_points_and_marks_every_blocked_sample() -> None:
+    """A consumer that never acks is blocked for most of a long run: each line sends its change points only (far
+    fewer than its samples), and the blocked band covers exactly the blocked samples at their permits."""
+    lab = pl.Lab(version="3.0", broker_config={"maxUnackedMessagesPerConsumer": 6})
+    rec = Recorder(lab)
+    client = lab.client()
+    shared = pl.ConsumerType.Shared
+    lazy, healthy = (
+        client.subscribe("t", "s", consumer_type=shared, consumer_name=n, receiver_queue_size=4) for n in ("c1", "c2")
+    )
+    producer = client.create_producer("t")
+    for i in range(60):
+        producer.send(f"m{i}".encode())
+        while lazy.receiver_queue:
+            lazy.receive(0)  # never acknowledged
+        while healthy.receiver_queue:
+            healthy.acknowledge(healthy.receive(0))
+    snap = rec[-1].snapshot
+    lines = series(snap)
+    fig = dispatch_timeline_view(snap)
+    c1 = next(pts for pts in lines.values() if pts[-1].name == "c1")
+    blocked = [p for p in c1 if p.blocked]
+    assert blocked and len(blocked) < len(c1)
+    drawn = sum(len(tr.x) for tr in fig.data)
+    assert drawn < sum(len(pts) for pts in lines.values()) // 3
+    band = next(tr for tr in fig.data if tr.name == "c1 blocked")
+    assert band.marker.symbol == "x"
+    # the band's runs (split at None) expanded at each sample: the permits of blocked samples, nothing elsewhere
+    runs: list[tuple[list[int], list[int]]] = [([], [])]
+    for x, y in zip(band.x, band.y):
+        if x is None:
+            runs.append(([], []))
+        else:
+            runs[-1][0].append(x)
+            runs[-1][1].append(y)
+    covered: dict[int, int] = {}
+    for xs, ys in runs:
+        inside = [p.event_index for p in c1 if xs[0] <= p.event_index <= xs[-1]]
+        covered.update(zip(inside, hv_values(xs, ys, inside)))
+    assert covered == {p.event_index: p.permits for p in blocked}
 
 
 def test_failover_graph_reproduces_the_reference_picks() -> None:

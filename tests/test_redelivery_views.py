@@ -173,7 +173,7 @@ def test_views_draw_every_frame(run, view):
 def test_timeline_figure_content(run):
     _lab, rec, _consumer = run
     fig = redelivery_timeline_view(rec[-1].snapshot, subscription="sub")
-    names = {t.name for t in fig.data if t.name}
+    names = {t.name for t in fig.data if t.name and len(t.x)}  # the kinds drawn (every kind has a trace)
     assert {
         "delivered",
         "negatively acknowledged",
@@ -182,6 +182,8 @@ def test_timeline_figure_content(run):
         "sent to the retry topic",
         "redelivery counted",
     } <= names
+    joined = [t for t in fig.data if t.mode == "lines" and t.line.dash == "dash" and len(t.x)]
+    assert joined, "a copy's row is joined to its origin's by a dashed line"
     ticks = list(fig.layout.yaxis.ticktext)
     assert "orders 3:0 · → DLQ" in ticks and any(t.startswith("↳ orders-sub-DLQ") for t in ticks)
     assert "1 retried" in fig.layout.title.text and "1 dead-lettered" in fig.layout.title.text

@@ -57,7 +57,9 @@ def test_hash_range_view_marks_what_moved_in_the_events():
     fig = hash_range_view(frame.snapshot, [frame.event])
     moved = bars_by_row(fig, "moved this step")
     assert [(s, e) for s, e, _n in moved] == [tuple(frame.event.taken)]
-    assert moved[0][2].startswith(frame.event.name)
+    drawn = next(t for t in fig.data if t.name == "moved this step")  # one trace, each bar named for its new owner
+    assert list(drawn.text) == [frame.event.name]
+    assert drawn.hovertext[0].endswith(f"to {frame.event.name}")
 
 
 def test_hash_range_view_for_a_ring_and_for_sticky_gaps():

@@ -12,10 +12,13 @@ Shows flow control at work (docs/guide/flow-control.md): the broker's ``availabl
 adds the receiver queue size, each dispatched message takes one, a batch entry takes its size and can
 drive it below zero), the client's receiver queue filling as MESSAGE commands arrive and emptying as the
 application calls ``receive()`` (FLOW again at half the queue), and the messages in flight - delivered
-and not yet acknowledged at the broker. Blocked consumers (``maxUnackedMessagesPerConsumer``) are marked
-with a cross. The x axis is the event index (many steps happen in the same virtual millisecond); hover
-shows the time. A function ``(snapshot, events) -> go.Figure`` over the snapshot's `History`; a snapshot
-without history (``snapshot(lab)``) shows the current values only.
+and not yet acknowledged at the broker. A blocked consumer (``maxUnackedMessagesPerConsumer``) gets a band
+along its permits while blocked, with a cross where the block starts, changes and ends. The x axis is the
+event index (many steps happen in the same virtual millisecond); hover shows the time. Each line is a step
+line (``line_shape="hv"``) drawn through its change points only, with a marker where its value changes:
+the same line as one point per sample, but a long history sends tens of points per step, not thousands.
+A function ``(snapshot, events) -> go.Figure`` over the snapshot's `History`; a snapshot without history
+(``snapshot(lab)``) shows the current values only.
 
 Simplifies: a consumer on a partitioned topic is one line per subscription (its partitions summed).
 """
@@ -30,7 +33,14 @@ from plotly.subplots import make_subplots
 from pulsarlab.snapshot.base import Sample, short_topic
 from pulsarlab.snapshot.lab import LabSnapshot
 from pulsarlab_widgets.views.lab_common import check_lab_snapshot, empty_figure, events_of, pick, plural
-from pulsarlab_widgets.views.style import consumer_color, count_axis, index_axis, legend_below
+from pulsarlab_widgets.views.style import (
+    consumer_color,
+    count_axis,
+    index_axis,
+    legend_below,
+    step_points,
+    translucent,
+)
 
 PANELS = (
     ("permits", "broker permits (availablePermits)"),
@@ -126,48 +136,29 @@ def dispatch_timeline_view(
     for (t, s, cid), pts in sorted(lines.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2])):
         name = pts[-1].name + (f" ({short_topic(t)}/{s})" if several_subs else "")
         color = consumer_color(cid)
-        xs = [p.event_index for p in pts]
-        hover = [
-            f"{name} · event {p.event_index} · t = {p.time} ms<br>permits {p.permits} · queue "
-            f"{'-' if p.receiver_queue is None else p.receiver_queue} · in flight {p.in_flight}"
-            + (" · BLOCKED on unacked" if p.blocked else "")
-            for p in pts
-        ]
+        group = f"{t}/{s}/{cid}"
         for row, (field, _label) in enumerate(PANELS, start=1):
-            ys = [getattr(p, field) for p in pts]
+            values = [getattr(p, field) for p in pts]
+            keep = step_points(values)
+            changed = [k == 0 or values[k] != values[k - 1] for k in keep]
             fig.add_trace(
                 go.Scatter(
-                    x=xs,
-                    y=ys,
-                    mode="lines+markers" if len(xs) < 60 else "lines",
+                    x=[pts[k].event_index for k in keep],
+                    y=[values[k] for k in keep],
+                    mode="lines+markers" if sum(changed) < 60 else "lines",
                     line=dict(color=color, shape="hv"),
-                    marker=dict(size=5),
+                    marker=dict(size=[5 if c else 0 for c in changed]),
                     name=name,
-                    legendgroup=f"{t}/{s}/{cid}",
+                    legendgroup=group,
                     showlegend=row == 1,
-                    hovertext=hover,
+                    hovertext=[_hover(name, pts[k]) for k in keep],
                     hoverinfo="text",
                     cliponaxis=False,
                 ),
                 row=row,
                 col=1,
             )
-        blocked = [p for p in pts if p.blocked]
-        fig.add_trace(
-            go.Scatter(
-                x=[p.event_index for p in blocked],
-                y=[p.permits for p in blocked],
-                mode="markers",
-                marker=dict(symbol="x", size=9, color=color, line=dict(width=1)),
-                name=f"{name} blocked",
-                legendgroup=f"{t}/{s}/{cid}",
-                showlegend=False,
-                hoverinfo="skip",
-                cliponaxis=False,
-            ),
-            row=1,
-            col=1,
-        )
+        fig.add_trace(_blocked_trace(pts, name, color, group), row=1, col=1)
     now = snap.event_index
     for row in (1, 2, 3):
         fig.add_vline(x=now, line=dict(color="#888888", dash="dot", width=1), row=row, col=1)
@@ -196,6 +187,53 @@ def dispatch_timeline_view(
         values = [getattr(p, field) for pts in lines.values() for p in pts]
         fig.update_yaxes(count_axis(values), row=row, col=1)
     return fig
+
+
+def _hover(name: str, p: Sample) -> str:
+    return (
+        f"{name} · event {p.event_index} · t = {p.time} ms<br>permits {p.permits} · queue "
+        f"{'-' if p.receiver_queue is None else p.receiver_queue} · in flight {p.in_flight}"
+        + (" · BLOCKED on unacked" if p.blocked else "")
+    )
+
+
+def _blocked_trace(pts: list[Sample], name: str, color: str, group: str) -> go.Scatter:
+    """On the permits panel, a band along each run of blocked samples with a cross where the run starts, where its
+    permits change and where it ends (not one cross per sample: a run can last thousands of events)."""
+    xs: list[int | None] = []
+    ys: list[int | None] = []
+    hover: list[str] = []
+    k = 0
+    while k < len(pts):
+        if not pts[k].blocked:
+            k += 1
+            continue
+        run_end = k
+        while run_end + 1 < len(pts) and pts[run_end + 1].blocked:
+            run_end += 1
+        run = pts[k : run_end + 1]
+        if xs:
+            xs.append(None)
+            ys.append(None)
+            hover.append("")
+        for j in step_points([p.permits for p in run]):
+            xs.append(run[j].event_index)
+            ys.append(run[j].permits)
+            hover.append(_hover(name, run[j]))
+        k = run_end + 1
+    return go.Scatter(
+        x=xs,
+        y=ys,
+        mode="lines+markers",
+        line=dict(color=translucent(color, 0.3), width=7, shape="hv"),
+        marker=dict(symbol="x", size=9, color=color, line=dict(width=1)),
+        name=f"{name} blocked",
+        legendgroup=group,
+        showlegend=False,
+        hovertext=hover,
+        hoverinfo="text",
+        cliponaxis=False,
+    )
 
 
 __all__ = ["PANELS", "dispatch_timeline_view", "series"]

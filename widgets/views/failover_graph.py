@@ -160,16 +160,17 @@ def failover_graph_view(
     for kind, style in EDGE_STYLE.items():
         edges = [(u, v) for u, v, a in G.edges(data=True) if a["kind"] == kind]
         if kind in (ACTIVE,):
-            for u, v in edges:  # one trace per active edge, in the consumer's colour
+            # one trace per consumer (empty while it is active nowhere), in its colour: the same traces in the same
+            # order from frame to frame, so a step restyles them instead of removing and adding traces
+            first = True
+            for c in [n for n, a in G.nodes(data=True) if a["layer"] == 1]:
+                mine = [(u, v) for u, v in edges if v == c]
                 traces.append(
                     _edge_trace(
-                        [(u, v)],
-                        pos,
-                        dict(style, color=consumer_color(v[1])),
-                        kind,
-                        showlegend=edges.index((u, v)) == 0,
+                        mine, pos, dict(style, color=consumer_color(c[1])), kind, showlegend=first and bool(mine)
                     )
                 )
+                first = first and not mine
         else:
             traces.append(_edge_trace(edges, pos, style, kind, showlegend=bool(edges)))
     traces.append(_edge_hover(G, pos, names))

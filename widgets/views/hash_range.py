@@ -80,6 +80,28 @@ def _bars(
     return traces
 
 
+def _moved_bar(items, names: dict[int, str]) -> go.Bar:
+    """The ranges that moved this step, hatched, each in the colour of the consumer it moved to."""
+    return go.Bar(
+        orientation="h",
+        y=[MOVED_ROW] * len(items),
+        base=[s for s, _e, _c, _h in items],
+        x=[e - s + 1 for s, e, _c, _h in items],
+        name="moved this step",
+        showlegend=False,
+        marker=dict(
+            color=[consumer_color(c) for _s, _e, c, _h in items],
+            line=dict(color="white", width=0.5),
+            pattern=dict(shape="/"),
+        ),
+        hovertext=[h for _s, _e, _c, h in items],
+        hoverinfo="text",
+        text=[names.get(c, "") if c is not None else "" for _s, _e, c, _h in items],
+        textposition="inside",
+        insidetextanchor="middle",
+    )
+
+
 def hash_range_view(snapshot: dict[str, Any], events: Sequence[Any] = (), title: str | None = None) -> go.Figure:
     """The figure for one snapshot; ``events`` (since the previous frame) mark what moved."""
     check_snapshot(snapshot, "consumers", "hash_range_view")
@@ -107,8 +129,10 @@ def hash_range_view(snapshot: dict[str, Any], events: Sequence[Any] = (), title:
     moved = moved_ranges(events)
     moved_items = [(s, e, to, f"{fmt_range(s, e)} moved from {frm} to {to_name}") for s, e, frm, to, to_name in moved]
     rows = [OWNER_ROW]
+    # the moved ranges are one trace in every frame (empty when nothing moved): a step restyles it instead of
+    # adding and deleting traces
+    traces.append(_moved_bar(moved_items, names))
     if moved_items:
-        traces += _bars(moved_items, MOVED_ROW, names, legend=False, pattern="/")
         rows = [MOVED_ROW, OWNER_ROW]
     top = max([hi] + [e for s, e, _c in assignments])
     n = len(names)

@@ -118,30 +118,31 @@ def key_shared_blocking_view(
     by_owner: dict[int, list[tuple[int, int]]] = {}
     for a in d.assignments:
         by_owner.setdefault(a.consumer, []).append((a.start, a.end))
-    for c in sub.consumers:
-        ranges = by_owner.get(c.id, [])
-        traces.append(
-            go.Bar(
-                orientation="h",
-                y=[row(c.id)] * len(ranges),
-                base=[s for s, _e in ranges],
-                x=[e - s + 1 for s, e in ranges],
-                name=f"{c.name}: owned hashes",
-                showlegend=False,
-                marker=dict(color=consumer_color(c.id), opacity=0.25, line=dict(width=0)),
-                hovertext=[f"{c.name} owns [{s}, {e}]" for s, e in ranges],
-                hoverinfo="text",
-            )
+    # one Bar trace for every consumer's owned ranges (coloured per bar), so a consumer joining or leaving changes
+    # the trace's values, not the number of traces
+    owned = [(c, s, e) for c in sub.consumers for s, e in by_owner.get(c.id, [])]
+    traces.append(
+        go.Bar(
+            orientation="h",
+            y=[row(c.id) for c, _s, _e in owned],
+            base=[s for _c, s, _e in owned],
+            x=[e - s + 1 for _c, s, e in owned],
+            name="owned hashes",
+            showlegend=False,
+            marker=dict(color=[consumer_color(c.id) for c, _s, _e in owned], opacity=0.25, line=dict(width=0)),
+            hovertext=[f"{c.name} owns [{s}, {e}]" for c, s, e in owned],
+            hoverinfo="text",
         )
+    )
 
     rows_needed = list(consumer_rows)
     blocked = list(d.blocked_hashes)
     if any(b.consumer is None for b in blocked) and NOBODY_ROW not in rows_needed:
         rows_needed.append(NOBODY_ROW)
+    # every reason and the draining traces are drawn in every frame (empty when nothing waits for that reason), so
+    # the figure keeps its traces from frame to frame and a player's step restyles them instead of adding traces
     for reason, color in REASON_COLORS.items():
         group = [b for b in blocked if b.reason == reason]
-        if not group:
-            continue
         hover = []
         for b in group:
             text = (
@@ -170,46 +171,47 @@ def key_shared_blocking_view(
                 ),
                 hovertext=hover,
                 hoverinfo="text",
+                showlegend=bool(group),
             )
         )
 
     drain = list(d.draining)
-    if drain:
-        xs: list[float | None] = []
-        ys: list[str | None] = []
-        for h in drain:
-            waiting = next((b for b in blocked if b.hash == h.hash), None)
-            if waiting is not None and waiting.consumer is not None and waiting.consumer != h.consumer:
-                xs += [h.hash, h.hash, None]
-                ys += [row(h.consumer), row(waiting.consumer), None]
-        traces.append(
-            go.Scatter(
-                x=xs,
-                y=ys,
-                mode="lines",
-                line=dict(color=REASON_COLORS["hash_draining"], dash="dash", width=1.5),
-                name="waits for the draining consumer",
-                hoverinfo="skip",
-                showlegend=bool(xs),
-            )
+    xs: list[float | None] = []
+    ys: list[str | None] = []
+    for h in drain:
+        waiting = next((b for b in blocked if b.hash == h.hash), None)
+        if waiting is not None and waiting.consumer is not None and waiting.consumer != h.consumer:
+            xs += [h.hash, h.hash, None]
+            ys += [row(h.consumer), row(waiting.consumer), None]
+    traces.append(
+        go.Scatter(
+            x=xs,
+            y=ys,
+            mode="lines",
+            line=dict(color=REASON_COLORS["hash_draining"], dash="dash", width=1.5),
+            name="waits for the draining consumer",
+            hoverinfo="skip",
+            showlegend=bool(xs),
         )
-        traces.append(
-            go.Scatter(
-                x=[h.hash for h in drain],
-                y=[row(h.consumer) for h in drain],
-                mode="markers",
-                name="draining hash (previous owner)",
-                marker=dict(
-                    symbol="diamond", size=12, color="white", line=dict(color=REASON_COLORS["hash_draining"], width=2.5)
-                ),
-                hovertext=[
-                    f"hash {h.hash} draining from {names.get(h.consumer, h.consumer)}: {h.ref_count} unacked, "
-                    f"blocked {h.blocked} dispatch attempt(s)"
-                    for h in drain
-                ],
-                hoverinfo="text",
-            )
+    )
+    traces.append(
+        go.Scatter(
+            x=[h.hash for h in drain],
+            y=[row(h.consumer) for h in drain],
+            mode="markers",
+            name="draining hash (previous owner)",
+            marker=dict(
+                symbol="diamond", size=12, color="white", line=dict(color=REASON_COLORS["hash_draining"], width=2.5)
+            ),
+            hovertext=[
+                f"hash {h.hash} draining from {names.get(h.consumer, h.consumer)}: {h.ref_count} unacked, "
+                f"blocked {h.blocked} dispatch attempt(s)"
+                for h in drain
+            ],
+            hoverinfo="text",
+            showlegend=bool(drain),
         )
+    )
 
     attempts = [f for _k, f in events_of(events, "hash_blocked") if _event_on(f, sub)]
     traces.append(

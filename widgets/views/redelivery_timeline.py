@@ -60,6 +60,7 @@ LANE = {
     COUNTED: -0.3,
 }
 ROW_PX = 64
+LINK_KINDS = (RETRIED, DEAD_LETTERED)  # the steps that write a copy: its row is joined to its origin's
 STYLE = {  # kind -> (symbol, colour)
     PUBLISHED: ("circle-open", "#7f7f7f"),
     DELIVERED: ("circle", "#1f77b4"),
@@ -168,34 +169,40 @@ def redelivery_timeline_view(
     y_of = {(life.ledger, life.entry): len(shown) - 1 - i for i, life in enumerate(shown)}
     fig = go.Figure()
     now = snap.time
+    # the same traces in every frame (one for the lifelines, one per link kind, one per step kind, empty ones
+    # included), so a player's step restyles them instead of adding and deleting traces
+    life_x: list[int | None] = []
+    life_y: list[int | None] = []
+    link_xy: dict[str, tuple[list[int | None], list[float | None]]] = {k: ([], []) for k in LINK_KINDS}
     for life in shown:
         pos = (life.ledger, life.entry)
         y = y_of[pos]
         start = life.steps[0].time
         end = now if life.outcome == "in flight" else life.steps[-1].time
+        life_x += [start, max(end, start), None]
+        life_y += [y, y, None]
+        link = links[pos]
+        if link is not None:
+            origin = (life.origin[1], life.origin[2])  # type: ignore[index]
+            xs, ys = link_xy.setdefault(link.kind, ([], []))
+            xs += [link.time, start, None]
+            ys += [y_of[origin] + LANE[link.kind], y, None]
+    fig.add_trace(
+        go.Scatter(
+            x=life_x, y=life_y, mode="lines", line=dict(color="#d9d9d9", width=5), hoverinfo="skip", showlegend=False
+        )
+    )
+    for kind, (xs, ys) in link_xy.items():
         fig.add_trace(
             go.Scatter(
-                x=[start, max(end, start)],
-                y=[y, y],
+                x=xs,
+                y=ys,
                 mode="lines",
-                line=dict(color="#d9d9d9", width=5),
+                line=dict(color=STYLE[kind][1], dash="dash", width=1),
                 hoverinfo="skip",
                 showlegend=False,
             )
         )
-        link = links[pos]
-        if link is not None:
-            origin = (life.origin[1], life.origin[2])  # type: ignore[index]
-            fig.add_trace(
-                go.Scatter(
-                    x=[link.time, start],
-                    y=[y_of[origin] + LANE[link.kind], y],
-                    mode="lines",
-                    line=dict(color=STYLE[link.kind][1], dash="dash", width=1),
-                    hoverinfo="skip",
-                    showlegend=False,
-                )
-            )
     for kind in STEP_KINDS:
         xs, ys, texts, hovers = [], [], [], []
         for life in shown:
@@ -207,8 +214,6 @@ def redelivery_timeline_view(
                 ys.append(y + LANE[kind])
                 texts.append(str(step.count) if kind in (DELIVERED, COUNTED) and step.count is not None else "")
                 hovers.append(f"{life.label}: " + _hover(step, names))
-        if not xs:
-            continue
         symbol, color = STYLE[kind]
         fig.add_trace(
             go.Scatter(
@@ -222,6 +227,7 @@ def redelivery_timeline_view(
                 name=STEP_TEXT[kind],
                 hovertext=hovers,
                 hoverinfo="text",
+                showlegend=bool(xs),
             )
         )
     fig.add_vline(x=now, line=dict(color="#888888", dash="dot", width=1))
