@@ -21,7 +21,7 @@ import pulsarlab as pl
 from pulsarlab.scenarios.delayed_workload import sweep
 from pulsarlab.scenarios.key_shared import KeySharedScenario
 from pulsarlab.snapshot.recorder import Recorder
-from pulsarlab_widgets.player import Player, sync_figure
+from pulsarlab_widgets.player import Player, spare_trace, sync_figure
 from pulsarlab_widgets.views.chunk_reassembly import chunk_reassembly_view
 from pulsarlab_widgets.views.compare import compare_figure
 from pulsarlab_widgets.views.cursor import cursor_view
@@ -206,6 +206,42 @@ def test_a_view_that_fails_fails_in_the_step_that_shows_its_frame():
     with pytest.raises(RuntimeError, match="cannot draw"):
         for _ in range(len(ring.timeline)):
             player.step()
+
+
+def _drawn(spec: dict) -> dict:
+    """A browser figure without the player's spare trace slots at its end (hidden and empty: they draw nothing)."""
+    data = list(spec["data"])
+    while data and data[-1] == spare_trace(data[-1]["type"]):
+        data.pop()
+    return _clean({**spec, "data": data})
+
+
+def test_a_step_that_draws_fewer_or_more_traces_redraws_once():
+    """Traces a frame no longer draws stay as hidden spares and the next frame that draws them reuses them: each
+    step is one update message (one plotly.js redraw), no deleteTraces or addTraces."""
+    frames = [
+        go.Figure([go.Scatter(x=[1, 2], y=[3, 4], name="a"), go.Bar(x=[1], y=[2], name="b")], layout=dict(title="2")),
+        empty_figure("Cursor", "no subscription yet: subscribe a consumer first"),
+        go.Figure([go.Scatter(x=[5], y=[6], name="c")], layout=dict(title="1")),
+        go.Figure([go.Scatter(x=[1], y=[1], name="d"), go.Bar(x=[2], y=[3], name="e")], layout=dict(title="2 again")),
+    ]
+    widget = go.FigureWidget(frames[0])
+    browser = BrowserFigure(widget)
+    kinds: list[str] = []
+    widget.observe(lambda c: c["new"] and kinds.append(c["name"]), names=["_py2js_addTraces", "_py2js_deleteTraces"])
+    for fig in frames[1:]:
+        sent = browser.messages
+        sync_figure(widget, fig)
+        assert browser.messages - sent == 1, f"{fig.layout.title.text}: {browser.messages - sent} messages"
+        assert _drawn(browser.figure()) == _spec(fig)
+        assert all(t["visible"] is False for t in browser.figure().get("data", [])[len(fig.data) :])
+    assert kinds == []
+    assert [t.type for t in widget.data] == ["scatter", "bar"]
+    # a change of type at a slot replaces the traces from there on
+    sync_figure(widget, go.Figure([go.Bar(x=[1], y=[1], name="f")]))
+    assert [t.type for t in widget.data] == ["bar"] and _drawn(browser.figure()) == _spec(
+        go.Figure([go.Bar(x=[1], y=[1], name="f")])
+    )
 
 
 def test_sync_updates_only_the_changed_properties():

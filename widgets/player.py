@@ -81,18 +81,27 @@ def _changed(old: dict[str, Any], new: dict[str, Any], skip: frozenset[str] = _S
     return out
 
 
+def spare_trace(trace_type: str) -> dict[str, Any]:
+    """A trace slot the frame does not use: hidden, empty, kept for a later frame that draws this type there."""
+    return {"type": trace_type, "visible": False}
+
+
 def sync_figure(widget: go.FigureWidget, fig: go.Figure) -> None:
     """Make a displayed FigureWidget show ``fig`` by sending only what differs: the changed properties of each
-    trace (traces of the same type updated in place, the rest removed or added) and of the layout, removed ones
-    included (a stale annotation, axis setting or template is cleared), in one ``batch_update``. Afterwards the
-    widget holds the same data and layout as ``fig``."""
+    trace and of the layout, removed ones included (a stale annotation, axis setting or template is cleared), in
+    one ``batch_update``, so plotly.js redraws once. Traces keep their slots: one of the same type is updated in
+    place, one the frame no longer draws becomes a `spare_trace` (deleting it would cost the browser a redraw of
+    its own, and the next frame that draws it again another); from the first change of type on, traces are
+    replaced. Afterwards the widget holds ``fig``'s data, then its spares, and ``fig``'s layout."""
     new_data = fig._data  # plotly's validated property dicts: compared as plain JSON values, no re-validation
+    shared = min(len(widget.data), len(new_data))
     keep = 0
-    while keep < min(len(widget.data), len(new_data)) and widget._data[keep].get("type") == new_data[keep].get("type"):
+    while keep < shared and widget._data[keep].get("type") == new_data[keep].get("type"):
         keep += 1
-    if keep < len(widget.data):
+    if keep < shared:
         widget.data = widget.data[:keep]
-    edits = [(t, _changed(t._props, spec)) for t, spec in zip(widget.data, new_data)]
+    specs = list(new_data[: len(widget.data)]) + [spare_trace(t.type) for t in widget.data[len(new_data) :]]
+    edits = [(t, _changed(t._props, spec)) for t, spec in zip(widget.data, specs)]
     layout_edits = _changed(widget._layout, fig._layout, skip=frozenset())
     if any(e for _t, e in edits) or layout_edits:
         free_width = "height" in layout_edits and "width" not in fig._layout
@@ -115,8 +124,8 @@ def sync_figure(widget: go.FigureWidget, fig: go.Figure) -> None:
         finally:
             if free_width:
                 del widget._send_update_msg
-    if keep < len(new_data):
-        widget.add_traces(list(fig.data[keep:]))
+    if len(widget.data) < len(new_data):
+        widget.add_traces(list(fig.data[len(widget.data) :]))
 
 
 def _check_timeline(timeline: Any) -> None:
@@ -379,4 +388,4 @@ class Player(widgets.VBox):
         self.label.value = self._label_html()
 
 
-__all__ = ["FrameLike", "Player", "TimelineLike", "View", "events_between", "render", "sync_figure"]
+__all__ = ["FrameLike", "Player", "TimelineLike", "View", "events_between", "render", "spare_trace", "sync_figure"]
