@@ -47,8 +47,25 @@ figure does not change, steps in 24-40 ms), and plotly.js redraws a whole figure
 (``Plotly.update`` -> ``_doPlot``: defaults, calc, axes, legend, every trace; 20-26 ms for the dispatch
 timeline in a bare page, 35-45 ms inside JupyterLab), once per figure that changed. Sending layout edits as
 leaf paths (``xaxis.range``, ``shapes[0].x0``) instead of whole objects measured the same in a bare page.
-The goals (median < 50 ms, max < 150 ms) are not met on this machine: single-figure players are at 40-90 ms,
-players with two or three changing figures at 90-170 ms.
+
+Then (main 3d7b2be) a trace a frame no longer draws stays as a hidden spare that the next frame reuses
+(`sync_figure`), so a step that draws fewer or more traces is one redraw, not delete + update + add: lab 09's
+restart player, whose views go empty and come back, max 269 -> 46-69 ms. On the quiet machine (nothing else
+running; the bench's own JupyterLab, kernel and chromium keep the load at 2-2.5), every lab, one run each:
+
+================================  ===================  ===================
+figure                            main b02baec          main 3d7b2be
+================================  ===================  ===================
+``player_step_ms_median``         44.3 ms              43.4 ms
+``player_step_ms_max``            268.6 ms (09 #2)     188 ms (09 #1)
+``lab_run_all_s_max``             23.9 s (lab 11)      21.3 s (lab 11)
+================================  ===================  ===================
+
+The median goal (< 50 ms) is met; the max goal (< 150 ms) is not: a player whose two or three figures all
+change in a step pays one plotly.js redraw per figure (40-60 ms each inside JupyterLab), 90-135 ms typically
+(04 #1, 07 #0, 09 #1, 10 #0), and a step of those now and then takes 150-210 ms; the Python side of a step is
+1-3 ms (``Player.step`` timed in the kernel). Hiding off-screen cells from layout (``content-visibility: auto``)
+changed nothing measurable.
 """
 
 from __future__ import annotations
