@@ -79,6 +79,11 @@ keeps the next write's), no MessageId per received message until one is asked fo
 the grouping tracker use the id's ints), the event log's large flushes split into columns with numpy, the
 grouped acks' flush sorted with int keys, ``EntryData.stored`` without ``attrgetter``, and int comparisons the
 interpreter specialises.
+
+Measured on main once perf4 and the range set's pending acks (branch rangeset2, see ``bench/rangeset.py``) were
+both in (c9bbf06), the machine quiet (load 1.3-1.8), one run of this script: ``shared_msgs_per_s_no_batching``
+95,062 msgs/s (goal 80,000), log off 122,929; random range-set acks 1,496,970/s beside the naive set's 841,784/s
+(x 1.78; goal x 1); in-order acks 6.6M/s.
 """
 
 from __future__ import annotations
