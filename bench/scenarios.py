@@ -19,6 +19,10 @@ and 4.0, 3 consumers, 50 keys, 5 % nacks with ``max_redeliver_count`` 3, a consu
 Goals (issue 12): local[2] >= 1.7 x local[1]; local[1] >= 0.8 x in process (Spark's overhead <= 20 %); <= 12 bytes
 per event. The machine may be shared and noisy: compare figures of one run. Prints whether each goal was met, never
 asserts on time, and ends with one JSON line.
+
+Measured on main c9bbf06 (the model with branches perf4 and rangeset2), quiet machine, defaults: in process
+34,752 msgs/s; local[1] 30,533 (0.88 x in process), local[2] 53,765 (1.76 x local[1]); Parquet 3.48 bytes per
+event; the SQL metrics pass 16.6 s on local[1], 11.2 s on local[2]. Every goal met.
 """
 
 from __future__ import annotations
