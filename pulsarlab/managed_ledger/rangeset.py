@@ -231,6 +231,17 @@ class _Runs:
             firsts[k] = new_start
         self.tail_ends = blocks_e[-1]
 
+    def add_out_of_order(self, e: int) -> None:
+        """Set one entry (e >= 0) that does not extend the last run: into ``pending``, or in place while
+        ``in_place`` says buffering does not pay."""
+        if self.in_place:
+            self.in_place -= 1
+            self.add_one(e)
+        elif self.pending:
+            self.pending.add(e)  # type: ignore[union-attr]
+        else:
+            self.pending = {e}
+
     def add_one(self, e: int) -> None:
         """Set one entry (e >= 0): `set_range(e, e)` with fewer steps, for merging a few pending entries."""
         firsts = self.firsts
@@ -415,13 +426,8 @@ class OpenLongPairRangeSet:
             ends = runs.tail_ends
             if ends and ends[-1] == entry - 1:
                 ends[-1] = entry
-            elif runs.in_place:
-                runs.in_place -= 1
-                runs.add_one(entry)
-            elif runs.pending:
-                runs.pending.add(entry)  # type: ignore[union-attr]
             else:
-                runs.pending = {entry}
+                runs.add_out_of_order(entry)
             return
         _check_long("entry", entry)
         self.add_open_closed(ledger, entry - 1, ledger, entry)
@@ -440,13 +446,7 @@ class OpenLongPairRangeSet:
                 if ends and ends[-1] == lower_value_open:
                     ends[-1] = upper_value
                 elif upper_value == lower_value_open + 1:
-                    if runs.in_place:
-                        runs.in_place -= 1
-                        runs.add_one(upper_value)
-                    elif runs.pending:
-                        runs.pending.add(upper_value)  # type: ignore[union-attr]
-                    else:
-                        runs.pending = {upper_value}
+                    runs.add_out_of_order(upper_value)
                 else:
                     runs.set_range(lower_value_open + 1, upper_value)
                 return
