@@ -176,15 +176,7 @@ class NonPersistentTopic(PersistentTopic):
     def stats(self) -> dict[str, Any]:
         subs = {name: sub.stats() for name, sub in self.subscriptions.items()}  # type: ignore[attr-defined]
         return {
-            "msgRateIn": 0.0,
-            "msgThroughputIn": 0.0,
-            "msgRateOut": 0.0,
-            "msgThroughputOut": 0.0,
-            "bytesInCounter": self.bytes_in_counter,
-            "msgInCounter": self.msg_in_counter,
-            "bytesOutCounter": sum(s["bytesOutCounter"] for s in subs.values()),
-            "msgOutCounter": sum(s["msgOutCounter"] for s in subs.values()),
-            "averageMsgSize": (self.bytes_in_counter / self.msg_in_counter) if self.msg_in_counter else 0.0,
+            **self.traffic_stats(subs),
             "msgDropRate": 0.0,
             "storageSize": 0,
             "publishers": [

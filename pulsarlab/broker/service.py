@@ -700,25 +700,12 @@ class BrokerService:
         if read_compacted and sub_type not in (ConsumerType.Exclusive, ConsumerType.Failover):
             raise NotAllowedException("readCompacted only allowed on failover or exclusive subscriptions")
         t = self.get_topic(topic)
-        if durable:
-            return self._subscribe(
-                t,
-                cnx,
-                consumer_id,
-                subscription,
-                sub_type,
-                name,
-                priority,
-                initial_position,
-                key_shared_policy,
-                True,
-                read_compacted,
-            )
-        created = subscription not in t.subscriptions
+        created = not durable and subscription not in t.subscriptions
         try:
-            sub = t.get_or_create_subscription(subscription, initial_position.name)
-            if created and start_message_id is not None and not isinstance(t, NonPersistentTopic):
-                sub.cursor.reset_cursor(message_id_position(*start_message_id))
+            if not durable:
+                sub = t.get_or_create_subscription(subscription, initial_position.name)
+                if created and start_message_id is not None and not isinstance(t, NonPersistentTopic):
+                    sub.cursor.reset_cursor(message_id_position(*start_message_id))
             return self._subscribe(
                 t,
                 cnx,
@@ -729,7 +716,7 @@ class BrokerService:
                 priority,
                 initial_position,
                 key_shared_policy,
-                False,
+                durable,
                 read_compacted,
             )
         except PulsarError:

@@ -246,10 +246,9 @@ class PersistentTopic:
         self.bytes_in_counter = 0
 
     # --- stats ---------------------------------------------------------------------------------
-    def stats(self) -> dict[str, Any]:
-        """`pulsar-admin topics stats` (`TopicStatsImpl`) in its JSON shape; rates are 0 (no wall clock)."""
-        subs = {name: sub.stats() for name, sub in self.subscriptions.items()}
-        ledger = self.ledger
+    def traffic_stats(self, subs: dict[str, dict[str, Any]]) -> dict[str, Any]:
+        """The rates and in/out counters that open `TopicStatsImpl` (rates are 0: no wall clock); ``subs`` are
+        the subscriptions' stats, whose out counters are summed."""
         return {
             "msgRateIn": 0.0,
             "msgThroughputIn": 0.0,
@@ -260,6 +259,14 @@ class PersistentTopic:
             "bytesOutCounter": sum(s["bytesOutCounter"] for s in subs.values()),
             "msgOutCounter": sum(s["msgOutCounter"] for s in subs.values()),
             "averageMsgSize": (self.bytes_in_counter / self.msg_in_counter) if self.msg_in_counter else 0.0,
+        }
+
+    def stats(self) -> dict[str, Any]:
+        """`pulsar-admin topics stats` (`TopicStatsImpl`) in its JSON shape; rates are 0 (no wall clock)."""
+        subs = {name: sub.stats() for name, sub in self.subscriptions.items()}
+        ledger = self.ledger
+        return {
+            **self.traffic_stats(subs),
             "msgChunkPublished": self.msg_chunk_published,
             "storageSize": ledger.total_size,
             "backlogSize": 0,

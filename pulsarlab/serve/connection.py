@@ -401,26 +401,23 @@ class ServerConnection(asyncio.Protocol):
     def _topic_name(self, name: str) -> str:
         return self.service.normalize(name)
 
-    def _on_partition_metadata(self, cmd: PartitionMetadataRequest, frame: Frame) -> None:
+    def _lookup_topic(self, name: str) -> tuple[str, None] | tuple[None, tuple[ServerError, str]]:
+        """A lookup's topic, or why the lookup fails: an invalid name, or a namespace that does not exist."""
         try:
-            topic = self._topic_name(cmd.topic)
+            topic = self._topic_name(name)
         except PulsarError as e:
-            self.send(
-                PartitionMetadataResponse(
-                    request_id=cmd.request_id,
-                    response=MetadataLookupKind.Failed,
-                    error=ServerError.InvalidTopicName,
-                    message=str(e),
-                )
-            )
-            return
+            return None, (ServerError.InvalidTopicName, str(e))
         if not self.service.namespace_exists(namespace_of(topic)):
+            return None, (ServerError.TopicNotFound, "Namespace does not exist")
+        return topic, None
+
+    def _on_partition_metadata(self, cmd: PartitionMetadataRequest, frame: Frame) -> None:
+        topic, failure = self._lookup_topic(cmd.topic)
+        if failure is not None:
+            error, message = failure
             self.send(
                 PartitionMetadataResponse(
-                    request_id=cmd.request_id,
-                    response=MetadataLookupKind.Failed,
-                    error=ServerError.TopicNotFound,
-                    message="Namespace does not exist",
+                    request_id=cmd.request_id, response=MetadataLookupKind.Failed, error=error, message=message
                 )
             )
             return
@@ -433,26 +430,11 @@ class ServerConnection(asyncio.Protocol):
         )
 
     def _on_lookup(self, cmd: LookupRequest, frame: Frame) -> None:
-        try:
-            topic = self._topic_name(cmd.topic)
-        except PulsarError as e:
+        _, failure = self._lookup_topic(cmd.topic)
+        if failure is not None:
+            error, message = failure
             self.send(
-                LookupResponse(
-                    request_id=cmd.request_id,
-                    response=LookupKind.Failed,
-                    error=ServerError.InvalidTopicName,
-                    message=str(e),
-                )
-            )
-            return
-        if not self.service.namespace_exists(namespace_of(topic)):
-            self.send(
-                LookupResponse(
-                    request_id=cmd.request_id,
-                    response=LookupKind.Failed,
-                    error=ServerError.TopicNotFound,
-                    message="Namespace does not exist",
-                )
+                LookupResponse(request_id=cmd.request_id, response=LookupKind.Failed, error=error, message=message)
             )
             return
         url = self.server.url
