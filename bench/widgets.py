@@ -75,32 +75,22 @@ import sys
 
 # bench/selectors.py would shadow the standard library's selectors (socket, subprocess import it)
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirname(os.path.abspath(__file__))]
+# the JupyterLab server and chromium settings the browser tests use (tests/lab_browser.py)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
 
 import argparse  # noqa: E402
 import json  # noqa: E402
-import secrets  # noqa: E402
 import shutil  # noqa: E402
-import signal  # noqa: E402
-import socket  # noqa: E402
 import statistics  # noqa: E402
-import subprocess  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
-import urllib.request  # noqa: E402
 from pathlib import Path  # noqa: E402
 from urllib.parse import urlsplit  # noqa: E402
 
+from lab_browser import CHROMIUM_FLAGS, LOCAL_HOSTS, LabServer, LabServerError  # noqa: E402
+
 REPO = Path(__file__).resolve().parent.parent
 LABS = REPO / "labs"
-CHROMIUM_FLAGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1", "[::1]"}
 USER_SETTINGS = {
     "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {"fetchNews": "false", "checkForUpdates": False},
     "@jupyterlab/docmanager-extension/plugin.jupyterlab-settings": {"autosave": False},
@@ -163,100 +153,6 @@ STEP_JS = """async ([index, quiet, timeout]) => {
   if (labelAt === null) return null;
   return [Math.max(labelAt, last || 0) - t0, labelAt - t0];
 }"""
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class LabServer:
-    """JupyterLab on 127.0.0.1 with a token, the labs folder as root, autosave off."""
-
-    def __init__(self, root: Path, workdir: Path) -> None:
-        self.port = free_port()
-        self.token = secrets.token_hex(16)
-        self.base = f"http://127.0.0.1:{self.port}"
-        settings = workdir / "user-settings"
-        for rel, value in USER_SETTINGS.items():
-            (settings / rel).parent.mkdir(parents=True, exist_ok=True)
-            (settings / rel).write_text(json.dumps(value))
-        for d in ("config", "runtime"):
-            (workdir / d).mkdir()
-        env = dict(
-            os.environ,
-            JUPYTER_CONFIG_DIR=str(workdir / "config"),
-            JUPYTER_RUNTIME_DIR=str(workdir / "runtime"),
-            JUPYTER_DATA_DIR=str(workdir / "data"),
-            SPARK_LOCAL_IP="127.0.0.1",
-            PYSPARK_PYTHON=sys.executable,
-            PYSPARK_DRIVER_PYTHON=sys.executable,
-            PYDEVD_DISABLE_FILE_VALIDATION="1",
-        )
-        cmd = [
-            sys.executable,
-            "-m",
-            "jupyter",
-            "lab",
-            "--no-browser",
-            "--ip",
-            "127.0.0.1",
-            "--port",
-            str(self.port),
-            "--ServerApp.port_retries=0",
-            f"--IdentityProvider.token={self.token}",
-            f"--ServerApp.root_dir={root}",
-            "--LabApp.extension_manager=readonly",
-            "--LabApp.expose_app_in_browser=True",
-            f"--LabApp.user_settings_dir={settings}",
-            f"--LabApp.workspaces_dir={workdir / 'workspaces'}",
-            f"--FileCheckpoints.root_dir={workdir / 'checkpoints'}",
-        ]
-        if os.geteuid() == 0:
-            cmd.append("--allow-root")
-        self.log = open(workdir / "jupyterlab.log", "w")
-        self.proc = subprocess.Popen(cmd, env=env, stdout=self.log, stderr=subprocess.STDOUT, cwd=root)
-
-    def api(self, path: str, method: str = "GET") -> bytes:
-        req = urllib.request.Request(
-            f"{self.base}{path}", method=method, headers={"Authorization": f"token {self.token}"}
-        )
-        with urllib.request.urlopen(req, timeout=10) as resp:
-            return resp.read()
-
-    def wait_ready(self, timeout_s: float = 90) -> None:
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise SystemExit(f"jupyter lab exited with {self.proc.returncode} (log: {self.log.name})")
-            try:
-                json.loads(self.api("/api/status"))
-                return
-            except (OSError, ValueError):
-                time.sleep(0.5)
-        raise SystemExit(f"jupyter lab did not answer within {timeout_s}s (log: {self.log.name})")
-
-    def shutdown_kernels(self) -> None:
-        for k in json.loads(self.api("/api/kernels")):
-            try:
-                self.api(f"/api/kernels/{k['id']}", method="DELETE")
-            except OSError:
-                pass
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            try:
-                self.api("/api/shutdown", method="POST")
-                self.proc.wait(timeout=30)
-            except (OSError, subprocess.TimeoutExpired):
-                self.proc.send_signal(signal.SIGTERM)
-                try:
-                    self.proc.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    self.proc.kill()
-                    self.proc.wait()
-        self.log.close()
 
 
 def lab_notebooks(wanted: list[str] | None) -> list[Path]:
@@ -352,9 +248,12 @@ def main(argv: list[str] | None = None) -> int:
     players: dict[str, list[float]] = {}
     failures: list[str] = []
     with tempfile.TemporaryDirectory(prefix="pulsarlab-bench-widgets-") as tmp:
-        server = LabServer(LABS, Path(tmp))
+        server = LabServer(LABS, Path(tmp), USER_SETTINGS, Path(tmp) / "jupyterlab.log")
         try:
-            server.wait_ready()
+            try:
+                server.wait_ready()
+            except LabServerError as e:
+                raise SystemExit(str(e)) from None
             with sync_playwright() as pw:
                 browser = pw.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_FLAGS)
                 context = browser.new_context(viewport={"width": args.width, "height": args.height})

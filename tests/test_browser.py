@@ -6,18 +6,14 @@ from __future__ import annotations
 import json
 import os
 import re
-import secrets
 import shutil
-import signal
-import socket
-import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 from urllib.parse import quote, urlsplit
 
 import pytest
+from lab_browser import CHROMIUM_FLAGS, LOCAL_HOSTS, LabServer, LabServerError, log_tail
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import sync_playwright
 
@@ -33,15 +29,6 @@ TOUR = {"01": "tour-01-key-shared.png", "03": "tour-03-cursor.png", "04": "tour-
 TOUR_DIR = REPO / "docs" / "img"
 # the presenter size of issue 14: what a projector shows
 VIEWPORT = {"width": 1280, "height": 720}
-CHROMIUM_FLAGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1", "[::1]"}
 SERVER_START_S = 90
 KERNEL_IDLE_MS = 120_000
 RUN_ALL_MS = 300_000
@@ -124,124 +111,17 @@ def chromium_path() -> str:
     return path
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _log_tail(path: Path, lines: int = 40) -> str:
-    text = path.read_text(errors="replace") if path.exists() else ""
-    return "\n".join(text.splitlines()[-lines:])
-
-
-class LabServer:
-    """One `jupyter lab` on loopback with a random token, its own config, runtime, settings and workspaces."""
-
-    def __init__(self, root_dir: Path, workdir: Path) -> None:
-        self.root_dir = root_dir
-        self.port = free_port()
-        self.token = secrets.token_hex(16)
-        self.base = f"http://127.0.0.1:{self.port}"
-        settings = workdir / "user-settings"
-        for rel, value in USER_SETTINGS.items():
-            (settings / rel).parent.mkdir(parents=True, exist_ok=True)
-            (settings / rel).write_text(json.dumps(value))
-        (workdir / "config").mkdir()
-        (workdir / "runtime").mkdir()
-        ARTIFACTS.mkdir(exist_ok=True)
-        self.log_path = ARTIFACTS / "jupyterlab.log"
-        env = dict(
-            os.environ,
-            JUPYTER_CONFIG_DIR=str(workdir / "config"),
-            JUPYTER_RUNTIME_DIR=str(workdir / "runtime"),
-            JUPYTER_DATA_DIR=str(workdir / "data"),
-            SPARK_LOCAL_IP="127.0.0.1",
-            PYSPARK_PYTHON=sys.executable,
-            PYSPARK_DRIVER_PYTHON=sys.executable,
-            PYDEVD_DISABLE_FILE_VALIDATION="1",
-        )
-        cmd = [
-            sys.executable,
-            "-m",
-            "jupyter",
-            "lab",
-            "--no-browser",
-            "--ip",
-            "127.0.0.1",
-            "--port",
-            str(self.port),
-            "--ServerApp.port_retries=0",
-            f"--IdentityProvider.token={self.token}",
-            f"--ServerApp.root_dir={root_dir}",
-            "--LabApp.extension_manager=readonly",
-            "--LabApp.expose_app_in_browser=True",
-            f"--LabApp.user_settings_dir={settings}",
-            f"--LabApp.workspaces_dir={workdir / 'workspaces'}",
-            f"--FileCheckpoints.root_dir={workdir / 'checkpoints'}",
-        ]
-        if os.geteuid() == 0:
-            cmd.append("--allow-root")
-        self._log = open(self.log_path, "w")
-        self.proc = subprocess.Popen(cmd, env=env, stdout=self._log, stderr=subprocess.STDOUT, cwd=root_dir)
-
-    def api(self, path: str, method: str = "GET") -> bytes:
-        req = urllib.request.Request(
-            f"{self.base}{path}", method=method, headers={"Authorization": f"token {self.token}"}
-        )
-        with urllib.request.urlopen(req, timeout=30) as resp:
-            return resp.read()
-
-    def wait_ready(self) -> None:
-        deadline = time.monotonic() + SERVER_START_S
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                pytest.fail(
-                    f"jupyter lab exited with {self.proc.returncode}:\n{_log_tail(self.log_path)}", pytrace=False
-                )
-            try:
-                json.loads(self.api("/api/status"))
-                return
-            except (OSError, ValueError):
-                time.sleep(0.5)
-        pytest.fail(f"jupyter lab did not answer on {self.base} within {SERVER_START_S}s:\n{_log_tail(self.log_path)}")
-
-    def shutdown_kernels(self) -> None:
-        """End every session and its kernel (a Spark lab's kernel holds a JVM of about 1 GB)."""
-        for session in json.loads(self.api("/api/sessions")):
-            self.api(f"/api/sessions/{session['id']}", method="DELETE")
-        for kernel in json.loads(self.api("/api/kernels")):
-            self.api(f"/api/kernels/{kernel['id']}", method="DELETE")
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            try:
-                self.api("/api/shutdown", method="POST")
-            except OSError:
-                pass
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.send_signal(signal.SIGTERM)
-                try:
-                    self.proc.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    self.proc.kill()
-                    self.proc.wait()
-        self._log.close()
-
-
 def start_lab_server(tmp_path_factory, attempts: int = 3) -> LabServer:
     """A ready server; another process may take the free port before jupyter binds it, so try a few ports."""
     for attempt in range(attempts):
-        server = LabServer(LABS, tmp_path_factory.mktemp("jupyterlab"))
+        server = LabServer(LABS, tmp_path_factory.mktemp("jupyterlab"), USER_SETTINGS, ARTIFACTS / "jupyterlab.log")
         try:
-            server.wait_ready()
+            server.wait_ready(SERVER_START_S)
             return server
-        except pytest.fail.Exception:
+        except LabServerError as e:
             server.stop()
-            if "is not available" not in _log_tail(server.log_path) or attempt == attempts - 1:
-                raise
+            if "is not available" not in log_tail(server.log_path) or attempt == attempts - 1:
+                pytest.fail(str(e), pytrace=False)
     raise AssertionError("unreachable")
 
 
@@ -433,7 +313,7 @@ def test_lab_runs_in_jupyterlab(notebook, lab_server, browser_context):
         except PlaywrightError:
             _screenshot(pg, f"lab-{lab}-no-kernel.png")
             pytest.fail(
-                f"lab {lab}: the status bar never read 'Python 3 (ipykernel) | Idle'\n{_log_tail(lab_server.log_path)}",
+                f"lab {lab}: the status bar never read 'Python 3 (ipykernel) | Idle'\n{log_tail(lab_server.log_path)}",
                 pytrace=False,
             )
         pg.evaluate("() => { window.jupyterapp.shell.collapseLeft(); window.jupyterapp.shell.collapseRight(); }")

@@ -18,9 +18,10 @@ from urllib.parse import urlsplit
 
 import nbformat
 import pytest
+from lab_browser import CHROMIUM_FLAGS, LOCAL_HOSTS, free_port
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import sync_playwright
-from test_browser import CHROMIUM_FLAGS, LOCAL_HOSTS, chromium_path
+from test_browser import chromium_path
 
 from pulsarlab_widgets.export import export_lab
 
@@ -261,12 +262,6 @@ class PresentServer:
                 self.proc.kill()
                 self.proc.wait()
         self._log.close()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture

@@ -1,0 +1,143 @@
+"""JupyterLab and headless chromium as the browser tests and ``bench/widgets.py`` drive them (no pytest here).
+
+`LabServer` runs one ``jupyter lab`` on loopback with a random token and a config, runtime, settings and workspace
+folder of its own; `CHROMIUM_FLAGS` are the flags Debian's chromium runs with here, `LOCAL_HOSTS` the hosts a page
+may reach (every other request is blocked).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+CHROMIUM_FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1", "[::1]"}
+
+
+class LabServerError(RuntimeError):
+    """``jupyter lab`` exited or did not answer in time (the message ends with its log's tail)."""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def log_tail(path: Path, lines: int = 40) -> str:
+    text = path.read_text(errors="replace") if path.exists() else ""
+    return "\n".join(text.splitlines()[-lines:])
+
+
+class LabServer:
+    """One `jupyter lab` on loopback with a random token, its own config, runtime, settings and workspaces; the
+    user settings are ``settings`` (path under the settings folder -> JSON value), its output goes to ``log_path``."""
+
+    def __init__(self, root_dir: Path, workdir: Path, settings: dict[str, Any], log_path: Path) -> None:
+        self.root_dir = root_dir
+        self.port = free_port()
+        self.token = secrets.token_hex(16)
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.log_path = log_path
+        settings_dir = workdir / "user-settings"
+        for rel, value in settings.items():
+            (settings_dir / rel).parent.mkdir(parents=True, exist_ok=True)
+            (settings_dir / rel).write_text(json.dumps(value))
+        (workdir / "config").mkdir()
+        (workdir / "runtime").mkdir()
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        env = dict(
+            os.environ,
+            JUPYTER_CONFIG_DIR=str(workdir / "config"),
+            JUPYTER_RUNTIME_DIR=str(workdir / "runtime"),
+            JUPYTER_DATA_DIR=str(workdir / "data"),
+            SPARK_LOCAL_IP="127.0.0.1",
+            PYSPARK_PYTHON=sys.executable,
+            PYSPARK_DRIVER_PYTHON=sys.executable,
+            PYDEVD_DISABLE_FILE_VALIDATION="1",
+        )
+        cmd = [
+            sys.executable,
+            "-m",
+            "jupyter",
+            "lab",
+            "--no-browser",
+            "--ip",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--ServerApp.port_retries=0",
+            f"--IdentityProvider.token={self.token}",
+            f"--ServerApp.root_dir={root_dir}",
+            "--LabApp.extension_manager=readonly",
+            "--LabApp.expose_app_in_browser=True",
+            f"--LabApp.user_settings_dir={settings_dir}",
+            f"--LabApp.workspaces_dir={workdir / 'workspaces'}",
+            f"--FileCheckpoints.root_dir={workdir / 'checkpoints'}",
+        ]
+        if os.geteuid() == 0:
+            cmd.append("--allow-root")
+        self._log = open(log_path, "w")
+        self.proc = subprocess.Popen(cmd, env=env, stdout=self._log, stderr=subprocess.STDOUT, cwd=root_dir)
+
+    def api(self, path: str, method: str = "GET") -> bytes:
+        req = urllib.request.Request(
+            f"{self.base}{path}", method=method, headers={"Authorization": f"token {self.token}"}
+        )
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            return resp.read()
+
+    def wait_ready(self, timeout_s: float = 90) -> None:
+        """Until ``/api/status`` answers; `LabServerError` when the server exits or ``timeout_s`` pass."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise LabServerError(f"jupyter lab exited with {self.proc.returncode}:\n{log_tail(self.log_path)}")
+            try:
+                json.loads(self.api("/api/status"))
+                return
+            except (OSError, ValueError):
+                time.sleep(0.5)
+        raise LabServerError(
+            f"jupyter lab did not answer on {self.base} within {timeout_s}s:\n{log_tail(self.log_path)}"
+        )
+
+    def shutdown_kernels(self) -> None:
+        """End every session and its kernel (a Spark lab's kernel holds a JVM of about 1 GB)."""
+        for session in json.loads(self.api("/api/sessions")):
+            self.api(f"/api/sessions/{session['id']}", method="DELETE")
+        for kernel in json.loads(self.api("/api/kernels")):
+            self.api(f"/api/kernels/{kernel['id']}", method="DELETE")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                self.api("/api/shutdown", method="POST")
+            except OSError:
+                pass
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.send_signal(signal.SIGTERM)
+                try:
+                    self.proc.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    self.proc.kill()
+                    self.proc.wait()
+        self._log.close()
