@@ -45,6 +45,16 @@ USER_SETTINGS = {
 }
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+# Per plotly.js subplot type, how many distinct copies of its module the lab's FigureWidgets were drawn with (figures
+# outside .jp-RenderedPlotly are widgets); one copy per page is what `pulsarlab_widgets.plotly_module` is for.
+PLOTLY_COPIES_JS = """() => {
+  const copies = {};
+  for (const p of document.querySelectorAll('.js-plotly-plot')) {
+    if (p.closest('.jp-RenderedPlotly') || !p._fullLayout) continue;
+    for (const m of p._fullLayout._basePlotModules || []) (copies[m.name] ||= new Set()).add(m);
+  }
+  return Object.fromEntries(Object.entries(copies).map(([k, v]) => [k, v.size]));
+}"""
 WARNING_OR_ERROR = re.compile(r"Warning|Error|Exception|Traceback|\bWARN\b|\bERROR\b")
 
 # Finished when every non-empty code cell has an execution count or an output holds an error, and the kernel is idle.
@@ -342,6 +352,10 @@ def test_lab_runs_in_jupyterlab(notebook, lab_server, browser_context):
         assert drawn["mimeOutputs"] == plotly_outputs, f"lab {lab}: plotly outputs {plotly_outputs}, shown {drawn}"
         assert drawn["plots"] >= 1, f"lab {lab}: no figure at all ({drawn})"
         assert drawn["plots"] >= plotly_outputs + drawn["players"], f"lab {lab}: {drawn}"
+        copies = pg.evaluate(PLOTLY_COPIES_JS)
+        assert all(n == 1 for n in copies.values()), (
+            f"lab {lab}: the FigureWidgets run more than one copy of plotly.js ({copies} per subplot type)"
+        )
 
         if _uses_player(notebook):
             assert drawn["players"] >= 1, f"lab {lab} builds a Player but none is shown ({widget_outputs} widgets)"

@@ -17,12 +17,14 @@ import anywidget
 import ipywidgets as widgets
 import plotly.graph_objects as go
 
+from pulsarlab_widgets.plotly_module import SharedFigureWidget
+
 FIT_CLASS = "pulsarlab-fit"
 
 
 def responsive(fig: go.Figure) -> go.FigureWidget:
     """A FigureWidget of ``fig`` whose width follows its container (plotly's ``responsive`` config)."""
-    widget = go.FigureWidget(fig)
+    widget = SharedFigureWidget(fig)
     widget._config = {**widget._config, "responsive": True}
     return widget
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pulsarlab_widgets.export import LabError, read_lab
-from pulsarlab_widgets.present_kernel import MODULE_ENV
+from pulsarlab_widgets.plotly_module import SERVED_ENV, bundle_path
 
 TEMPLATE = "pulsarlab-present"
 TEMPLATES = Path(__file__).with_name("templates")
@@ -49,17 +49,10 @@ class Presentation:
     url: str
 
 
-def _plotly_bundle() -> Path:
-    """The file plotly's FigureWidget takes its front end from (plotly ships it as package data)."""
-    import plotly
-
-    return Path(plotly.__file__).with_name("package_data") / "widgetbundle.js"
-
-
 def plotly_assets() -> Path:
     """A Jupyter data folder holding plotly's widget bundle at the presenter template's static path, plus the kernel
     start-up file; made once per plotly bundle under the user's cache folder (a hard link, or a copy where links fail)."""
-    bundle = _plotly_bundle()
+    bundle = bundle_path()
     if not bundle.is_file():
         raise LabError(f"plotly's widget bundle is missing ({bundle}); reinstall plotly")
     key = hashlib.sha256(f"{bundle.resolve()}:{bundle.stat().st_size}:{bundle.stat().st_mtime_ns}".encode())
@@ -142,7 +135,7 @@ def presentation(
     env = {
         "JUPYTER_PATH": os.pathsep.join(p for p in paths if p),
         "PYTHONSTARTUP": str(assets / "kernel_startup.py"),
-        MODULE_ENV: PLOTLY_MODULE,
+        SERVED_ENV: PLOTLY_MODULE,
     }
     shown = f"[{host}]" if ":" in host else host
     query = [f"token={token}"] if token else []
