@@ -18,6 +18,7 @@ import pytest
 from plotly.basedatatypes import Undefined
 
 import pulsarlab as pl
+import pulsarlab_widgets.player as player_module
 from pulsarlab.scenarios.delayed_workload import sweep
 from pulsarlab.scenarios.key_shared import KeySharedScenario
 from pulsarlab.snapshot.recorder import Recorder
@@ -443,3 +444,48 @@ def test_redelivery_timeline_and_blocking_legends_hang_under_the_axis_title():
     from pulsarlab.snapshot.lab import snapshot
 
     assert_legend_clear(key_shared_blocking_view(snapshot(lab)))
+
+
+def _counting(view, calls: list[int]):
+    def counted(snapshot, events):
+        calls.append(1)
+        return view(snapshot, events)
+
+    return counted
+
+
+def test_a_step_takes_the_frame_drawn_ahead_once_the_delay_has_passed(monkeypatch):
+    monkeypatch.setattr(player_module, "AHEAD_DELAY_S", 0.0)
+    ring, calls = ring_scenario(), []
+    player = Player(ring.timeline, _counting(ring_view, calls), start=5)
+    on_demand = Player(ring.timeline, ring_view, start=5, prefetch=False)
+    for _ in range(3):
+        for future in list(player._ahead.values()):
+            future.result()  # frames 4 and 6 drawn ahead
+        drawn = len(calls)
+        player.step()
+        on_demand.step()
+        assert len(calls) == drawn, "the step drew its frame again instead of taking the one drawn ahead"
+        assert _spec(player.figures[0]) == _spec(on_demand.figures[0]), f"frame {player.index}"
+
+
+def test_a_step_before_the_delay_draws_its_frame_itself_and_nothing_is_drawn_ahead_for_the_frame_left(monkeypatch):
+    monkeypatch.setattr(player_module, "AHEAD_DELAY_S", 600.0)
+    ring, calls = ring_scenario(), []
+    player = Player(ring.timeline, _counting(ring_view, calls), start=5)
+    try:
+        on_demand = Player(ring.timeline, ring_view, start=5, prefetch=False)
+        assert len(calls) == 1, "only the frame shown is drawn at once"
+        waiting = list(player._ahead.values())
+        assert len(waiting) == 2 and not any(f.done() for f in waiting)
+        player.step()
+        on_demand.step()
+        assert len(calls) == 2, "the step drew frame 6 itself"
+        assert _spec(player.figures[0]) == _spec(on_demand.figures[0])
+        # frame 5's neighbours: the one waiting wakes up and gives up, the one queued behind it is cancelled
+        assert [f.cancelled() or f.result(timeout=60) is None for f in waiting] == [True, True]
+        assert len(calls) == 2
+    finally:
+        player._moved.set()  # frame 6's neighbours would hold the kernel's one worker for 600 s: draw them now
+        for future in list(player._ahead.values()):
+            future.cancelled() or future.result(timeout=60)

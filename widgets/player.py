@@ -11,6 +11,8 @@ in callbacks, which is what a live JupyterLab view needs; `render` gives the sam
 from __future__ import annotations
 
 import html
+import threading
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Callable, Protocol, Sequence
 
@@ -43,6 +45,9 @@ View = Callable[[Any, Sequence[Any]], go.Figure]
 
 # One worker for every player of the kernel: draws the frames next to the one shown while the user looks at it.
 _AHEAD = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pulsarlab-player-ahead")
+# How long after a step the worker waits before drawing ahead: the browser redraws the step's figures meanwhile, and
+# drawing ahead at once took the CPU (and the kernel's GIL, which sends the step's messages) it needed.
+AHEAD_DELAY_S = 0.15
 
 SPEEDS = (("0.25×", 0.25), ("0.5×", 0.5), ("1×", 1.0), ("2×", 2.0), ("4×", 4.0), ("8×", 8.0))
 
@@ -177,6 +182,8 @@ class Player(widgets.VBox):
         self._shown = start
         self.prefetch = prefetch
         self._ahead: dict[tuple[int, int | None], Future] = {}
+        self._drawing: set[tuple[int, int | None]] = set()
+        self._moved = threading.Event()
         last = len(timeline) - 1
 
         self.figures = [responsive(render(v, timeline, start)) for v in views]
@@ -332,28 +339,51 @@ class Player(widgets.VBox):
         return (i, shown if shown is not None and i > shown else None)
 
     def _figures(self, i: int, shown: int | None) -> list[go.Figure]:
-        ahead = self._ahead.pop(self._key(i, shown), None)
-        if ahead is not None:
+        key = self._key(i, shown)
+        ahead = self._ahead.pop(key, None)
+        # a frame drawn ahead, or being drawn: take it; one still waiting for its turn is drawn here, now
+        if ahead is not None and (ahead.done() or key in self._drawing):
             try:
-                return ahead.result()
+                figures = ahead.result()
             except Exception:  # drawn again below, so the error surfaces here, in the step that shows it
-                pass
+                figures = None
+            if figures is not None:
+                return figures
+        elif ahead is not None:
+            ahead.cancel()
         return self._draw(i, shown)
 
+    def _draw_later(
+        self, key: tuple[int, int | None], not_before: float, moved: threading.Event
+    ) -> list[go.Figure] | None:
+        """Frame ``key`` drawn ahead from ``not_before`` (monotonic seconds) on, or as soon as the player moves
+        (``moved``) if it still wants the frame then; None if it no longer does."""
+        moved.wait(max(0.0, not_before - time.monotonic()))
+        if key not in self._ahead:
+            return None
+        self._drawing.add(key)
+        try:
+            return self._draw(*key)
+        finally:
+            self._drawing.discard(key)
+
     def _draw_ahead(self) -> None:
-        """Start drawing the next and the previous frame in the background (views are pure functions of a
-        snapshot and events), so a step or a back only sends what changed."""
+        """Draw the next and the previous frame in the background (views are pure functions of a snapshot and
+        events), `AHEAD_DELAY_S` after the step, so a later step or back only sends what changed."""
         if not self.prefetch:
             return
         i, wanted = self._shown, {}
+        moved, self._moved = self._moved, threading.Event()
+        not_before = time.monotonic() + AHEAD_DELAY_S
         for j in (i + 1, i - 1):
             if 0 <= j < len(self.timeline):
                 key = self._key(j, i)
-                wanted[key] = self._ahead.get(key) or _AHEAD.submit(self._draw, j, i)
+                wanted[key] = self._ahead.get(key) or _AHEAD.submit(self._draw_later, key, not_before, self._moved)
         for key, future in self._ahead.items():
             if key not in wanted:
                 future.cancel()
         self._ahead = wanted
+        moved.set()  # what still waits to be drawn for the frame shown before: wake up and give up
 
     def _on_index(self, change: dict) -> None:
         i = change["new"]
