@@ -10,6 +10,7 @@ import plotly.graph_objects as go
 
 from pulsarlab_widgets.fit import responsive
 from pulsarlab_widgets.plotly_module import (
+    QUIET_VIEWS_JS,
     SERVED_ENV,
     SharedFigureWidget,
     bundle_path,
@@ -39,7 +40,8 @@ def test_the_inline_module_carries_plotlys_bundle_once_under_a_key_of_its_hash(m
     assert mime == "text/javascript"
     # imported only when no figure of the page has, and every figure exports what that one import gave
     assert esm.startswith(f"globalThis[{json.dumps(key)}] ??= import(")
-    assert esm.rstrip().endswith(f"export default (await globalThis[{json.dumps(key)}]).default;")
+    assert f"const plotlyWidget = await globalThis[{json.dumps(key)}];" in esm
+    assert esm.rstrip().endswith(QUIET_VIEWS_JS.rstrip())
     assert esm.count("import(") == 1 + bundle.count("import(")
 
 
@@ -57,4 +59,13 @@ def test_in_presenter_mode_figures_import_the_served_bundle(monkeypatch):
     widget = SharedFigureWidget(go.Figure())
     assert widget._esm == module_esm() == served_module_esm("voila/templates/pulsarlab-present/static/plotly-widget.js")
     assert '"voila/templates/pulsarlab-present/static/plotly-widget.js"' in widget._esm
-    assert len(widget._esm) < 400
+    assert len(widget._esm) < 1000
+
+
+def test_the_shared_modules_views_send_no_defaults_back_to_python():
+    """plotly's view has the two methods the shared module silences, under these names."""
+    bundle = bundle_path().read_text(encoding="utf-8")
+    assert "_sendTraceDeltas(" in bundle and "_sendLayoutDelta(" in bundle
+    assert "FigureView" in bundle
+    assert "view._sendTraceDeltas = view._sendLayoutDelta = function () {};" in QUIET_VIEWS_JS
+    assert QUIET_VIEWS_JS in served_module_esm("x.js")

@@ -8,7 +8,9 @@ copy takes. `SharedFigureWidget` sends a few lines instead that import the bundl
 (keyed by its SHA-256 under ``globalThis``) and hand every figure the same module. The bundle text still travels in
 each widget's state (the page may have been reloaded, so no figure can count on another having sent it), but it is
 parsed as one string literal, not run. In presenter mode the bundle is a static file the page preloads
-(`pulsarlab_widgets.present`), and the lines import that file instead.
+(`pulsarlab_widgets.present`), and the lines import that file instead. Either way the shared module's figure views
+do not send plotly.js's computed defaults back to Python after each update (`QUIET_VIEWS_JS`): Python keeps what it
+set, and reading a property it never set (an autorange, say) gives None instead of the browser's value.
 """
 
 from __future__ import annotations
@@ -34,11 +36,25 @@ def bundle_path() -> Path:
     return Path(plotly.__file__).with_name("package_data") / "widgetbundle.js"
 
 
+# After each update plotly's figure view works out every trace's and the layout's full defaults and sends them to
+# Python (``_sendTraceDeltas``, ``_sendLayoutDelta``), where they answer reads of properties nobody set. The lab reads
+# only what it set, and those messages, their echoes and the kernel's busy/idle for each cost the page and the
+# kernel CPU in every step; the shared module's views send none.
+QUIET_VIEWS_JS = (
+    "const view = plotlyWidget.FigureView && plotlyWidget.FigureView.prototype;\n"
+    "if (view && !view.pulsarlabQuiet) {\n"
+    "  view._sendTraceDeltas = view._sendLayoutDelta = function () {};\n"
+    "  view.pulsarlabQuiet = true;\n"
+    "}\n"
+    "export default plotlyWidget.default;\n"
+)
+
+
 def served_module_esm(path: str) -> str:
     """An ES module standing for plotly's widget module served at ``path`` (relative to the page's base URL)."""
     return (
         f"{SERVED_GLOBAL} ??= import(new URL({json.dumps(path)}, document.baseURI).href);\n"
-        f"export default (await {SERVED_GLOBAL}).default;\n"
+        f"const plotlyWidget = await {SERVED_GLOBAL};\n" + QUIET_VIEWS_JS
     )
 
 
@@ -50,7 +66,7 @@ def inline_module_esm() -> str:
     return (
         f"globalThis[{key}] ??= import(URL.createObjectURL(new Blob([{json.dumps(text)}], "
         '{type: "text/javascript"})));\n'
-        f"export default (await globalThis[{key}]).default;\n"
+        f"const plotlyWidget = await globalThis[{key}];\n" + QUIET_VIEWS_JS
     )
 
 
