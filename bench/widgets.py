@@ -66,6 +66,29 @@ change in a step pays one plotly.js redraw per figure (40-60 ms each inside Jupy
 (04 #1, 07 #0, 09 #1, 10 #0), and a step of those now and then takes 150-210 ms; the Python side of a step is
 1-3 ms (``Player.step`` timed in the kernel). Hiding off-screen cells from layout (``content-visibility: auto``)
 changed nothing measurable.
+
+Then (main 7ad6ed2) three changes, each measured against main before it on labs 04, 06, 07 and 10, runs
+interleaved: (1) every FigureWidget of the page shares one copy of plotly's widget module
+(`pulsarlab_widgets.plotly_module`): anywidget had imported plotly.js once per figure, so each figure redrew with a
+copy of its own that had run only a few times (a CPU profile showed three module copies for lab 10's three figures);
+Run All of most labs halved (lab 04 7.6 -> 4.4 s, lab 10 10.2 -> 4.8 s). (2) The player draws the neighbouring frames
+0.15 s after a step instead of at once (`AHEAD_DELAY_S`): that drawing (37 ms of Python per frame for lab 10's three
+views, two frames) had competed with the browser for the two cores while it redrew the step; median 54-58 -> 47-49 ms,
+max 143 -> 104 ms. (3) The shared module's figure views send no computed defaults back to Python after each update:
+lab 10's player, 36 steps, median 76-87 -> 66-74 ms, max 111-146 -> 95-101 ms. Moving JupyterLab's execution
+indicator out of the notebook toolbar (whose focus bookkeeping showed in the profile on each busy/idle) and
+``contentVisibility`` windowing changed nothing measurable and were left as they were. Every lab, quiet machine, two
+runs:
+
+================================  ===================  ===================
+figure                            run 1                run 2
+================================  ===================  ===================
+``player_step_ms_median``         31.8 ms              30.4 ms
+``player_step_ms_max``            80.8 ms (09 #1)      83.9 ms (09 #1)
+``lab_run_all_s_max``             22.6 s (lab 11)      21.0 s (lab 11)
+================================  ===================  ===================
+
+All three goals are met. The slowest player is lab 10's live view (three figures that all change): median 64-65 ms.
 """
 
 from __future__ import annotations
