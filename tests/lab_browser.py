@@ -30,6 +30,16 @@ CHROMIUM_FLAGS = [
 LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1", "[::1]"}
 
 
+def end_process(proc: subprocess.Popen, timeout_s: float) -> None:
+    """SIGTERM ``proc`` and wait up to ``timeout_s`` seconds for it to end; kill it if it has not."""
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 class LabServerError(RuntimeError):
     """``jupyter lab`` exited or did not answer in time (the message ends with its log's tail)."""
 
@@ -134,10 +144,5 @@ class LabServer:
             try:
                 self.proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
-                self.proc.send_signal(signal.SIGTERM)
-                try:
-                    self.proc.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    self.proc.kill()
-                    self.proc.wait()
+                end_process(self.proc, timeout_s=15)
         self._log.close()

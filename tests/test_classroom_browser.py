@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import signal
 import socket
 import subprocess
 import sys
@@ -18,7 +17,7 @@ from urllib.parse import urlsplit
 
 import nbformat
 import pytest
-from lab_browser import CHROMIUM_FLAGS, LOCAL_HOSTS, free_port
+from lab_browser import CHROMIUM_FLAGS, LOCAL_HOSTS, end_process, free_port
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import sync_playwright
 from test_browser import chromium_path
@@ -255,12 +254,7 @@ class PresentServer:
 
     def stop(self) -> None:
         if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+            end_process(self.proc, timeout_s=30)
         self._log.close()
 
 
