@@ -223,7 +223,8 @@ def test_sticky_rejections_recorded_with_pulsars_text_and_state_unchanged():
     assert sc.add("c5", ranges=[(8, 6)]) is None
     errors = [e.error for e in sc.log.since(n)]
     assert errors == [
-        "Range conflict with consumer Consumer{consumerId=1, consumerName=c1}",
+        "Range conflict with consumer Consumer{subscription=PersistentSubscription{topic=persistent://public/default/"
+        "my-topic, name=my-subscription}, consumerId=1, consumerName=c1, address=/127.0.0.1:6650}",
         "Consumer's own ranges conflict: [1,3] overlaps with [2,2]",
         "Must specify key shared meta for consumer.",
         "Fixed hash range start > end for range: [8,6]",

@@ -114,7 +114,11 @@ def test_sticky_view_shows_gaps_and_rejections_with_pulsars_text():
     rejected = bars_by_row(fig, "rejected: c2")
     assert [(s, e) for s, e, _n in rejected] == [(250, 400)]
     texts = [a.text for a in fig.layout.annotations]
-    assert texts == ["ConsumerAssignException: Range conflict with consumer Consumer{consumerId=1, consumerName=c1}"]
+    assert texts == [
+        "ConsumerAssignException: Range conflict with consumer Consumer{subscription=PersistentSubscription{topic="
+        "persistent://public/default/my-topic, name=my-subscription}, consumerId=1, consumerName=c1, "
+        "address=/127.0.0.1:6650}"
+    ]
 
 
 def test_views_reject_the_wrong_snapshot_clearly():

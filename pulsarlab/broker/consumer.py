@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from pulsarlab.broker.key_shared.base import consumer_to_string
 from pulsarlab.broker.dispatch.pending_acks import PendingAcksMap
 from pulsarlab.broker.redelivery import MessageRate
 from pulsarlab.date_format import format_timestamp
@@ -82,12 +83,8 @@ class Consumer:
         self._clock = svc.scheduler
         self.msg_redeliver = MessageRate(svc.config["statsUpdateFrequencyInSecs"] * 1000)  # msgRateRedeliver
 
-    # Pulsar's Consumer.toString() (used in error texts)
     def __str__(self) -> str:
-        return (
-            f"Consumer{{subscription={self.subscription}, consumerId={self.id}, consumerName={self.name}, "
-            f"address=/127.0.0.1:6650}}"
-        )
+        return consumer_to_string(self.id, self.name, str(self.subscription))
 
     def __repr__(self) -> str:
         return f"<broker Consumer {self.id} {self.name!r} permits={self.available_permits} unacked={self.unacked_messages}>"

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from pulsarlab.broker.consumer import popcount
+from pulsarlab.broker.key_shared.base import subscription_to_string
 from pulsarlab.broker.dispatch.key_shared import KeySharedDispatcher
 from pulsarlab.broker.dispatch.shared import SharedDispatcher
 from pulsarlab.broker.dispatch.single_active import SingleActiveConsumerDispatcher
@@ -42,7 +43,7 @@ class PersistentSubscription:
         self.msg_out_counter_closed = 0
 
     def __str__(self) -> str:
-        return f"PersistentSubscription{{topic={self.topic.name}, name={self.name}}}"
+        return subscription_to_string(self.topic.name, self.name)
 
     # --- consumers -----------------------------------------------------------------------------
     def consumers(self) -> list["Consumer"]:

@@ -117,8 +117,9 @@ REPLAY_ADDED = event_type(
 CONSUMER_BLOCKED = event_type(
     "consumer_blocked",
     "consumer:int blocked:bool unacked:int",
-    "consumer {consumer} blocked on unacked messages = {blocked} ({unacked} unacked)",
-    rule="maxUnackedMessagesPerConsumer; docs/guide/flow-control.md#broker-permits",
+    "consumer {consumer} blocked on unacked messages = {blocked} ({unacked} unacked when checked: an ack that "
+    "unblocks is subtracted after the check)",
+    rule="Consumer.removePendingAcks, maxUnackedMessagesPerConsumer; docs/guide/flow-control.md#broker-permits",
 )
 DISPATCHER_BLOCKED = event_type(
     "dispatcher_blocked",

@@ -22,7 +22,7 @@ from typing import Any, Sequence
 
 from pulsarlab.broker.key_shared import make_selector
 from pulsarlab.broker.key_shared.assignments import diff_ranges
-from pulsarlab.broker.key_shared.base import Consumer, StickyKeyConsumerSelector
+from pulsarlab.broker.key_shared.base import Consumer, StickyKeyConsumerSelector, subscription_to_string
 from pulsarlab.clock import Scheduler, Timer
 from pulsarlab.errors import PulsarError
 from pulsarlab.event_catalogue.key_shared_scenario import (
@@ -207,11 +207,21 @@ class KeySharedScenario:
     """One Key_Shared selector driven on a virtual clock, with an event log and a timeline.
 
     ``KeySharedScenario("auto_split", "4.0")``; extra keyword arguments go to the selector
-    (``range_size=``, ``points=``). Consumers get ids 1, 2, ... in the order their joins run.
+    (``range_size=``, ``points=``). Consumers get ids 1, 2, ... in the order their joins run, and belong to the
+    subscription ``subscription`` of ``topic`` (they print as a broker's consumers do, in error texts too).
     """
 
-    def __init__(self, kind: str, version: str | Profile = "4.0", **selector_kwargs: Any) -> None:
+    def __init__(
+        self,
+        kind: str,
+        version: str | Profile = "4.0",
+        *,
+        topic: str = "my-topic",
+        subscription: str = "my-subscription",
+        **selector_kwargs: Any,
+    ) -> None:
         self._init(make_selector(kind, version, **selector_kwargs))
+        self.subscription = subscription_to_string(topic, subscription)
 
     @classmethod
     def with_selector(cls, selector: StickyKeyConsumerSelector) -> "KeySharedScenario":
@@ -230,6 +240,7 @@ class KeySharedScenario:
         self.log = EventLog()
         self.timeline = Timeline(self)
         self._next_id = 1
+        self.subscription = subscription_to_string("my-topic", "my-subscription")
         self._frame_snapshots: list[Snapshot] = []
         self.last_error: PulsarError | None = None
 
@@ -312,7 +323,7 @@ class KeySharedScenario:
         return at
 
     def _add(self, name: str, ranges: tuple[tuple[int, int], ...] | None, priority: int) -> Consumer | None:
-        consumer = Consumer(self._next_id, name, priority, ranges)
+        consumer = Consumer(self._next_id, name, priority, ranges, self.subscription)
         self._next_id += 1
         before = self.snapshot()
         before_assign = snapshot_assignments(before)

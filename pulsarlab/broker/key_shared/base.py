@@ -32,6 +32,7 @@ class Consumer:
     name: str
     priority: int = 0
     ranges: tuple[tuple[int, int], ...] | None = None
+    subscription: str | None = None  # the subscription's toString() when the consumer is attached to one
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Consumer) and other.id == self.id
@@ -40,8 +41,29 @@ class Consumer:
         return hash(self.id)
 
     def __str__(self) -> str:
-        # Pulsar's Consumer.toString() with no subscription attached (golden README §2.4)
-        return f"Consumer{{consumerId={self.id}, consumerName={self.name}}}"
+        return consumer_to_string(self.id, self.name, self.subscription)
+
+
+def subscription_to_string(topic: str, name: str) -> str:
+    """Pulsar's `PersistentSubscription.toString()` for a subscription ``name`` of ``topic`` (a short name is
+    normalised as `TopicName` does)."""
+    if "://" not in topic:
+        topic = f"persistent://public/default/{topic}" if "/" not in topic else f"persistent://{topic}"
+    return f"PersistentSubscription{{topic={topic}, name={name}}}"
+
+
+BROKER_ADDRESS = "/127.0.0.1:6650"  # the one client connection's address the lab's consumers report
+
+
+def consumer_to_string(consumer_id: int, name: str, subscription: str | None) -> str:
+    """Pulsar's `Consumer.toString()` (it names the consumer in error texts such as "Range conflict ...").
+
+    A consumer attached to a subscription (every consumer on a broker) prints subscription and address too; one
+    with no subscription (the selectors' own unit tests) prints only its id and name.
+    """
+    if subscription is None:
+        return f"Consumer{{consumerId={consumer_id}, consumerName={name}}}"
+    return f"Consumer{{subscription={subscription}, consumerId={consumer_id}, consumerName={name}, address={BROKER_ADDRESS}}}"
 
 
 @dataclass(frozen=True)
