@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import enum
 import json
 import sys
 from pathlib import Path
@@ -34,27 +36,39 @@ def _cmd_conformance(args: argparse.Namespace) -> int:
     return status
 
 
+def _switch_text(value: object) -> str:
+    return str(value.value) if isinstance(value, enum.Enum) else str(value)
+
+
 def _cmd_profiles(args: argparse.Namespace) -> int:
+    """One line per profile with every switch and broker.conf default that is not the same in all profiles."""
     from pulsarlab.profiles import DEFAULT_PROFILE, PROFILES
 
-    for name, prof in PROFILES.items():
+    rows = {
+        name: {
+            **{f.name: getattr(prof, f.name) for f in dataclasses.fields(prof) if f.name not in ("name", "broker_defaults")},
+            **prof.broker_config(),
+            # decided by the line, not by a switch of its own (KeySharedDispatcher._uses_classic)
+            "key_shared_ordering": "draining hashes (PIP-379)" if prof.is_4x else "recently joined consumers",
+        }
+        for name, prof in PROFILES.items()
+    }
+    differing = [key for key in next(iter(rows.values())) if len({repr(row[key]) for row in rows.values()}) > 1]
+    for name, row in rows.items():
         mark = " (default)" if name == DEFAULT_PROFILE else ""
-        print(
-            f"{name}{mark}: consistent hashing {prof.consistent_hashing.value}, sticky ranges "
-            f"{prof.sticky_ranges.value}, sticky hash {prof.sticky_hash_mode.value}, keyless key "
-            f"{'producerName-sequenceId' if prof.keyless_producer_sequence_key else 'NONE_KEY'}"
-        )
+        print(f"{name}{mark}: " + ", ".join(f"{key}={_switch_text(row[key])}" for key in differing))
     return 0
 
 
 def _cmd_hash(args: argparse.Namespace) -> int:
-    from pulsarlab.hashing import murmur3_32, reduce_hash
+    from pulsarlab.hashing import murmur3_32, murmur3_32_raw, reduce_hash
 
     for key in args.keys:
         m = murmur3_32(key)
         print(
-            f"{key!r}: murmur3 {m}  3.x slot {m % 65536}  4.x consistent-hashing {reduce_hash(m, 1, 65535)}"
-            f"  4.x auto-split/sticky {reduce_hash(m, 0, 65535)}"
+            f"{key!r}: murmur3 {murmur3_32_raw(key) & 0xFFFFFFFF}, sign bit cleared {m} (Murmur3_32Hash.makeHash); "
+            f"3.x: auto-split/sticky slot {m % 65536}, consistent hashing {m}; "
+            f"4.x: auto-split/sticky {reduce_hash(m, 0, 65535)}, consistent hashing {reduce_hash(m, 1, 65535)}"
         )
     return 0
 
@@ -339,7 +353,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("conformance", help="replay golden-vector files against the model")
     p.add_argument("files", nargs="+", metavar="FILE.jsonl")
     p.set_defaults(func=_cmd_conformance)
-    p = sub.add_parser("profiles", help="list the modelled Pulsar version profiles")
+    p = sub.add_parser("profiles", help="list the modelled Pulsar version profiles and every switch that differs between them")
     p.set_defaults(func=_cmd_profiles)
     p = sub.add_parser("hash", help="show Pulsar's hashes of sticky keys")
     p.add_argument("keys", nargs="+")

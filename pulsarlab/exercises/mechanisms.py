@@ -65,8 +65,9 @@ def check_keyless_key_based(answer: Any, keys: list[str | None], version: str = 
         {
             "entries": "KeyBased batching builds one sub-batch per distinct key, and all keyless messages share one",
             "keyless_consumer": (
-                "a keyless entry has no key to hash: 4.0 hashes producerName-sequenceId of its first message "
-                "(3.0 hashed the constant NONE_KEY)"
+                "a keyless entry has no key to hash: 4.0 hashes producerName-sequenceId with the sequence id the "
+                "entry carries, its first message's in the Python (C++) client (a Java key-based sub-batch carries "
+                "its highest); 3.0 hashed the constant NONE_KEY"
             ),
         },
         "Section 7 routes batches; section 6 (Pulsar 3.0 vs 4.0) shows the keyless sticky key.",
