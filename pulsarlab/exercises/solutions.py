@@ -74,11 +74,11 @@ SOLUTIONS: dict[str, dict[str, Solution]] = {
             "priority-0 consumers sorted by name (w, x, y); partition i goes to i % 3.",
         ),
         "answer_2": Solution(
-            {"new_active": "c2", "first_delivery_ms": 2380, "redelivered": ["m3", "m4", "m5"]},
-            "the 1000 ms failover delay, then a rewind to the mark-delete; m3's ack was still in the tracker.",
+            "c2", "c2 owns the first ring point at or after the topic name's hash; connection order plays no part."
         ),
         "answer_3": Solution(
-            "c2", "c2 owns the first ring point at or after the topic name's hash; connection order plays no part."
+            {"new_active": "c2", "first_delivery_ms": 2380, "redelivered": ["m3", "m4", "m5"]},
+            "the 1000 ms failover delay, then a rewind to the mark-delete; m3's ack was still in the tracker.",
         ),
     },
     "05-key-shared-ordering": {
@@ -98,15 +98,15 @@ SOLUTIONS: dict[str, dict[str, Solution]] = {
     "06-debug-your-cluster": {
         "answer_1": Solution("2371:5", "the first entry after markDeletePosition that no acked range covers."),
         "answer_2": Solution(
+            16, "mark-delete at entry 4, read position at 20: entries 5 to 20, the read position included."
+        ),
+        "answer_3": Solution(
             {"blocked": "sender-0", "setting": "maxUnackedMessagesPerConsumer"},
             "blockedConsumerOnUnackedMsgs is true on sender-0 only; its unackedMessages reached the per-consumer limit.",
         ),
-        "answer_3": Solution(
+        "answer_4": Solution(
             {"holder": "fulfilment-a", "waiting": "fulfilment-b", "messages_to_ack": 10},
             "drainingHashes sit on the old owner; their unackMsgs add up to 10; the hashes fall in b's ranges.",
-        ),
-        "answer_4": Solution(
-            16, "mark-delete at entry 4, read position at 20: entries 5 to 20, the read position included."
         ),
     },
     "07-redelivery-and-dead-letters": {
@@ -162,12 +162,12 @@ SOLUTIONS: dict[str, dict[str, Solution]] = {
             [0, 250, 250, 3000], "held while deliverAt > now + tick; a timer read takes all that is due."
         ),
         "answer_3": Solution(
-            {"recovered": 9, "read_again": 1},
-            "three sealed buckets of 3 indexes were stored; the mutable bucket's one index is read again.",
-        ),
-        "answer_4": Solution(
             {"segment_loads_at": [5000, 9000], "merged_buckets": 3},
             "a stored segment loads when its bucket's loaded segment is used up; one bucket too many merges three.",
+        ),
+        "answer_4": Solution(
+            {"recovered": 9, "read_again": 1},
+            "three sealed buckets of 3 indexes were stored; the mutable bucket's one index is read again.",
         ),
     },
     "10-watch-your-app": {
