@@ -806,3 +806,34 @@ def test_a_restart_loses_the_mutable_bucket_and_the_cursor_re_adds_it():
     assert broker.tracker.mutable_bucket.size() == 2
     broker.finish()
     _check_released(broker, 0)
+
+
+@pytest.mark.parametrize("factory", [BUCKET_TRACKER_FACTORY, None])
+def test_clear_backlog_clears_the_delayed_tracker_and_deletes_bucket_snapshots(factory):
+    """`PersistentSubscription.clearBacklog` (`topics clear-backlog` / `skipAllMessages`) calls the dispatcher's
+    `clearDelayedMessages()`: nothing stays held, and a bucket tracker deletes each snapshot and cursor property."""
+    from datetime import timedelta
+
+    import pulsarlab as pl
+
+    conf = {"managedLedgerMaxEntriesPerLedger": 4}
+    if factory is not None:
+        conf |= {"delayedDeliveryTrackerFactoryClassName": factory, "delayedDeliveryMinIndexCountPerBucket": 4}
+    lab = pl.Lab(version="4.0", seed=1, broker_config=conf)
+    client = lab.client()
+    client.subscribe("reminders", "workers", consumer_type=pl.ConsumerType.Shared, consumer_name="w1")
+    producer = client.create_producer("reminders")
+    for i in range(10):
+        producer.send(f"m{i}".encode(), deliver_after=timedelta(seconds=30 + i))
+    cursor = lab.service.topics["persistent://public/default/reminders"].ledger.cursors["workers"]
+    stored = lab.service.bucket_snapshot_storage.ledger_ids()
+    assert lab.admin.topics.stats("reminders")["subscriptions"]["workers"]["msgDelayed"] == 10
+    assert len(stored) == (2 if factory else 0) and len(cursor.cursor_properties) == len(stored)
+    lab.admin.topics.skip_all_messages("reminders", "workers")
+    stats = lab.admin.topics.stats("reminders")["subscriptions"]["workers"]
+    assert (stats["msgDelayed"], stats["msgBacklog"]) == (0, 0)
+    assert lab.service.bucket_snapshot_storage.ledger_ids() == [] and not cursor.cursor_properties
+    deleted = [e for e in lab.events.of_kind("bucket_deleted")]
+    assert len(deleted) == len(stored) and all("(cleared)" in e.explain() for e in deleted)
+    lab.advance(60_000)  # nothing held comes out later either
+    assert lab.admin.topics.stats("reminders")["subscriptions"]["workers"]["msgOutCounter"] == 0

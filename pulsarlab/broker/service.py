@@ -569,9 +569,13 @@ class BrokerService:
 
     def skip_all(self, name: str, subscription: str) -> None:
         """``topics clear-backlog`` / ``skip-all`` (`PersistentSubscription.clearBacklog`): everything published
-        so far is acknowledged (on every partition of a partitioned topic)."""
+        so far is acknowledged (on every partition of a partitioned topic), and the dispatcher drops its delayed
+        messages (`clearDelayedMessages`: a bucket tracker deletes its snapshots and their cursor properties)."""
         for sub in self._subscriptions_named(name, subscription):
             sub.cursor.clear_backlog()
+            clear_delayed = getattr(sub.dispatcher, "clear_delayed_messages", None)  # Shared and Key_Shared only
+            if clear_delayed is not None:
+                clear_delayed()
 
     def expire_messages(self, name: str, subscription: str, seconds: int) -> None:
         """``topics expire-messages`` (`PersistentMessageExpiryMonitor.expireMessages`): the mark-delete position
