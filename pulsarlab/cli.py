@@ -46,7 +46,11 @@ def _cmd_profiles(args: argparse.Namespace) -> int:
 
     rows = {
         name: {
-            **{f.name: getattr(prof, f.name) for f in dataclasses.fields(prof) if f.name not in ("name", "broker_defaults")},
+            **{
+                f.name: getattr(prof, f.name)
+                for f in dataclasses.fields(prof)
+                if f.name not in ("name", "broker_defaults")
+            },
             **prof.broker_config(),
             # decided by the line, not by a switch of its own (KeySharedDispatcher._uses_classic)
             "key_shared_ordering": "draining hashes (PIP-379)" if prof.is_4x else "recently joined consumers",
@@ -353,7 +357,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("conformance", help="replay golden-vector files against the model")
     p.add_argument("files", nargs="+", metavar="FILE.jsonl")
     p.set_defaults(func=_cmd_conformance)
-    p = sub.add_parser("profiles", help="list the modelled Pulsar version profiles and every switch that differs between them")
+    p = sub.add_parser(
+        "profiles", help="list the modelled Pulsar version profiles and every switch that differs between them"
+    )
     p.set_defaults(func=_cmd_profiles)
     p = sub.add_parser("hash", help="show Pulsar's hashes of sticky keys")
     p.add_argument("keys", nargs="+")

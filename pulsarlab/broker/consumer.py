@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pulsarlab.broker.key_shared.base import consumer_to_string
 from pulsarlab.broker.dispatch.pending_acks import PendingAcksMap
+from pulsarlab.broker.key_shared.base import consumer_to_string
 from pulsarlab.broker.redelivery import MessageRate
 from pulsarlab.date_format import format_timestamp
 from pulsarlab.event_catalogue import broker as ev

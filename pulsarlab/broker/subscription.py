@@ -14,10 +14,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from pulsarlab.broker.consumer import popcount
-from pulsarlab.broker.key_shared.base import subscription_to_string
 from pulsarlab.broker.dispatch.key_shared import KeySharedDispatcher
 from pulsarlab.broker.dispatch.shared import SharedDispatcher
 from pulsarlab.broker.dispatch.single_active import SingleActiveConsumerDispatcher
+from pulsarlab.broker.key_shared.base import subscription_to_string
 from pulsarlab.errors import PulsarError, SubscriptionBusyException
 from pulsarlab.event_catalogue import broker as ev
 from pulsarlab.managed_ledger.position import Position
