@@ -1,6 +1,6 @@
 """pulsarlab: a faithful, deterministic Python model of how Apache Pulsar consumes messages.
 
-Layers (design.md): this package is the model and imports no widget, plotting or Spark library.
+Layers (docs/architecture.md): this package is the model and imports no widget, plotting or Spark library.
 """
 
 from pulsarlab.client.batching import BatchingType, ClientLibrary

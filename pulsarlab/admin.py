@@ -2,7 +2,7 @@
 
 Models `PulsarAdmin.topics()` (`Topics`): ``list``, ``list_partitioned_topics``, ``create_partitioned_topic``,
 ``create_non_partitioned_topic``, ``get_partitioned_topic_metadata``, ``stats`` (`TopicStatsImpl`),
-``partitioned_stats``, ``stats_internal`` (`PersistentTopicInternalStats`, reference §11), ``subscriptions``,
+``partitioned_stats``, ``stats_internal`` (`PersistentTopicInternalStats`), ``subscriptions``,
 ``delete``, ``delete_partitioned_topic``, ``update_partitioned_topic``, ``create_subscription``,
 ``delete_subscription``, ``skip_messages``, ``skip_all_messages``, ``expire_messages``, ``reset_cursor`` (by
 publish time or message id); `PulsarAdmin.clusters()`; ``tenants()`` (list, create, get, delete) and

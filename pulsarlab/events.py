@@ -1,6 +1,6 @@
 """The append-only event log: typed events in a compact columnar store.
 
-Models no Pulsar class; it is the lab's record of every state change (design.md, "Event-sourced").
+Models no Pulsar class; it is the lab's record of every state change (docs/architecture.md).
 Each event type declares up to six fields; ints, bools and interned strings (or small JSON payloads)
 are stored in fixed int64 columns, so an event costs 58 bytes whatever its type. Views, explanations,
 time travel and Spark analytics read the log; nothing in it is ever rewritten.

@@ -1,7 +1,8 @@
 """Pulsar's key hashing: Murmur3 x86_32 (seed 0, sign bit cleared), sticky keys and hash ranges.
 
 Models `Murmur3_32Hash`, `Commands.peekStickyKey` (3.x) / `resolveStickyKey` (4.x) and
-`StickyKeyConsumerSelectorUtils.makeStickyKeyHash` (reference §1). Scalar functions take one key; the
+`StickyKeyConsumerSelectorUtils.makeStickyKeyHash` (docs/guide/sticky-key-hashing.md#sticky-key). Scalar functions take
+one key; the
 ``*_bulk`` functions take many and return numpy arrays (one mmh3 call per key, the rest vectorised).
 """
 
@@ -55,7 +56,7 @@ def make_sticky_key_hash(key: str | bytes, profile: Profile, key_range: tuple[in
     """The value a selector's ``select(int)`` receives for a key under this profile.
 
     3.x passes the full masked hash (selectors reduce it themselves); 4.x reduces into the selector's
-    ``key_range`` (reference §1.3).
+    ``key_range`` (docs/guide/sticky-key-hashing.md#hash-reduction).
     """
     masked = murmur3_32(key)
     if profile.sticky_hash_mode is StickyHashMode.FULL:
@@ -72,7 +73,8 @@ def sticky_key(
     producer_name: str | None = None,
     sequence_id: int | None = None,
 ) -> bytes:
-    """The bytes hashed for a message's sticky key, in Pulsar's order of precedence (reference §1.2).
+    """The bytes hashed for a message's sticky key, in Pulsar's order of precedence
+    (docs/guide/sticky-key-hashing.md#sticky-key).
 
     ordering key, then partition key (Base64-decoded when flagged), then on 4.0+ the UTF-8 of
     ``producerName-sequenceId``, else ``NONE_KEY``. Undecodable Base64 falls back to ``NONE_KEY`` as

@@ -1,7 +1,8 @@
 """The lab's message id: ledger, entry, partition and batch index, ordered and printed like Pulsar's.
 
 Models the client's `MessageIdImpl` / `BatchMessageIdImpl` behind the `MessageIdAdv` interface
-(reference §7-§8): ordering is `MessageIdAdv.compareTo`, i.e. (ledgerId, entryId, partitionIndex,
+(docs/guide/acknowledgements.md#command-ack, docs/guide/redelivery.md#ack-timeout): ordering is
+`MessageIdAdv.compareTo`, i.e. (ledgerId, entryId, partitionIndex,
 batchIndex); `str()` is Java's `toString()`, "L:E:P" and "L:E:P:B" for a message inside a batch.
 The Python client's ``pulsar.MessageId`` methods work too, so a pulsar-client script runs unchanged:
 ``ledger_id()``, ``entry_id()``, ``partition()`` and ``batch_index()`` (the two indexes are `IndexInt`s: ints

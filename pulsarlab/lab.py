@@ -1,6 +1,6 @@
 """The lab: one broker, its clients, one virtual clock and one event log.
 
-Models no single Pulsar class; it is the learner's entry point (issue 3, design.md "The model"):
+Models no single Pulsar class; it is the learner's entry point (docs/architecture.md):
 
     lab = pl.Lab(version="4.0", seed=1, broker_config={"managedLedgerMaxEntriesPerLedger": 3})
     client = lab.client()

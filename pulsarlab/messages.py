@@ -1,7 +1,9 @@
 """What an entry in a topic holds: entry metadata, per-message metadata in batches, and payloads.
 
 Models the protobuf messages `MessageMetadata` and `SingleMessageMetadata` of Pulsar's wire protocol
-(PulsarApi.proto; reference §1.2, §3.4, §9, §10) as the broker stores them in a ledger entry. Only the
+(PulsarApi.proto; docs/guide/sticky-key-hashing.md#sticky-key, docs/guide/producer-batching.md#key-based-batching,
+docs/guide/chunked-messages.md#chunk-count, docs/guide/delayed-delivery.md#hold-back) as the broker stores them in a
+ledger entry. Only the
 fields the lab models are present; proto2 defaults are the dataclass defaults. An entry is either one
 message (``num_messages_in_batch`` is None) or a batch of ``SingleMessageMetadata`` + payload pairs,
 routed as a whole by the entry metadata's keys (which are the first message's). A ledger keeps every
@@ -34,7 +36,7 @@ class MessageMetadata:
     highest_sequence_id: int | None = None
     deliver_at_time: int | None = None
     uncompressed_size: int = 0
-    # chunking (reference §9)
+    # chunking (docs/guide/chunked-messages.md#chunk-count)
     uuid: str | None = None
     chunk_id: int | None = None
     num_chunks_from_msg: int | None = None
@@ -69,7 +71,7 @@ class MessageMetadata:
         return meta
 
     def sticky_key(self, profile: Profile) -> bytes:
-        """The bytes a Key_Shared dispatcher hashes for this entry (reference §1.2)."""
+        """The bytes a Key_Shared dispatcher hashes for this entry (docs/guide/sticky-key-hashing.md#sticky-key)."""
         return sticky_key(
             profile,
             ordering_key=self.ordering_key,

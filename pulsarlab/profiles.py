@@ -1,6 +1,6 @@
 """Version profiles: every switch and default that differs between the Pulsar lines the lab models.
 
-Models no single Pulsar class; it collects the version map of reference §0. Each component reads its
+Models no single Pulsar class; it collects the version map of docs/guide/README.md. Each component reads its
 switches from a ``Profile``; nothing else in the model branches on a version string. The named
 profiles are release lines ("3.0", "4.0", "4.1") plus a few historical patch levels whose
 Key_Shared selectors differ ("2.10", "3.0.0", "3.0.3").
@@ -15,7 +15,8 @@ from typing import Any
 
 
 class ConsistentHashingVariant(enum.Enum):
-    """Which generation of ConsistentHashingStickyKeyConsumerSelector (reference §2.2)."""
+    """Which generation of ConsistentHashingStickyKeyConsumerSelector
+    (docs/guide/key-shared-selectors.md#consistent-hashing)."""
 
     LEGACY = "legacy"  # point key name+i, shared points keep a list, select list[hash % size]
     V3_COUNTERS = "v3_counters"  # name\0i, entries ordered by priority/name/selection counter
@@ -24,28 +25,29 @@ class ConsistentHashingVariant(enum.Enum):
 
 
 class StickyRangesVariant(enum.Enum):
-    """Which generation of HashRangeExclusiveStickyKeyConsumerSelector (reference §2.3)."""
+    """Which generation of HashRangeExclusiveStickyKeyConsumerSelector
+    (docs/guide/key-shared-selectors.md#sticky-ranges)."""
 
     LEGACY = "legacy"  # boundary-key map, gaps between a consumer's own ranges select it
     PAIR = "pair"  # Pair<Range, Consumer> map keyed by start, validation as failed futures
 
 
 class StickyHashMode(enum.Enum):
-    """How a sticky key's Murmur3 hash is reduced before selection (reference §1.3)."""
+    """How a sticky key's Murmur3 hash is reduced before selection (docs/guide/sticky-key-hashing.md#hash-reduction)."""
 
     FULL = "full"  # 3.x: the 31-bit hash; auto-split and sticky take % rangeSize themselves
     RANGED = "ranged"  # 4.x: hash % range.size + range.start, 0 -> 1, per selector range
 
 
 class NegativeAckTrackerForm(enum.Enum):
-    """Client NegativeAcksTracker storage (reference §8.2)."""
+    """Client NegativeAcksTracker storage (docs/guide/redelivery.md#negative-acks)."""
 
     DEADLINE_MAP = "deadline_map"  # 3.x: (ledger, entry) -> deadline, timer every delay/3
     TIME_BUCKETS = "time_buckets"  # 4.0.2+ / 4.1 (PIP-393): deadlines trimmed to 2^bits ms buckets
 
 
 class DelayedTrackerForm(enum.Enum):
-    """In-memory delayed-delivery tracker structure (reference §10.1)."""
+    """In-memory delayed-delivery tracker structure (docs/guide/delayed-delivery.md#in-memory-tracker)."""
 
     PRIORITY_QUEUE = "priority_queue"  # 3.x and 4.0: (deliverAt, ledger, entry) heap
     TIME_BITMAP = "time_bitmap"  # 4.1: trimmed timestamp -> ledger -> entry bitmap
@@ -70,18 +72,20 @@ class Profile:
     """The switches of one modelled Pulsar line. Immutable; derive variants with ``replace``."""
 
     name: str
-    # --- hashing (reference §1) ---
+    # --- hashing (docs/guide/sticky-key-hashing.md#sticky-key) ---
     sticky_hash_mode: StickyHashMode
     keyless_producer_sequence_key: bool  # 4.0+: keyless messages hash "producerName-sequenceId"
-    # --- Key_Shared selectors (reference §2) ---
+    # --- Key_Shared selectors (docs/guide/key-shared-selectors.md#choosing-a-selector) ---
     consistent_hashing: ConsistentHashingVariant
     sticky_ranges: StickyRangesVariant
     autosplit_errors: ErrorDelivery
     sticky_ranges_errors: ErrorDelivery
     consistent_hashing_key_range_max: int  # 4.x key-hash range is [1, this]; unused in 3.x
-    # --- subscription compatibility (reference §2.0) ---
+    # --- subscription compatibility (docs/guide/key-shared-selectors.md#choosing-a-selector) ---
     detailed_subscription_compat_errors: bool  # 4.x names type/mode/out-of-order; 3.0 checks type only
-    # --- dispatch, client trackers, delayed delivery (reference §5, §7, §8, §10) ---
+    # --- dispatch, client trackers, delayed delivery (docs/guide/subscription-types.md#shared-round-robin,
+    # docs/guide/acknowledgements.md#command-ack, docs/guide/redelivery.md#ack-timeout,
+    # docs/guide/delayed-delivery.md#hold-back) ---
     shared_dispatcher: SharedDispatcherForm = SharedDispatcherForm.V3
     negative_ack_tracker: NegativeAckTrackerForm = NegativeAckTrackerForm.DEADLINE_MAP
     delayed_tracker: DelayedTrackerForm = DelayedTrackerForm.PRIORITY_QUEUE
@@ -89,13 +93,14 @@ class Profile:
     # Java client's batchIndexAckEnabled is true from 4.1, PIP-391; the lab's client models the Python one)
     batch_index_ack_enabled: bool = False
     max_delivery_delay_setting: bool = False  # delayedDeliveryMaxDelayInMillis exists (4.0+, PIP-315)
-    # --- client redelivery, retry and dead letters (reference §8) ---
+    # --- client redelivery, retry and dead letters (docs/guide/redelivery.md#ack-timeout) ---
     dead_letter_default_ack_timeout_ms: int = 0  # 30000 up to 2.11: a DLQ policy implied ackTimeout (#19486)
     negative_ack_double_redelivery: bool = False  # MultiTopics nack kept the id in the parent's ack-timeout
     # tracker (and batch ids were not removed) until #20750 (3.1.0; 3.0.7)
     retry_topic_always_shared: bool = True  # the retry topic is subscribed as Shared (#23859: 3.0.10, 4.0.3)
     retry_real_subscription_property: bool = False  # 4.x copies also carry REAL_SUBSCRIPTION
-    # --- broker.conf defaults that differ per line (reference §2.0, §3) ---
+    # --- broker.conf defaults that differ per line (docs/guide/key-shared-selectors.md#choosing-a-selector,
+    # docs/guide/key-shared-ordering.md#recently-joined-consumers) ---
     broker_defaults: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     def replace(self, **changes: Any) -> "Profile":
@@ -117,7 +122,11 @@ class Profile:
         return self.sticky_hash_mode is StickyHashMode.RANGED
 
 
-# broker.conf names with Pulsar's defaults, as far as the model uses them (reference §2-§10).
+# broker.conf names with Pulsar's defaults, as far as the model uses them
+# (docs/guide/key-shared-selectors.md#choosing-a-selector, docs/guide/key-shared-ordering.md#recently-joined-consumers,
+# docs/guide/subscription-types.md#failover-switch, #shared-round-robin, docs/guide/flow-control.md#flow-permits,
+# docs/guide/acknowledgements.md#command-ack, docs/guide/redelivery.md#ack-timeout,
+# docs/guide/chunked-messages.md#chunk-count, docs/guide/delayed-delivery.md#hold-back).
 BROKER_DEFAULTS: dict[str, Any] = {
     "subscriptionKeySharedUseConsistentHashing": True,
     "subscriptionKeySharedConsistentHashingReplicaPoints": 100,

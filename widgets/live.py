@@ -8,7 +8,7 @@ Usage (a notebook, with ``server = pulsarlab.serve.start(lab, port=0)``)::
     live.stop()               # or leave it running; live.refresh() redraws now
     live.player()             # step back through what just happened (one frame per refresh)
 
-Models no Pulsar class (design.md, "Widgets"). A background thread wakes at most ``max_fps`` times a second; when
+Models no Pulsar class (docs/architecture.md). A background thread wakes at most ``max_fps`` times a second; when
 the lab logged events since the last frame it takes a `LabSnapshot` with the server's model lock held (only for
 the snapshot and the new events), then renders and updates the figures outside the lock, so the network loop is
 never held up by plotting. Each refresh is kept as a frame (the last ``keep_frames``), with the per-consumer

@@ -1,6 +1,6 @@
 """The player: step, go back, play/pause, change speed and jump through any timeline, redrawing every view.
 
-Models no Pulsar class (design.md, "Widgets"). A timeline is anything with ``len(timeline)`` and
+Models no Pulsar class (docs/architecture.md). A timeline is anything with ``len(timeline)`` and
 ``timeline[i]`` returning a frame with ``.snapshot`` and ``.explanation`` (and optionally ``.event``,
 whose ``.kind`` enables jump-by-kind). A view is a function ``view(snapshot, events) -> go.Figure``:
 ``events`` are the frames' events since the frame shown before (the frame itself after a step back).

@@ -1,6 +1,7 @@
 """The broker's view of one connected consumer: permits, pending acks, unacked counts, blocking.
 
-Models `org.apache.pulsar.broker.service.Consumer` (reference §5.2, §6, §7): ``flowPermits`` (parking permits
+Models `org.apache.pulsar.broker.service.Consumer` (docs/guide/subscription-types.md#entries-per-turn,
+docs/guide/flow-control.md#flow-permits, docs/guide/acknowledgements.md#command-ack): ``flowPermits`` (parking permits
 while blocked on unacked messages), ``sendMessages`` (pending acks with batch size and sticky hash, permits
 go down by the messages sent and may go negative, unacked messages and blocking, the average messages per
 entry), the individual-ack bookkeeping of ``messageAcked`` / ``removePendingAcks`` (unblocking at half the

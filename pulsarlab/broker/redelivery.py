@@ -2,8 +2,11 @@
 
 Models `MessageRedeliveryController` (a sorted set of (ledger, entry) positions, plus, when ordering
 matters, position -> sticky hash and hash -> reference count maps), `InMemoryRedeliveryTracker` /
-`RedeliveryTrackerDisabled` (reference §5.2, §3.1, §3.3, §8.3) and the `Rate` behind a consumer's
-``msgRateRedeliver`` (reference §11). Simplifies: positions are plain ``(ledger, entry)`` tuples, the set is a
+`RedeliveryTrackerDisabled` (docs/guide/subscription-types.md#entries-per-turn,
+docs/guide/key-shared-ordering.md#recently-joined-consumers, #out-of-order, docs/guide/redelivery.md#redelivery-count)
+and the `Rate` behind a consumer's
+``msgRateRedeliver`` (`TopicStatsImpl` / `PersistentTopicInternalStats`). Simplifies: positions are plain ``(ledger,
+entry)`` tuples, the set is a
 `SortedList` (Pulsar: `ConcurrentBitmapSortedLongPairSet`) with the same iteration order, and the counts are a
 `SortedDict` so a mark-delete move drops the counts behind it without a scan.
 """

@@ -3,7 +3,7 @@
 Models a graceful broker restart: `BrokerService.close` unloads every topic (`PersistentTopic.close`: producers
 and consumers are disconnected, dispatchers close, `ManagedLedgerImpl.close` persists each cursor), then the
 topics load again when the clients reconnect (the managed ledger reopens with a new ledger, `ManagedCursorImpl`
-recovers; reference §7.2, §10.2).
+recovers; docs/guide/cursor.md#mark-delete, docs/guide/delayed-delivery.md#bucket-tracker).
 
 * Kept (BookKeeper and the metadata store): ledgers and entries; each cursor's mark-delete position, individually
   deleted ranges (up to ``managedLedgerMaxUnackedRangesToPersist`` + 1) and batch ack sets, its properties and

@@ -1,7 +1,7 @@
 """The broker: its topics and the commands clients send it.
 
 Models `BrokerService` (topic lookup and auto-creation, partitioned-topic metadata) and the command handling of
-`ServerCnx` (design.md, "Split like Pulsar"): SUBSCRIBE, FLOW, SEND, ACK, REDELIVER_UNACKNOWLEDGED_MESSAGES and
+`ServerCnx` (docs/architecture.md): SUBSCRIBE, FLOW, SEND, ACK, REDELIVER_UNACKNOWLEDGED_MESSAGES and
 CLOSE_CONSUMER arrive as method calls with the command's fields; MESSAGE and ACTIVE_CONSUMER_CHANGE go back through
 the consumer's ``cnx`` (the client-side object). These methods are the only way in for the lab's client, the
 binary-protocol front end (`pulsarlab.serve`, which also asks for GET_LAST_MESSAGE_ID, CONSUMER_STATS, readers'

@@ -1,6 +1,8 @@
 """A durable subscription: its cursor, its dispatcher (by type) and the acks it applies.
 
-Models `PersistentSubscription` (reference §2.0, §4, §7): ``addConsumer`` keeps the dispatcher while consumers
+Models `PersistentSubscription` (docs/guide/key-shared-selectors.md#choosing-a-selector,
+docs/guide/subscription-types.md#failover-switch, docs/guide/acknowledgements.md#command-ack): ``addConsumer`` keeps
+the dispatcher while consumers
 are connected and checks the newcomer against it (`checkForConsumerCompatibilityErrorWithDispatcher` on 4.x
 with its three texts; 3.0 checks the type only, "Subscription is of different type"); with no consumer
 connected a consumer of another type (or another Key_Shared policy) gets a new dispatcher.

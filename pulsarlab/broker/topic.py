@@ -1,6 +1,7 @@
 """A persistent topic (or one partition of a partitioned topic): its managed ledger, producers, subscriptions.
 
-Models `PersistentTopic` (reference §10, §11): ``publishMessage`` refuses a message delayed more than
+Models `PersistentTopic` (docs/guide/delayed-delivery.md#hold-back, `TopicStatsImpl` / `PersistentTopicInternalStats`):
+``publishMessage`` refuses a message delayed more than
 ``delayedDeliveryMaxDelayInMillis`` after its publish time (4.0+), appends the entry to the managed ledger and
 wakes the dispatchers whose cursor waits at the end of the topic; ``subscribe`` opens (or reuses) the
 subscription's durable cursor at the initial position. ``unload`` / ``reload`` are what a graceful broker

@@ -2,7 +2,8 @@
 
 Models `org.apache.pulsar.client.impl.PersistentAcknowledgmentsGroupingTracker` (with `LastCumulativeAck`
 and the batch rules of `MessageIdAdvUtils`) and `NonPersistentAcknowledgmentGroupingTracker`, following
-reference §7.1 (grouping, batch ack sets, duplicates, immediate cases, 3.x/4.0/4.1 defaults) and §9 (an
+docs/guide/acknowledgements.md#ack-grouping (grouping, batch ack sets, duplicates, immediate cases, 3.x/4.0/4.1
+defaults) and §9 (an
 individual ack of a chunked message expands to every chunk id).
 
 * Individual acks collect in ``pending_individual_acks`` (entry-level ids); reaching

@@ -1,6 +1,7 @@
 """Producer batching: how sends become ledger entries (one message, or a batch routed by its first key).
 
-Models the client-side batch containers (reference §1.2, §3.4, §10):
+Models the client-side batch containers (docs/guide/sticky-key-hashing.md#sticky-key,
+docs/guide/producer-batching.md#key-based-batching, docs/guide/delayed-delivery.md#hold-back):
 
 * `BatchMessageContainer` - Java `BatchMessageContainerImpl` / C++ `BatchMessageContainer`: every
   batchable message goes into one batch, whose entry metadata copies the *first* message's
@@ -70,7 +71,7 @@ class BatchingType(enum.Enum):
 class ClientLibrary(enum.Enum):
     """Whose batching rules a container follows (see the module docstring for the differences)."""
 
-    JAVA = "java"  # org.apache.pulsar.client.impl, what reference §1.2/§3.4 describe
+    JAVA = "java"  # org.apache.pulsar.client.impl (docs/guide/producer-batching.md#key-based-batching)
     CPP = "cpp"  # pulsar-client-cpp, under the Python pulsar-client package
 
 

@@ -4,7 +4,8 @@ Models the chunk handling of the Java client's `ConsumerImpl` - ``processMessage
 ``ChunkedMessageCtx``, ``chunkedMessagesMap``, ``pendingChunkedMessageUuidQueue``,
 ``pendingChunkedMessageCount``, ``removeOldestPendingChunkedMessage``,
 ``removeExpireIncompleteChunkedMessages``, ``removeChunkMessage`` and the assembly step of
-``messageReceived`` - as read on master/4.x (reference §9, §6). Per chunk, in Java's order:
+``messageReceived`` - as read on master/4.x (docs/guide/chunked-messages.md#chunk-count,
+docs/guide/flow-control.md#flow-permits). Per chunk, in Java's order:
 
 1. A non-final chunk (``chunk_id != num_chunks_from_msg - 1``) returns 1 permit at once, whatever happens
    to it next. The first chunk ever processed starts the expiry task (period

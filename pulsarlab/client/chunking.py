@@ -2,7 +2,7 @@
 
 Models the chunking path of the Java client's `ProducerImpl.sendAsync` / `serializeAndSendMessage`,
 `ProducerBuilderImpl` (the batching check), `ProducerImpl.setChunkMaxMessageSize` and
-`ChunkMessageIdImpl` (reference §9), as read on branch-4.0 and master:
+`ChunkMessageIdImpl` (docs/guide/chunked-messages.md#chunk-count), as read on branch-4.0 and master:
 
 * Chunking needs ``chunking_enabled`` and batching off, else ``IllegalArgumentException("Batching and
   chunking of messages can't be enabled together")`` - thrown on 3.x, a failed future on 4.x.

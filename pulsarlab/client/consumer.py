@@ -2,7 +2,8 @@
 
 Models the Python ``pulsar.Consumer`` over `ConsumerImpl` (one per topic or partition; a partitioned topic,
 or a topic with its retry topic, gets a `MultiTopicsConsumerImpl`-like parent whose queue merges the inner
-consumers' messages in arrival order) and `ZeroQueueConsumerImpl` (reference §6, §7.1, §8):
+consumers' messages in arrival order) and `ZeroQueueConsumerImpl` (docs/guide/flow-control.md#flow-permits,
+docs/guide/acknowledgements.md#ack-grouping, docs/guide/redelivery.md#ack-timeout):
 
 * On subscribe each partition consumer sends FLOW(receiver queue size) (per partition
   ``min(receiver_queue_size, max_total_receiver_queue_size_across_partitions / partitions)``); none with 0.
@@ -26,7 +27,8 @@ consumers' messages in arrival order) and `ZeroQueueConsumerImpl` (reference §6
 * ``lab_retry_enable=True`` (Java's ``enableRetry``; the Python client has none): the consumer also subscribes to
   the retry topic (as Shared since 3.0.10 / 4.0.3) and ``reconsume_later`` writes copies there (`client.retry`).
 * ``crash()`` (a lab extension): the process dies - pending acks are lost, the broker sees the connection close.
-* Chunked messages (reference §9): each chunk entry goes to the partition consumer's `ChunkedMessageTracker`
+* Chunked messages (docs/guide/chunked-messages.md#chunk-count): each chunk entry goes to the partition consumer's
+  `ChunkedMessageTracker`
   (``max_pending_chunked_message``, ``auto_ack_oldest_chunked_message_on_queue_full``, and the lab extra
   ``lab_expire_time_of_incomplete_chunked_message_ms``); non-final chunks return their permit at once, an
   assembled message is queued under its `ChunkMessageId`, and its acks expand to every chunk: an individual
@@ -34,7 +36,7 @@ consumers' messages in arrival order) and `ZeroQueueConsumerImpl` (reference §6
   ack-timeout tracking go to `_ConsumerImpl.track_message`, which does nothing while the consumer has no ack
   timeout.
 
-Simplifies: no listeners, pause/resume or seek; no reconnection (the model's connections never drop by
+Simplifies: no listeners or pause/resume (``seek`` is modelled, below); no reconnection (the model's connections never drop by
 themselves), so no consumer epochs: a redeliver-all clears the queue before the broker resends. Reactions to a
 message the broker is still delivering (redelivering one over ``maxRedeliverCount``) run right after it, on
 the scheduler, as they run on the client's own thread in Pulsar. The ack-timeout tracker keeps entry-level ids

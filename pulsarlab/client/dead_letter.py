@@ -3,7 +3,8 @@
 Models the client's `DeadLetterPolicy` with its name defaults (`ConsumerImpl` constructor and, for the retry
 path, `ConsumerBuilderImpl.subscribeAsync`), `RetryMessageUtil`'s constants, ``getPropertiesMap`` and
 ``copyMessageKeysIfNeeded``, the lazily created dead-letter producer (``initDeadLetterProducerIfNeeded``) and
-``possibleSendToDeadLetterTopicMessages`` / ``processPossibleToDLQ`` (reference §8.4):
+``possibleSendToDeadLetterTopicMessages`` / ``processPossibleToDLQ``
+(docs/guide/retry-and-dead-letters.md#dead-letter-topic):
 
 * A message that arrives with ``redeliveryCount >= maxRedeliverCount`` is remembered; one that arrives with
   more than that is also redelivered at once (a single message is then not shown to the application).

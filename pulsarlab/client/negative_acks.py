@@ -1,6 +1,6 @@
 """Client negative acks: hold nacked ids for a delay, then ask the broker to redeliver them.
 
-Models `org.apache.pulsar.client.impl.NegativeAcksTracker` in both forms (reference §8.2, golden
+Models `org.apache.pulsar.client.impl.NegativeAcksTracker` in both forms (docs/guide/redelivery.md#negative-acks, golden
 README-dispatch §5), chosen by ``profile.negative_ack_tracker``, and `MultiplierRedeliveryBackoff`:
 
 * DEADLINE_MAP (3.x): (ledger, entry) -> (partition, deadline in ns); a re-nack overwrites. A timer

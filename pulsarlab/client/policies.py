@@ -1,6 +1,7 @@
 """The dead letter policy a consumer is given, named as the Python ``pulsar-client`` package names it.
 
-Models ``pulsar.ConsumerDeadLetterPolicy`` (Java's `DeadLetterPolicy`, reference §8.4). The subscription options
+Models ``pulsar.ConsumerDeadLetterPolicy`` (Java's `DeadLetterPolicy`,
+docs/guide/retry-and-dead-letters.md#dead-letter-topic). The subscription options
 the broker sees too (``pulsar.ConsumerType``, ``InitialPosition``, ``KeySharedMode``, ``ConsumerKeySharedPolicy``)
 are wire types: `pulsarlab.protocol.subscription`.
 """
@@ -11,7 +12,8 @@ from __future__ import annotations
 class ConsumerDeadLetterPolicy:
     """``pulsar.ConsumerDeadLetterPolicy(max_redeliver_count, dead_letter_topic=None, initial_subscription_name=None)``.
 
-    Wraps Java's `DeadLetterPolicy` (reference §8.4). ``retry_letter_topic`` is a lab extra for the retry
+    Wraps Java's `DeadLetterPolicy` (docs/guide/retry-and-dead-letters.md#dead-letter-topic). ``retry_letter_topic`` is
+    a lab extra for the retry
     topic of ``subscribe(..., lab_retry_enable=True)`` (Java's ``retryLetterTopic``; the Python client has no retry).
     Blank names mean the defaults ``<topic>-<subscription>-DLQ`` / ``-RETRY``; the getters return ``""`` for
     them, as the C++ policy does. ``max_redeliver_count`` below 1 fails with the Python client's text.

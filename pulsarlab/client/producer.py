@@ -1,6 +1,7 @@
 """The producer: sequence ids, batching through the containers, the batch timer, partition routing.
 
-Models the Python ``pulsar.Producer`` over the C++ `ProducerImpl` / `PartitionedProducerImpl` (reference §1.2,
+Models the Python ``pulsar.Producer`` over the C++ `ProducerImpl` / `PartitionedProducerImpl`
+(docs/guide/sticky-key-hashing.md#sticky-key,
 §3.4; routing and container rules in `client.routing` and `client.batching`):
 
 * Each partition has its own producer with its own sequence-id counter, starting at
@@ -13,7 +14,8 @@ Models the Python ``pulsar.Producer`` over the C++ `ProducerImpl` / `Partitioned
   (so back-to-back ``send`` calls each make a batch of one, exactly the real client's behaviour);
   ``send_async`` does not wait.
 
-Chunking (reference §9; rules in `client.chunking`): with ``chunking_enabled`` (batching off) every message
+Chunking (docs/guide/chunked-messages.md#chunk-count; rules in `client.chunking`): with ``chunking_enabled`` (batching
+off) every message
 is planned against the broker's ``maxMessageSize`` the client learnt on connect and sent as one entry or as
 chunk entries, each its own SEND; the send completes with a `ChunkMessageId` when the last chunk is stored.
 Without chunking an oversize message fails as the client fails it (`MessageTooBig` for the Python client,

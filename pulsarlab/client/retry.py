@@ -1,6 +1,7 @@
 """Retry topics: ``reconsume_later`` writes a copy to the retry topic with a delay, then acks the original.
 
-Models `ConsumerImpl.doReconsumeLater` with ``enableRetry`` (reference §8.4; the Python client has no retry,
+Models `ConsumerImpl.doReconsumeLater` with ``enableRetry`` (docs/guide/retry-and-dead-letters.md#dead-letter-topic;
+the Python client has no retry,
 so the lab follows the Java client): the copy keeps the payload, keys, event time and properties, adds
 ``REAL_TOPIC`` and ``ORIGIN_MESSAGE_ID`` where absent (so they name the first original), sets
 ``RECONSUMETIMES`` (previous + 1) and ``DELAY_TIME`` (ms, negative -> 0) fresh, and is sent with

@@ -1,6 +1,7 @@
 """Client ack timeout: a ring of time partitions whose head is redelivered on every tick.
 
-Models `org.apache.pulsar.client.impl.UnAckedMessageTracker` (reference §8.1, golden README-dispatch §4)
+Models `org.apache.pulsar.client.impl.UnAckedMessageTracker` (docs/guide/redelivery.md#ack-timeout, golden
+README-dispatch §4)
 and the `ConsumerBuilderImpl.ackTimeout` / `ackTimeoutTickTime` checks. The ring holds
 ceil(ackTimeout / tick) + 1 sets; `add` fills the newest, each tick takes the oldest, redelivers its
 ids in one request and re-appends it empty, so a message times out after more than

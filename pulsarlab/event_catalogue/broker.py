@@ -1,6 +1,6 @@
 """The events of a message's path through broker and client: topics, producers, consumers, publishing, FLOW,
 reads, dispatch, receipt, acks, the replay set, blocking, Failover's active consumer and Key_Shared's holds
-(design.md, "Event-sourced").
+(docs/architecture.md).
 
 Models no Pulsar class. Hot events (one per message or per entry) carry only ints so they go through
 `EventLog.append_row`; names are recorded once, in the ``*_created`` / ``consumer_subscribed`` events, and

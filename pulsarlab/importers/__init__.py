@@ -1,6 +1,7 @@
 """Importers: real ``pulsar-admin topics stats`` / ``stats-internal`` JSON into typed objects and a diagnosis.
 
-Models the admin output classes of reference §11 (see `stats` and `stats_internal`) and reads pasted or
+Models the admin output classes of `TopicStatsImpl` / `PersistentTopicInternalStats` (see `stats` and `stats_internal`)
+and reads pasted or
 saved broker output leniently (`lenient_json`), the lab's own ``lab.admin.topics.stats(t)`` /
 ``stats_internal(t)`` dicts alike. `diagnose` turns them into findings citing the broker rules.
 

@@ -1,6 +1,7 @@
 """Typed reading of one JSON object of pulsar-admin output, with Jackson's leniency and errors naming the path.
 
-Models how Jackson binds the stats classes of reference §11 (`TopicStatsImpl`, `SubscriptionStatsImpl`,
+Models how Jackson binds the stats classes of `TopicStatsImpl` / `PersistentTopicInternalStats` (`TopicStatsImpl`,
+`SubscriptionStatsImpl`,
 `ConsumerStatsImpl`, `PersistentTopicInternalStats`, ...): a missing or ``null`` field takes the Java
 default (0, false, null), an integral float fills an int field (Jackson's ``ACCEPT_FLOAT_AS_INT``), a
 double field takes ``"NaN"`` / ``"Infinity"`` strings as Jackson writes them when quoting non-numeric

@@ -1,7 +1,8 @@
 """Read pulsar-admin JSON as engineers paste it, and fail with a message naming the place when it is not JSON.
 
 Models no Pulsar class: it reads what Pulsar's Jackson ``ObjectMapper`` writes for ``pulsar-admin topics
-stats`` / ``stats-internal`` (reference §11) after it has been through a terminal, a chat tool or a web
+stats`` / ``stats-internal`` (`TopicStatsImpl` / `PersistentTopicInternalStats`) after it has been through a terminal,
+a chat tool or a web
 page. Accepted beyond strict JSON, each because pasted broker output really carries it:
 
 * trailing commas before ``}`` or ``]`` (left behind when someone trims fields out of a paste);

@@ -1,6 +1,6 @@
 """The ``individuallyDeletedMessages`` string of stats-internal, read back into open-closed position ranges.
 
-Models the text that ``ManagedCursorImpl.getIndividuallyDeletedMessages()`` prints (reference §7.2):
+Models the text that ``ManagedCursorImpl.getIndividuallyDeletedMessages()`` prints (docs/guide/cursor.md#mark-delete):
 ``"[" + ranges + "]"``, each range Guava-style ``(L:a..L:b]`` = entries ``L:a+1 .. L:b`` acknowledged.
 The default `OpenLongPairRangeSet` joins ranges with ``","`` and never spans ledgers (``(4:-1..4:2]``
 for a run from entry 0); the Guava fallback (``managedLedgerUnackedRangesOpenCacheSetEnabled=false``)

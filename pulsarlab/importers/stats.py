@@ -1,7 +1,8 @@
 """``pulsar-admin topics stats`` output as typed objects: subscriptions, consumers, Key_Shared hash state.
 
 Models `TopicStatsImpl` (and `PartitionedTopicStatsImpl`'s ``metadata`` / ``partitions``),
-`SubscriptionStatsImpl`, `ConsumerStatsImpl` and 4.x `DrainingHash` (reference §11). Field names per line:
+`SubscriptionStatsImpl`, `ConsumerStatsImpl` and 4.x `DrainingHash` (`TopicStatsImpl` /
+`PersistentTopicInternalStats`). Field names per line:
 
 * 3.x and the 4.x classic Key_Shared dispatcher: consumer ``keyHashRanges`` as ``Range.toString``
   strings ``"[0, 95615212]"``, ``readPositionWhenJoining``, subscription

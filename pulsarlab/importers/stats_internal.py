@@ -1,7 +1,8 @@
 """``pulsar-admin topics stats-internal`` output as typed objects: ledgers, cursors, individual-ack ranges.
 
 Models `PersistentTopicInternalStats` (which extends `ManagedLedgerInternalStats`), its
-`ManagedLedgerInternalStats.LedgerInfo` and `ManagedLedgerInternalStats.CursorStats` (reference §11),
+`ManagedLedgerInternalStats.LedgerInfo` and `ManagedLedgerInternalStats.CursorStats` (`TopicStatsImpl` /
+`PersistentTopicInternalStats`),
 and ``partitioned-stats-internal`` (`PartitionedTopicInternalStats`: ``metadata`` plus one
 `PersistentTopicInternalStats` per partition). A cursor's ``individuallyDeletedMessages`` string is read
 into `AckRange` s (§7.2 format, `ranges.py`) and can become an `OpenLongPairRangeSet`.

@@ -1,6 +1,7 @@
 """The managed cursor: one subscription's place in a topic - what is acknowledged and what to read next.
 
-Models `org.apache.bookkeeper.mledger.impl.ManagedCursorImpl` (reference §7.2, §11):
+Models `org.apache.bookkeeper.mledger.impl.ManagedCursorImpl` (docs/guide/cursor.md#mark-delete, `TopicStatsImpl` /
+`PersistentTopicInternalStats`):
 
 * ``mark_delete_position``: every entry up to it is acknowledged; ``read_position``: the next entry to
   read; ``individually_deleted_messages``: acknowledged entries after the mark-delete position, an
@@ -736,7 +737,8 @@ class ManagedCursor:
     def stats_internal(
         self, subscription_have_pending_read: bool = False, subscription_have_pending_replay_read: bool = False
     ) -> dict[str, Any]:
-        """The cursor's entry of stats-internal ``cursors`` (`ManagedLedgerInternalStats.CursorStats`, reference §11).
+        """The cursor's entry of stats-internal ``cursors`` (`ManagedLedgerInternalStats.CursorStats`, `TopicStatsImpl`
+        / `PersistentTopicInternalStats`).
 
         The two ``subscriptionHavePending*`` flags belong to the dispatcher; its owner passes them in.
         """

@@ -1,6 +1,7 @@
 """The managed ledger: a topic's append-only log of entries, split into ledgers that roll over.
 
-Models `org.apache.bookkeeper.mledger.impl.ManagedLedgerImpl` (reference §7.2, §11): entries are
+Models `org.apache.bookkeeper.mledger.impl.ManagedLedgerImpl` (docs/guide/cursor.md#mark-delete, `TopicStatsImpl` /
+`PersistentTopicInternalStats`): entries are
 appended to the current ledger; after ``managedLedgerMaxEntriesPerLedger`` entries (or
 ``managedLedgerMaxSizePerLedgerMbytes``, or ``managedLedgerMaxLedgerRolloverTimeMinutes`` since it was
 created, checked on add, never before ``managedLedgerMinLedgerRolloverTimeMinutes``) the ledger is closed
@@ -495,7 +496,8 @@ class ManagedLedger:
     # ------------------------------------------------------------------ stats
 
     def stats_internal(self) -> dict[str, Any]:
-        """`pulsar-admin topics stats-internal`: `PersistentTopicInternalStats` in its JSON shape (reference §11)."""
+        """`pulsar-admin topics stats-internal`: `PersistentTopicInternalStats` in its JSON shape (`TopicStatsImpl` /
+        `PersistentTopicInternalStats`)."""
         current = self._current_id
         return {
             "entriesAddedCounter": self.entries_added_counter,

@@ -1,6 +1,7 @@
 """A position in a managed ledger: which ledger, which entry.
 
-Models `org.apache.bookkeeper.mledger.Position` / `PositionImpl` (reference §7.2, §11): ordered by
+Models `org.apache.bookkeeper.mledger.Position` / `PositionImpl` (docs/guide/cursor.md#mark-delete, `TopicStatsImpl` /
+`PersistentTopicInternalStats`): ordered by
 (ledgerId, entryId), printed as ``"L:E"`` as stats-internal prints it. Entry id -1 is the position just
 before a ledger's first entry (a fresh cursor's mark-delete position on an empty topic is ``"L:-1"``).
 Simplifies: no ack-set attachment (the cursor API passes ack sets beside positions).

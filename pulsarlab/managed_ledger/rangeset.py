@@ -2,7 +2,8 @@
 
 Models `OpenLongPairRangeSet` (pulsar-common 9eeffe59, `LongPairRangeSet` cd87d8e5), the set behind
 `ManagedCursorImpl.individualDeletedMessages` with the default
-``managedLedgerUnackedRangesOpenCacheSetEnabled=true`` (reference §7.2, golden README §6). Java keeps a
+``managedLedgerUnackedRangesOpenCacheSetEnabled=true`` (docs/guide/cursor.md#mark-delete, golden README §6). Java keeps
+a
 `java.util.BitSet` per ledger and an ack sets one bit. The model keeps per ledger the sorted maximal runs
 of set entries (in blocks of at most ~256 runs) — what the questions asked (first range, size, toString)
 are about, and compact where a bitset is not (entry ids go up to Integer.MAX_VALUE) — plus, like the

@@ -149,7 +149,8 @@ def validate_sticky_policy_ranges(ranges: Iterable[Any]) -> list[HashRange]:
 class ConsumerKeySharedPolicy:
     """``pulsar.ConsumerKeySharedPolicy(key_shared_mode, allow_out_of_order_delivery, sticky_ranges)``.
 
-    The `KeySharedMeta` a Key_Shared subscribe carries (wrapping Java's `KeySharedPolicy`, reference §2.0).
+    The `KeySharedMeta` a Key_Shared subscribe carries (wrapping Java's `KeySharedPolicy`,
+    docs/guide/key-shared-selectors.md#choosing-a-selector).
     Sticky ranges are validated like Java's ``KeySharedPolicySticky.validate()`` (Pulsar's texts).
     """
 

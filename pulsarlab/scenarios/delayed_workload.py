@@ -1,7 +1,8 @@
 """A delayed-delivery workload run on one tracker alone: its memory, what it stores, and its scheduling work.
 
 Models no Pulsar class; it drives `InMemoryDelayedDeliveryTracker` or `BucketDelayedDeliveryTracker` as a Shared
-dispatcher does (reference §10): the cursor reads ``messages`` delayed messages at t = 0, ``entries_per_ledger``
+dispatcher does (docs/guide/delayed-delivery.md#hold-back): the cursor reads ``messages`` delayed messages at t = 0,
+``entries_per_ledger``
 to a ledger, each due ``min_delay_ms`` + a seeded uniform draw in [0, ``spread_ms``); then the virtual clock runs
 and every timer firing takes the due messages (``getScheduledMessages`` in batches of ``release_batch``) until
 none is left. The result is deterministic for a seed, so the same row comes out of a Spark worker and a test.

@@ -1,6 +1,7 @@
 """Bulk key-distribution metrics: keys per consumer, imbalance, keys moved when a consumer joins or leaves.
 
-Models no single Pulsar class: it drives the Key_Shared selectors (reference §2) over many keys at once,
+Models no single Pulsar class: it drives the Key_Shared selectors
+(docs/guide/key-shared-selectors.md#choosing-a-selector) over many keys at once,
 through their vectorised ``select_bulk``, and reports how evenly they spread keys and how many keys change
 consumer on a membership change. Consumers are ``c1..cN`` (ids 1..N), attached in order. The pieces are
 integer counts (`DistributionCounts`) so partial results from many chunks or Spark partitions can be summed.

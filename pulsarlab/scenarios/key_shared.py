@@ -1,7 +1,8 @@
 """A Key_Shared scenario: consumers join and leave one selector on the virtual clock, every change logged.
 
 Models what a `PersistentStickyKeyDispatcherMultipleConsumers` does to its selector when consumers
-subscribe and close (reference §2, and §1.2/§3.4 for how a batch entry is routed). After each operation
+subscribe and close (docs/guide/key-shared-selectors.md#choosing-a-selector, and §1.2/§3.4 for how a batch entry is
+routed). After each operation
 the driver diffs the selector's snapshot before and after and appends typed events whose one-line
 explanations say what moved and which Pulsar rule moved it; ``timeline`` replays them frame by frame.
 Simplifications: there is no dispatcher, cursor or message flow here (see pulsarlab.broker); selecting
@@ -444,7 +445,7 @@ class KeySharedScenario:
         ``DEFAULT`` (BatchMessageContainerImpl): one entry whose metadata carries the first message's key
         and the batch's lowest sequence id, so one consumer gets every key. ``KEY_BASED``
         (BatchMessageKeyBasedContainer): one sub-batch per key, sequence id = its highest, sent in that
-        order (reference §1.2, §3.4).
+        order (docs/guide/sticky-key-hashing.md#sticky-key, docs/guide/producer-batching.md#key-based-batching).
         """
         if isinstance(keys, (str, bytes)):
             raise TypeError("route_batch takes a list of message keys (None for a keyless message)")

@@ -2,7 +2,9 @@
 join and leave on the virtual clock.
 
 Models no single Pulsar class; it is an application driving a `pulsarlab.Lab` the way a real one drives a
-cluster (reference §5-§8 for what the broker and client do with it). The driver, per tick of ``tick_ms``:
+cluster (docs/guide/subscription-types.md#shared-round-robin, docs/guide/flow-control.md#flow-permits,
+docs/guide/acknowledgements.md#command-ack, docs/guide/redelivery.md#ack-timeout for what the broker and client do with
+it). The driver, per tick of ``tick_ms``:
 
 1. publishes every message due by now (message ``i`` is due at ``i * 1000 // publish_rate_per_s`` ms) with
    ``send_async``, key ``k<j>`` (``j`` drawn uniformly from ``keys``), delayed by ``deliver_after`` (uniform in

@@ -1,7 +1,8 @@
 """What the chunk views read: each entry's chunk fields, and a consumer's chunk reassembly state.
 
 Models no Pulsar class. It copies, for `pulsarlab.snapshot.lab`, the chunk metadata of stored entries
-(``uuid``, ``chunk_id``, ``num_chunks_from_msg``, reference §9) and the state of one client consumer's
+(``uuid``, ``chunk_id``, ``num_chunks_from_msg``, docs/guide/chunked-messages.md#chunk-count) and the state of one
+client consumer's
 `pulsarlab.client.chunk_reassembly.ChunkedMessageTracker` (``chunkedMessagesMap``, the pending uuid queue,
 the pending count and its limit, the expiry task) into frozen dataclasses of ints, strings and tuples.
 """

@@ -20,7 +20,8 @@ Usage::
     rec.close()                          # stop listening (frames stay); Recorder lives in pulsarlab.snapshot.recorder
 
 Models no Pulsar class. It reads the model through public attributes and read-only methods - what ``stats`` and
-``stats-internal`` print (reference §11) plus what a debugger would see inside the broker: the managed
+``stats-internal`` print (`TopicStatsImpl` / `PersistentTopicInternalStats`) plus what a debugger would see inside the
+broker: the managed
 ledger's entries and batch sizes, the cursor (`ManagedCursorImpl`: mark-delete and read positions,
 ``individuallyDeletedMessages`` ranges, ``batchDeletedIndexes``), the dispatcher (active consumer, replay
 set, Key_Shared selector ranges, draining hashes, recently joined consumers, which hashes wait and why, the

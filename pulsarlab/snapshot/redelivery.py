@@ -10,7 +10,8 @@ Usage::
     for life in message_lives(red, subscription="sub"): life.label, life.outcome, life.deliveries
     red.trackers[0].ring, red.trackers[0].nacks   # ack-timeout ring (head first), negative-ack entries
 
-Models no Pulsar class. The steps come from the event log (reference §8 events: delivered with its redelivery
+Models no Pulsar class. The steps come from the event log (docs/guide/redelivery.md#ack-timeout events: delivered with
+its redelivery
 count, acknowledged, negatively acknowledged, timed out, redelivery asked for and counted, dead-letter
 candidate, retried with a delay, dead-lettered), folded incrementally by `RedeliveryStepRecorder`; a snapshot
 holds a read-only prefix of that shared, append-only step list (like the dispatch samples), so frames stay

@@ -1,6 +1,7 @@
 """A Shared / Key_Shared dispatcher's delayed delivery: hold delayed entries back, put due ones in the replay set.
 
-Models the delayed-delivery parts of `PersistentDispatcherMultipleConsumers` (3.0, 4.0; reference §10):
+Models the delayed-delivery parts of `PersistentDispatcherMultipleConsumers` (3.0, 4.0;
+docs/guide/delayed-delivery.md#hold-back):
 
 * ``trackDelayedDelivery`` (called from `filterEntriesForConsumer` for every entry about to be sent, read or
   replayed): with ``delayedDeliveryEnabled=false`` nothing is held; otherwise the tracker is built by the broker's

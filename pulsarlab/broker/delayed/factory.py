@@ -1,7 +1,8 @@
 """The broker's delayed-delivery tracker factory, chosen by ``delayedDeliveryTrackerFactoryClassName``.
 
 Models `DelayedDeliveryTrackerLoader`, `DelayedDeliveryTrackerFactory`, `InMemoryDelayedDeliveryTrackerFactory`
-and `BucketDelayedDeliveryTrackerFactory` (reference §10, §10.1, §10.2). The broker loads one factory at start-up
+and `BucketDelayedDeliveryTrackerFactory` (docs/guide/delayed-delivery.md#hold-back, #in-memory-tracker,
+#bucket-tracker). The broker loads one factory at start-up
 from broker.conf; an unknown class name stops the broker (``IOException`` wrapping ``ClassNotFoundException``).
 Each Shared / Key_Shared dispatcher asks it for a tracker the first time it reads a delayed message
 (``newTracker(dispatcher)``). The bucket factory hands every tracker the broker's snapshot storage (BookKeeper)
@@ -41,7 +42,7 @@ class DelayedDeliveryTrackerLoadException(PulsarError, ValueError):
 
 @dataclass(frozen=True)
 class DelayedDeliverySettings:
-    """The broker.conf settings of delayed delivery, checked (reference §10)."""
+    """The broker.conf settings of delayed delivery, checked (docs/guide/delayed-delivery.md#hold-back)."""
 
     enabled: bool
     tick_time_millis: int

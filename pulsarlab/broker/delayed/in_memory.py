@@ -1,7 +1,8 @@
 """The broker's default delayed-delivery tracker: holds delayed positions until due, then wakes the dispatcher.
 
 Models `org.apache.pulsar.broker.delayed.InMemoryDelayedDeliveryTracker` with its base
-`AbstractDelayedDeliveryTracker` (reference §10, §10.1; golden README §7), in the profile's
+`AbstractDelayedDeliveryTracker` (docs/guide/delayed-delivery.md#hold-back, #in-memory-tracker; golden README §7), in
+the profile's
 ``delayed_tracker`` form:
 
 * PRIORITY_QUEUE (3.x, 4.0): a heap of (deliverAt, ledger, entry), popped in that order.

@@ -1,6 +1,7 @@
 """What the delayed-delivery trackers' in-memory structures would cost on a broker's JVM.
 
-Models no single Pulsar class: it prices the Java structures the trackers hold (reference §10.1,
+Models no single Pulsar class: it prices the Java structures the trackers hold
+(docs/guide/delayed-delivery.md#in-memory-tracker,
 §10.2) from the model's contents, so the lab can compare the two trackers' memory the way a broker
 operator would see it. The per-item costs, and where they come from:
 

@@ -2,7 +2,7 @@
 
 Models `SharedConsumerAssignor` (PIP-37, #16202, 2.11.0 onwards) as released in 3.0 and 4.0, which
 `PersistentDispatcherMultipleConsumers.sendChunkedMessagesToConsumers` calls for a read batch holding any
-entry with a uuid (reference §9, §5):
+entry with a uuid (docs/guide/chunked-messages.md#chunk-count, docs/guide/subscription-types.md#shared-round-robin):
 
 * A consumer is picked with the dispatcher's round robin (``default_selector``), skipping those whose
   permits (read once per ``assign`` call and then counted down locally) are used up; entries are given to it

@@ -1,6 +1,7 @@
 """PIP-379 draining hashes (4.x Key_Shared).
 
-Models `DrainingHashesTracker` (with its per-consumer stats) of branch-4.0 (reference §3.2); the per-consumer
+Models `DrainingHashesTracker` (with its per-consumer stats) of branch-4.0
+(docs/guide/key-shared-ordering.md#draining-hashes); the per-consumer
 pending acks it is fed from live in `pulsarlab.broker.dispatch.pending_acks`. Simplifies: no locks.
 """
 

@@ -2,7 +2,8 @@
 
 Models the per-consumer batch lines of `PersistentDispatcherMultipleConsumers.trySendMessagesToConsumers`:
 the 3.x formula (also 4.x `...Classic`) and 4.x `getMaxEntriesInThisBatch` (#23231), plus the
-`avgBatchSizePerMsg` line (reference §5.2, golden README-dispatch §3). Pure functions with Java int
+`avgBatchSizePerMsg` line (docs/guide/subscription-types.md#entries-per-turn, golden README-dispatch §3). Pure
+functions with Java int
 arithmetic (division truncates toward zero, sums wrap at 32 bits).
 """
 

@@ -2,7 +2,8 @@
 
 Models the consumer list of `AbstractDispatcherSingleActiveConsumer` (`addConsumer`, `removeConsumer`,
 `pickAndScheduleActiveConsumer`, `makeHashRing`, `peekConsumerIndexFromHashRing`,
-`notifyActiveConsumerChanged`) for a Failover subscription (reference §4, golden README-dispatch §2).
+`notifyActiveConsumerChanged`) for a Failover subscription (docs/guide/subscription-types.md#failover-switch, golden
+README-dispatch §2).
 Simplifies: no Exclusive rules, no closing dispatcher, no max-consumers check and no
 `activeConsumerFailoverDelayTimeMillis` (the dispatcher that owns this object schedules the
 ACTIVE_CONSUMER_CHANGE notifications, rewind and read); the notifications are returned as what
@@ -161,7 +162,8 @@ class FailoverConsumerList:
         return self.selection().index
 
     def active_rule(self) -> str | None:
-        """Why the active consumer is the active one (reference §4), as one line; None with no active consumer."""
+        """Why the active consumer is the active one (docs/guide/subscription-types.md#failover-switch), as one line;
+        None with no active consumer."""
         consumers = self.consumers
         if not consumers or self.active is None:
             return None

@@ -1,6 +1,7 @@
 """Key_Shared dispatch: each sticky-key hash goes to one consumer, in order.
 
-Models `PersistentStickyKeyDispatcherMultipleConsumers` in its two forms (reference §2.0, §3):
+Models `PersistentStickyKeyDispatcherMultipleConsumers` in its two forms
+(docs/guide/key-shared-selectors.md#choosing-a-selector, docs/guide/key-shared-ordering.md#recently-joined-consumers):
 
 * classic - branch-3.0, and 4.x with ``subscriptionKeySharedUseClassicPersistentImplementation=true``
   (`...Classic`): entries grouped by the selected consumer; per consumer ``min(entries, permits,
@@ -18,7 +19,8 @@ Models `PersistentStickyKeyDispatcherMultipleConsumers` in its two forms (refere
   again after ``keySharedUnblockingIntervalMs``. Look-ahead stops at the replay-set limit
   (``keySharedLookAheadMsgInReplayThresholdPerConsumer`` x consumers, capped per subscription).
 * ``allowOutOfOrderDelivery``: the replay set does not track hashes, no recently-joined gating, no draining.
-* Delayed delivery as on Shared (reference §10): due messages join the replay set without a sticky hash (the
+* Delayed delivery as on Shared (docs/guide/delayed-delivery.md#hold-back): due messages join the replay set without a
+  sticky hash (the
   replay filter lets them through; they are grouped by their hash when read) and held entries leave a group.
 
 Simplifies: as the Shared dispatcher (synchronous reads, no read backoff: a read that made no progress

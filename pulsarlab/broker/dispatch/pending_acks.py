@@ -1,6 +1,7 @@
 """A consumer's pending acks: the entries dispatched to it and not yet acknowledged.
 
-Models `PendingAcksMap` of branch-4.0 (reference §3.2), where 4.x Key_Shared installs the handlers that feed
+Models `PendingAcksMap` of branch-4.0 (docs/guide/key-shared-ordering.md#draining-hashes), where 4.x Key_Shared
+installs the handlers that feed
 the `DrainingHashesTracker`. It is also the model's pending-acks store for Shared and 3.x Key_Shared consumers
 (Pulsar: `ConcurrentLongLongPairHashMap`), where no handlers are installed. Simplifies: no locks; entries are
 keyed by ``(ledger, entry)`` in insertion order (Pulsar sorts by ledger then entry; only iteration order

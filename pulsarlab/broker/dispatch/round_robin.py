@@ -2,7 +2,8 @@
 
 Models `AbstractDispatcherMultipleConsumers` (consumerList, consumerSet, currentConsumerRoundRobinIndex,
 `getNextConsumer` and its helpers) with `addConsumer`, `removeConsumer` and `isConsumerAvailable` of
-`PersistentDispatcherMultipleConsumers` (3.0, 4.0) and 4.0's `...Classic` (reference §5.1, golden
+`PersistentDispatcherMultipleConsumers` (3.0, 4.0) and 4.0's `...Classic`
+(docs/guide/subscription-types.md#shared-round-robin, golden
 README-dispatch §1). Only the list logic: the cursor, replay set, permits bookkeeping and the
 max-consumers check stay with the dispatcher that owns this object. Consumer equality is by ``id``
 (Pulsar: consumerId plus client address).

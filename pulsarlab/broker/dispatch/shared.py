@@ -1,7 +1,8 @@
 """Shared dispatch: priority round robin over the consumers, replay set first, unacked limits.
 
 Models `PersistentDispatcherMultipleConsumers` of branch-3.0 and branch-4.0 (and 4.0's `...Classic` with
-``subscriptionSharedUseClassicPersistentImplementation=true``), reference §5, §6:
+``subscriptionSharedUseClassicPersistentImplementation=true``), docs/guide/subscription-types.md#shared-round-robin,
+docs/guide/flow-control.md#flow-permits:
 
 * ``readMoreEntries``: with ``totalAvailablePermits > 0`` and an available consumer, read
   ``min(totalAvailablePermits, readBatchSize)``; replays (the replay set, oldest first, already-acked positions
@@ -14,11 +15,13 @@ Models `PersistentDispatcherMultipleConsumers` of branch-3.0 and branch-4.0 (and
   consumer leaving clears the replay set and the next one to join rewinds the cursor.
 * ``totalUnackedMessages`` blocks the dispatcher at ``maxUnackedMessagesPerSubscription`` and unblocks it
   below half.
-* Delayed delivery (`delayed_dispatch.DelayedDelivery`, reference §10): entries about to be sent go through
+* Delayed delivery (`delayed_dispatch.DelayedDelivery`, docs/guide/delayed-delivery.md#hold-back): entries about to be
+  sent go through
   ``trackDelayedDelivery`` and held ones are not sent; due ones join the replay set first in
   ``getMessagesToReplayNow``; the fixed-delay look-ahead can pause reads.
 
-* Chunks (reference §9, ``sendChunkedMessagesToConsumers``): a read holding an entry with a uuid (only looked
+* Chunks (docs/guide/chunked-messages.md#chunk-count, ``sendChunkedMessagesToConsumers``): a read holding an entry with
+  a uuid (only looked
   for once the topic stored a chunk) is split by `chunk_assignor.SharedConsumerAssignor`, which keeps every
   chunk of a message on the consumer that got its chunk 0; each consumer gets ``min(permits, its entries)``,
   the rest and the unassigned chunks go to the replay set. The released assignor can give a pinned consumer
@@ -29,7 +32,8 @@ Models `PersistentDispatcherMultipleConsumers` of branch-3.0 and branch-4.0 (and
   returned from the consumer's pending acks) go to the closed consumer, whose pending-acks map refuses them:
   they are lost to an ack hole until the topic is reloaded (``chunk_lost`` events say so).
 * A client's redeliver request (all pending acks, or the listed ids among them) puts the positions in the
-  replay set and counts one more redelivery for each (reference §8.3); a consumer leaving counts none.
+  replay set and counts one more redelivery for each (docs/guide/redelivery.md#redelivery-count); a consumer leaving
+  counts none.
 
 Simplifies: reads complete synchronously (no pending read to cancel, no read backoff, no
 ``minReplayedPosition`` race), consumers are always writable, no dispatch rate limits, no filters, no

@@ -1,6 +1,7 @@
 """Exclusive and Failover dispatch: one active consumer gets everything the cursor reads.
 
-Models `AbstractDispatcherSingleActiveConsumer` + `PersistentDispatcherSingleActiveConsumer` (reference §4, §6):
+Models `AbstractDispatcherSingleActiveConsumer` + `PersistentDispatcherSingleActiveConsumer`
+(docs/guide/subscription-types.md#failover-switch, docs/guide/flow-control.md#flow-permits):
 
 * Exclusive: a second consumer fails with ``ConsumerBusyException("Exclusive consumer is already connected")``.
 * Failover: the active consumer is chosen by `failover.FailoverConsumerList` (priority, name, partition index

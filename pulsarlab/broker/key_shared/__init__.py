@@ -1,6 +1,7 @@
 """Key_Shared on the broker: the three sticky-key consumer selectors and their 4.x assignment diffs.
 
-Models `PersistentStickyKeyDispatcherMultipleConsumers`' choice of selector (reference §2.0).
+Models `PersistentStickyKeyDispatcherMultipleConsumers`' choice of selector
+(docs/guide/key-shared-selectors.md#choosing-a-selector).
 """
 
 from __future__ import annotations

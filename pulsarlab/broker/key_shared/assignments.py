@@ -1,7 +1,8 @@
 """4.x hash-range assignment snapshots and the "impacted consumers" diff between two of them.
 
 Models `ConsumerHashAssignmentsSnapshot`, `ImpactedConsumersResult` and `UpdatedHashRanges` of
-branch-4.0 (reference §2.4, golden README-dispatch §6). A snapshot is a sorted list of inclusive
+branch-4.0 (docs/guide/key-shared-ordering.md#draining-hashes, golden README-dispatch §6). A snapshot is a sorted list
+of inclusive
 ``(start, end, consumer)`` assignments; `diff_ranges` walks two of them like Pulsar does, quirks
 included (a range present on one side only is paired with the other side's *current* consumer; the
 head of a before-range that overlaps an after-range is not reported). Simplification: consumers are

@@ -1,6 +1,7 @@
 """Key_Shared AUTO_SPLIT hash ranges: each new consumer takes the lower half of the biggest range.
 
-Models `HashRangeAutoSplitStickyKeyConsumerSelector` (reference §2.1, golden README §3), the selector a
+Models `HashRangeAutoSplitStickyKeyConsumerSelector` (docs/guide/key-shared-selectors.md#auto-split, golden README §3),
+the selector a
 Key_Shared AUTO_SPLIT subscription uses when `subscriptionKeySharedUseConsistentHashing=false`. The
 state is Pulsar's sorted map ``upper bound -> consumer``: a consumer owns (previous upper, upper], the
 first one [0, upper], and the top upper bound is always ``range_size`` (one past the largest slot).

@@ -1,6 +1,7 @@
 """The contract every Key_Shared selector model fulfils, and the consumer identity it works on.
 
-Models the `StickyKeyConsumerSelector` interface (reference §2). A selector maps a sticky-key hash to
+Models the `StickyKeyConsumerSelector` interface (docs/guide/key-shared-selectors.md#choosing-a-selector). A selector
+maps a sticky-key hash to
 one consumer. Selectors are pure state machines: no clock, no event log; the scenario driver
 (`pulsarlab.scenarios.key_shared`) diffs their snapshots to produce events for the views.
 """

@@ -1,7 +1,8 @@
 """The consistent-hashing Key_Shared selector: a ring of per-consumer points, in Pulsar's four generations.
 
 Models `ConsistentHashingStickyKeyConsumerSelector` with its `ConsumerNameIndexTracker` and ring entries
-(`HashRingEntry`, `HashRingPointEntry`), reference §2.2 and golden README §4. The profile's
+(`HashRingEntry`, `HashRingPointEntry`), docs/guide/key-shared-selectors.md#consistent-hashing and golden README §4.
+The profile's
 ``consistent_hashing`` variant picks the generation:
 
 * LEGACY (up to 3.0.2): point key ``name + i``; a shared point keeps a name-sorted list and selects

@@ -1,6 +1,7 @@
 """Key_Shared STICKY hash ranges: each consumer declares the ranges it owns exclusively.
 
-Models `HashRangeExclusiveStickyKeyConsumerSelector` (reference §2.3, golden README §5) in both forms,
+Models `HashRangeExclusiveStickyKeyConsumerSelector` (docs/guide/key-shared-selectors.md#sticky-ranges, golden README
+§5) in both forms,
 chosen by ``profile.sticky_ranges``:
 * LEGACY (2.x): a sorted map of range *boundaries* (each range's start and end) -> consumer. A slot is
   served when the boundaries on both sides of it belong to one consumer, so the gaps between one

@@ -2,7 +2,8 @@
 
 Models the snapshot format (`DelayedMessageIndexBucketSnapshotFormat.proto`: `SnapshotMetadata`,
 `SnapshotSegmentMetadata`, `SnapshotSegment`, `DelayedIndex`), the `BucketSnapshotStorage` interface and
-its BookKeeper implementation `BookkeeperBucketSnapshotStorage` (reference §10.2): one ledger per bucket;
+its BookKeeper implementation `BookkeeperBucketSnapshotStorage` (docs/guide/delayed-delivery.md#bucket-tracker): one
+ledger per bucket;
 entry 0 is the metadata (per segment: ledger id -> bitmap of entry ids, max and min schedule timestamps),
 entries 1..N are the segments, each a run of (timestamp, ledger id, entry id) indexes in delivery order.
 Ledger metadata: application=pulsar, component=delayed-index-bucket, the bucket key, topic and cursor.

@@ -1,7 +1,8 @@
 """The bucket delayed-delivery tracker: delay indexes sealed into stored, segmented buckets.
 
 Models `org.apache.pulsar.broker.delayed.bucket.BucketDelayedDeliveryTracker` with `MutableBucket`,
-`ImmutableBucket`, `Bucket` and `BucketDelayedDeliveryTrackerFactory` (reference §10.2), on the 4.0 line:
+`ImmutableBucket`, `Bucket` and `BucketDelayedDeliveryTrackerFactory` (docs/guide/delayed-delivery.md#bucket-tracker),
+on the 4.0 line:
 
 * ``addMessage``: a position already held returns True; one due by the cutoff returns False; otherwise it
   goes to the mutable bucket (ledger ids only grow there), or straight to the shared queue when its ledger
