@@ -165,3 +165,16 @@ def test_every_guide_anchor_link_resolves():
             checked += 1
             assert _resolves(page, anchor), f"{name} links to docs/guide/{page}#{anchor}, which does not exist"
     assert checked >= 200, checked
+
+
+@pytest.mark.parametrize("package", ["pulsarlab", "widgets"])
+def test_no_code_text_cites_a_file_the_reader_does_not_have(package):
+    """Docstrings and comments cite Pulsar's classes, docs/guide/ anchors or docs/architecture.md: never the
+    project's private reference ("reference §"), its old design notes ("design.md") or "../shared"."""
+    cited = [
+        f"{path.relative_to(REPO)}:{n}"
+        for path in sorted((REPO / package).rglob("*.py"))
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if "reference §" in line or "design.md" in line or "../shared" in line or "shared/reference" in line
+    ]
+    assert not cited, cited
