@@ -44,12 +44,11 @@ def markdown(lab: str, cell_id: str) -> str:
     return " ".join("".join(_cell(lab, cell_id)["source"]).split())
 
 
-def run_cells(lab: str, *cell_ids: str) -> str:
-    """Run the lab's first code cell (its imports) and then the given code cells; return what they print."""
+def _execute(lab: str, sources: list[str]) -> tuple[str, dict]:
+    """Run code sources in one namespace from the labs folder, figures' show() a no-op; return what they print
+    and the namespace."""
     import plotly.basedatatypes
 
-    first = next(c for c in _notebook(lab)["cells"] if c["cell_type"] == "code")
-    sources = ["".join(first["source"])] + ["".join(_cell(lab, cid)["source"]) for cid in cell_ids]
     namespace: dict = {"__name__": f"lab_{lab}"}
     out = io.StringIO()
     cwd = os.getcwd()
@@ -63,7 +62,14 @@ def run_cells(lab: str, *cell_ids: str) -> str:
     finally:
         plotly.basedatatypes.BaseFigure.show = show
         os.chdir(cwd)
-    return out.getvalue()
+    return out.getvalue(), namespace
+
+
+def run_cells(lab: str, *cell_ids: str) -> str:
+    """Run the lab's first code cell (its imports) and then the given code cells; return what they print."""
+    first = next(c for c in _notebook(lab)["cells"] if c["cell_type"] == "code")
+    sources = ["".join(first["source"])] + ["".join(_cell(lab, cid)["source"]) for cid in cell_ids]
+    return _execute(lab, sources)[0]
 
 
 # --- lab 01: the ring's imbalance -----------------------------------------------------------------------------
@@ -439,8 +445,6 @@ SPARK_CELL = re.compile(r"get_session|key_distribution\(spark|delayed_sweep\(spa
 def run_through(lab: str, last: str) -> tuple[str, dict]:
     """Run the lab's code cells in order up to and including ``last`` (exercise answer cells and Spark cells
     skipped); return what they printed and their namespace."""
-    import plotly.basedatatypes
-
     sources = []
     for cell in _notebook(lab)["cells"]:
         text = "".join(cell["source"])
@@ -448,23 +452,8 @@ def run_through(lab: str, last: str) -> tuple[str, dict]:
             if not SPARK_CELL.search(text):
                 sources.append(text)
         if cell["id"] == last:
-            break
-    else:
-        raise KeyError(f"lab {lab} has no cell {last}")
-    namespace: dict = {"__name__": f"lab_{lab}"}
-    out = io.StringIO()
-    cwd = os.getcwd()
-    show = plotly.basedatatypes.BaseFigure.show
-    try:
-        os.chdir(LABS)
-        plotly.basedatatypes.BaseFigure.show = lambda *args, **kwargs: None
-        with contextlib.redirect_stdout(out):
-            for source in sources:
-                exec(compile(source, f"<lab {lab}>", "exec"), namespace)
-    finally:
-        plotly.basedatatypes.BaseFigure.show = show
-        os.chdir(cwd)
-    return out.getvalue(), namespace
+            return _execute(lab, sources)
+    raise KeyError(f"lab {lab} has no cell {last}")
 
 
 def guide(page: str) -> str:
