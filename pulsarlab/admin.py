@@ -6,7 +6,7 @@ Models `PulsarAdmin.topics()` (`Topics`): ``list``, ``list_partitioned_topics``,
 ``delete``, ``delete_partitioned_topic``, ``update_partitioned_topic``, ``create_subscription``,
 ``delete_subscription``, ``skip_messages``, ``skip_all_messages``, ``expire_messages``, ``reset_cursor`` (by
 publish time or message id); `PulsarAdmin.clusters()`; ``tenants()`` (list, create, get, delete) and
-``namespaces()`` (list, create, delete, deduplication policy). Simplifies: one cluster (``standalone``); besides
+``namespaces()`` (list, create, delete, deduplication and retention policies). Simplifies: one cluster (``standalone``); besides
 the tenants and namespaces created here the lab knows ``public/default`` and every namespace a topic lives in
 (topics are auto-created in any namespace); times are on the lab's clock.
 Errors carry pulsar-admin's exception classes and texts (``NotFoundException: Topic not found``,
@@ -18,7 +18,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Sequence
 
-from pulsarlab.broker.service import ConflictException, NotFoundException, PreconditionFailedException
+from pulsarlab.broker.service import (
+    BadRequestException,
+    ConflictException,
+    NotFoundException,
+    PreconditionFailedException,
+)
+from pulsarlab.managed_ledger.retention import RetentionPolicies
 
 if TYPE_CHECKING:  # pragma: no cover
     from pulsarlab.lab import Lab
@@ -33,6 +39,7 @@ __all__ = [
     "Namespaces",
     "Tenants",
     "Topics",
+    "BadRequestException",
     "ConflictException",
     "NotFoundException",
     "PreconditionFailedException",
@@ -212,6 +219,28 @@ class Namespaces:
 
     def remove_deduplication_status(self, namespace: str) -> None:
         self._lab.service.set_deduplication(namespace, None)
+
+    def get_retention(self, namespace: str) -> dict[str, int] | None:
+        """``namespaces get-retention``: ``{"retentionTimeInMinutes": ..., "retentionSizeInMB": ...}``, or None
+        when the namespace sets none (the broker's ``defaultRetention*`` apply)."""
+        policy = self._lab.service.retention(namespace)
+        return None if policy is None else policy.to_json()
+
+    def set_retention(
+        self, namespace: str, retention_time_in_minutes: int = 0, retention_size_in_mb: int = 0
+    ) -> None:
+        """``namespaces set-retention``: keep consumed data up to that many minutes and MB (-1: no such limit;
+        both 0: nothing is kept). BadRequestException("Invalid retention policy: ...") for a policy Pulsar
+        refuses (one limit 0 and the other not, or below -1)."""
+        try:
+            policy = RetentionPolicies(retention_time_in_minutes, retention_size_in_mb)
+        except ValueError as e:
+            raise BadRequestException(str(e)) from None
+        self._lab.service.set_retention(namespace, policy)
+
+    def remove_retention(self, namespace: str) -> None:
+        """``namespaces remove-retention``: back to the broker's defaults."""
+        self._lab.service.set_retention(namespace, None)
 
 
 class Admin:

@@ -135,7 +135,7 @@ def _config_value(text: str) -> object:
 def _cmd_serve(args: argparse.Namespace) -> int:
     import logging
 
-    from pulsarlab.lab import Lab
+    from pulsarlab.lab import PULSAR_RETENTION, Lab
     from pulsarlab.serve import serve_forever
 
     overrides = {}
@@ -147,7 +147,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         overrides[key] = _config_value(value)
     logging.basicConfig(level=getattr(logging, args.log_level.upper()), format="%(asctime)s %(message)s")
     try:
-        lab = Lab(version=args.version, seed=args.seed, broker_config=overrides)
+        lab = Lab(version=args.version, seed=args.seed, broker_config={**PULSAR_RETENTION, **overrides})
     except (ValueError, KeyError) as e:
         print(f"pulsarlab serve: {e}", file=sys.stderr)
         return 2

@@ -13,6 +13,12 @@ Models no single Pulsar class; it is the learner's entry point (docs/architectur
 Pulsar names (unknown names are rejected). ``seed`` fixes every random choice (routing start cursors,
 generated consumer names), so the same scenario and seed give the same event log (``lab.events.digest()``).
 ``record_events=False`` keeps the log empty for bulk runs.
+
+Retention: a lab keeps every ledger unless ``broker_config`` sets ``defaultRetentionTimeInMinutes`` /
+``defaultRetentionSizeInMB`` (`LAB_RETENTION`: -1/-1, so the views can show what was consumed), or a namespace sets
+a retention policy (``lab.admin.namespaces.set_retention``). Pulsar's broker defaults are 0/0 (a consumed ledger is
+deleted), which ``pulsarlab serve`` uses; ``broker_config={"defaultRetentionTimeInMinutes": 0,
+"defaultRetentionSizeInMB": 0}`` gives them here (docs/guide/retention.md).
 """
 
 from __future__ import annotations
@@ -30,7 +36,13 @@ from pulsarlab.clock import Scheduler
 from pulsarlab.errors import Timeout
 from pulsarlab.event_catalogue.restart import CONSUMER_RECONNECTING, PRODUCER_RECONNECTING, RECONNECT_FAILED
 from pulsarlab.events import EventLog
-from pulsarlab.profiles import Profile, get_profile
+from pulsarlab.profiles import BROKER_DEFAULTS, Profile, get_profile
+
+
+# the lab's retention unless broker_config says otherwise: keep every ledger (Pulsar's defaults are 0/0)
+LAB_RETENTION = {"defaultRetentionTimeInMinutes": -1, "defaultRetentionSizeInMB": -1}
+# Pulsar's broker defaults, which `pulsarlab serve` runs with: a ledger goes once every durable cursor consumed it
+PULSAR_RETENTION = {key: BROKER_DEFAULTS[key] for key in LAB_RETENTION}
 
 
 class Lab:
@@ -47,7 +59,7 @@ class Lab:
         if not isinstance(seed, int) or isinstance(seed, bool):
             raise TypeError(f"seed must be an int, not {type(seed).__name__}")
         self.profile = get_profile(version)
-        self.config = self.profile.broker_config(broker_config)
+        self.config = self.profile.broker_config({**LAB_RETENTION, **(broker_config or {})})
         self.seed = seed
         self.scheduler = Scheduler(start_ms)
         self.events = EventLog(enabled=record_events)

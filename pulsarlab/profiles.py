@@ -135,6 +135,13 @@ BROKER_DEFAULTS: dict[str, Any] = {
     "activeConsumerFailoverDelayTimeMillis": 1000,
     "activeConsumerFailoverConsistentHashing": False,
     "managedLedgerMaxEntriesPerLedger": 50000,
+    "managedLedgerMaxSizePerLedgerMbytes": 2048,
+    "managedLedgerMaxLedgerRolloverTimeMinutes": 240,
+    # retention of consumed ledgers (the same in 3.0, 4.0 and 4.1): 0/0 deletes a ledger once every durable cursor
+    # consumed it, -1 is no limit; the broker checks every retentionCheckIntervalInSeconds
+    "defaultRetentionTimeInMinutes": 0,
+    "defaultRetentionSizeInMB": 0,
+    "retentionCheckIntervalInSeconds": 120,
     "managedLedgerUnackedRangesOpenCacheSetEnabled": True,
     "dispatcherMaxReadBatchSize": 100,
     "dispatcherMinReadBatchSize": 1,

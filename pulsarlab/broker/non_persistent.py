@@ -144,7 +144,9 @@ class NonPersistentTopic(PersistentTopic):
 
     non_persistent = True
 
-    def get_or_create_subscription(self, name: str, initial_position: str) -> NonPersistentSubscription:  # type: ignore[override]
+    def get_or_create_subscription(  # type: ignore[override]
+        self, name: str, initial_position: str, durable: bool = True
+    ) -> NonPersistentSubscription:
         sub = self.subscriptions.get(name)
         if sub is None:
             sub = NonPersistentSubscription(self, name, self.service.new_subscription_id())

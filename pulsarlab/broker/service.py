@@ -51,6 +51,7 @@ from pulsarlab.event_catalogue.redelivery import REDELIVER_IDS
 from pulsarlab.managed_ledger.exceptions import ManagedLedgerException
 from pulsarlab.managed_ledger.ledger import LedgerIdAllocator
 from pulsarlab.managed_ledger.position import EARLIEST, LATEST, Position
+from pulsarlab.managed_ledger.retention import RetentionPolicies
 from pulsarlab.protocol.acks import AckCommand
 from pulsarlab.protocol.producer_access import ProducerAccessMode
 from pulsarlab.protocol.server_errors import ServerError
@@ -70,6 +71,13 @@ class ConflictException(PulsarError):
 
 class PreconditionFailedException(PulsarError):
     java_class = "org.apache.pulsar.client.admin.PulsarAdminException$PreconditionFailedException"
+
+
+class BadRequestException(PulsarError):
+    """What pulsar-admin raises for a 400 answer (a `PulsarAdminException` caused by JAX-RS's `BadRequestException`),
+    e.g. an invalid retention policy."""
+
+    java_class = "org.apache.pulsar.client.admin.PulsarAdminException"
 
 
 class MethodNotAllowedException(PulsarError):
@@ -228,6 +236,21 @@ class BrokerService:
         on = self.deduplication_enabled(namespace_of(topic.name))
         topic.deduplication = topic.dedup_state if on else None
 
+    def retention_policies(self, namespace: str) -> RetentionPolicies:
+        """The retention a topic of the namespace follows: the namespace's policy, else the broker's defaults
+        (`BrokerService.getManagedLedgerConfig`)."""
+        policies = self.tenancy.namespaces.get(namespace)
+        if policies is not None and policies.retention_policies is not None:
+            return policies.retention_policies
+        return RetentionPolicies(
+            int(self.config.get("defaultRetentionTimeInMinutes", 0)), int(self.config.get("defaultRetentionSizeInMB", 0))
+        )
+
+    def _apply_retention(self, topic: PersistentTopic) -> None:
+        ledger = getattr(topic, "ledger", None)  # a non-persistent topic stores nothing
+        if ledger is not None:
+            ledger.set_retention(self.retention_policies(namespace_of(topic.name)))
+
     def _check_namespace(self, name: str) -> None:
         """A topic is only created in a registered namespace (``TopicNotFound`` on the wire)."""
         if namespace_of(name) not in self.tenancy.namespaces:
@@ -295,6 +318,7 @@ class BrokerService:
         kind = NonPersistentTopic if name.startswith("non-persistent://") else PersistentTopic
         topic = kind(self, name, self._next_topic)
         self._apply_deduplication(topic)
+        self._apply_retention(topic)
         self._next_topic += 1
         self._topic_map(name)[name] = topic
         if self.events.enabled:
@@ -548,6 +572,27 @@ class BrokerService:
             if name.startswith(prefix):
                 self._apply_deduplication(topic)
 
+    def retention(self, namespace: str) -> RetentionPolicies | None:
+        """``namespaces get-retention``: the namespace's `RetentionPolicies` (None: not set)."""
+        return self._namespace_policies(namespace).retention_policies
+
+    def set_retention(self, namespace: str, policy: RetentionPolicies | None) -> None:
+        """``namespaces set-retention`` (a policy) or ``remove-retention`` (None; `NamespacesBase.internalSetRetention`
+        with null): validated as `validateRetentionPolicies` does (BadRequestException with Pulsar's text); the
+        namespace's topics follow at once, and their next trim applies it."""
+        if policy is not None:
+            if not isinstance(policy, RetentionPolicies):
+                raise BadRequestException(f"Invalid retention policy: {policy!r}")
+            try:
+                policy.validate()
+            except ValueError as e:
+                raise BadRequestException(str(e)) from None
+        self._namespace_policies(namespace).retention_policies = policy
+        prefix = f"persistent://{namespace}/"
+        for name, topic in self.topics.items():
+            if name.startswith(prefix):
+                self._apply_retention(topic)
+
     # --- subscription cursor moves (admin) ----------------------------------------------------
     def _subscriptions_named(self, name: str, subscription: str) -> list[Any]:
         """The subscription on the topic, or on each partition of a partitioned topic that has it."""
@@ -707,7 +752,7 @@ class BrokerService:
         created = not durable and subscription not in t.subscriptions
         try:
             if not durable:
-                sub = t.get_or_create_subscription(subscription, initial_position.name)
+                sub = t.get_or_create_subscription(subscription, initial_position.name, durable=False)
                 if created and start_message_id is not None and not isinstance(t, NonPersistentTopic):
                     sub.cursor.reset_cursor(message_id_position(*start_message_id))
             return self._subscribe(

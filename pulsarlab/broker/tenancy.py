@@ -2,7 +2,9 @@
 
 Models the configuration store's ``/admin/policies`` tree as `TenantResources` and `NamespaceResources` keep it:
 a tenant's `TenantInfo` (``adminRoles``, ``allowedClusters``) and a namespace's `Policies`, of which the lab
-models ``deduplicationEnabled`` (None: not set, the broker's ``brokerDeduplicationEnabled`` applies). Names are
+models ``deduplicationEnabled`` (None: not set, the broker's ``brokerDeduplicationEnabled`` applies) and
+``retention_policies`` (None: not set, the broker's ``defaultRetentionTimeInMinutes`` / ``defaultRetentionSizeInMB``
+apply). Names are
 checked as `NamedEntity.checkName` does (letters, digits, ``_ - = : .``). Simplifies: one cluster; a standalone
 broker's ``public`` tenant and ``public/default`` namespace exist from the start; a topic is only created in a
 registered namespace (else ``TopicNotFound``, `BrokerService._check_namespace`).
@@ -13,6 +15,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from typing import Any
+
+from pulsarlab.managed_ledger.retention import RetentionPolicies
 
 _NAME = re.compile(r"^[-=:.\w]+$")
 STANDALONE_CLUSTER = "standalone"
@@ -39,6 +43,7 @@ class NamespacePolicies:
     """The `Policies` fields of a namespace that the lab models."""
 
     deduplication_enabled: bool | None = None
+    retention_policies: RetentionPolicies | None = None
 
 
 @dataclass

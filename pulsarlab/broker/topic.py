@@ -216,10 +216,14 @@ class PersistentTopic:
             raise NotAllowedException(f"Exceeds max allowed delivery delay of {limit} milliseconds", via="future")
         self.delayed_messages_published = True
 
-    def get_or_create_subscription(self, name: str, initial_position: str) -> PersistentSubscription:
+    def get_or_create_subscription(
+        self, name: str, initial_position: str, durable: bool = True
+    ) -> PersistentSubscription:
+        """The subscription ``name``, created with a cursor at ``initial_position`` if missing (``durable`` False:
+        a reader's non-durable cursor, which holds back no ledger trimming)."""
         sub = self.subscriptions.get(name)
         if sub is None:
-            cursor = self.ledger.open_cursor(name, initial_position)
+            cursor = self.ledger.open_cursor(name, initial_position, durable)
             sub = PersistentSubscription(self, name, cursor, self.service.new_subscription_id())
             self.subscriptions[name] = sub
         return sub

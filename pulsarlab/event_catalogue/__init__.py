@@ -29,6 +29,7 @@ from pulsarlab.event_catalogue import chunk_reassembly  # the consumer's chunk r
 from pulsarlab.event_catalogue import cursor  # the managed cursor
 from pulsarlab.event_catalogue import key_shared_scenario  # a KeySharedScenario's selector changes
 from pulsarlab.event_catalogue import scenario_run  # a scenario run's application log
+from pulsarlab.event_catalogue import retention  # consumed ledgers trimmed
 # isort: on
 
 AREAS: tuple[ModuleType, ...] = (
@@ -45,6 +46,7 @@ AREAS: tuple[ModuleType, ...] = (
     cursor,
     key_shared_scenario,
     scenario_run,
+    retention,
 )
 
 

@@ -263,7 +263,8 @@ class ManagedCursor:
         while True:
             entries = ml._entries.get(l)
             if entries is None or (not entries and l != ml._current_id):
-                l, e = l + 1, 0  # an empty or missing ledger: skip it
+                nxt = ml._ceiling_ledger(l + 1)  # an empty, missing or trimmed ledger: skip it
+                l, e = (nxt if nxt is not None else l + 1), 0
             elif e >= len(entries):
                 if l != ml._current_id:  # past the end of a closed ledger: the next ledger's first entry
                     nxt = ml._ceiling_ledger(l + 1)
@@ -589,6 +590,8 @@ class ManagedCursor:
             log.append_row(
                 MARK_DELETE_MOVED, ml.scheduler.now_ms, self._event_sid(log), old_l, old_e, l, e, log.intern(why)
             )
+        if l != old_l and new is not old:
+            ml._cursor_changed_ledger(self, old)
 
     # ------------------------------------------------------------------ admin moves of the mark-delete position
 

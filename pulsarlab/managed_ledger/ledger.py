@@ -14,9 +14,19 @@ is that ledger's ``E+1`` while it is the last confirmed one, and the first entry
 Ledger ids come from one lab-wide `LedgerIdAllocator` (BookKeeper ids are global), starting at
 ``FIRST_LEDGER_ID``; cursor ledgers take no ids in the model.
 
+Consumed ledgers are trimmed as `internalTrimLedgers` does (`pulsarlab.managed_ledger.retention` picks them): the
+ledgers before the slowest durable cursor's ledger go once the retention policy (``defaultRetentionTimeInMinutes``
+/ ``defaultRetentionSizeInMB``, or the namespace's, see `set_retention`) no longer keeps them; their entries are
+dropped from memory, ``numberOfEntries`` and ``totalSize`` fall, ``entriesAddedCounter`` stays. A trim runs when
+Pulsar's does: after a rollover (`maybeUpdateCursorBeforeTrimmingConsumedLedger` once the new ledger exists), when
+the slowest durable cursor's mark-delete position moves to another ledger (`onCursorMarkDeletePositionUpdated`),
+when a cursor is deleted, and at the broker's periodic check (`BrokerService.checkConsumedLedgers`, every
+``retentionCheckIntervalInSeconds`` on the clock's grid), which the model runs only when a ledger is waiting for its
+time limit (a one-shot timer, not a timer that re-arms forever). Non-durable cursors (readers) hold nothing back
+and are moved past deleted ledgers (`advanceCursorsIfNecessary`).
+
 Simplifies: no BookKeeper (writes complete synchronously, no pending adds, no failures), no entry
-cache, no trimming of consumed ledgers (every ledger stays, so views can show history; Pulsar with
-zero retention would delete fully consumed ledgers), no offload, no periodic time-based rollover task.
+cache, no offload, no periodic time-based rollover task (the periodic check's `rollCurrentLedgerIfFull` included).
 ``LedgerInfo.entries``/``size`` hold the true counts for every ledger; stats-internal prints 0 for the
 open ledger as Pulsar's ledger metadata does. ``managedLedgerMinLedgerRolloverTimeMinutes`` defaults to
 0 here (Pulsar's broker default is 10) unless the config sets it, so small labs roll at once, as
@@ -34,6 +44,7 @@ from typing import Any
 from pulsarlab.clock import Scheduler
 from pulsarlab.date_format import format_timestamp
 from pulsarlab.event_catalogue.managed_ledger import ENTRY_WRITTEN, LEDGER_ROLLED
+from pulsarlab.event_catalogue.retention import LEDGERS_TRIMMED
 from pulsarlab.events import UNDECLARED, EventLog
 from pulsarlab.managed_ledger.cursor import ManagedCursor
 from pulsarlab.managed_ledger.exceptions import (
@@ -43,6 +54,7 @@ from pulsarlab.managed_ledger.exceptions import (
     NonRecoverableLedgerException,
 )
 from pulsarlab.managed_ledger.position import Position, make_position
+from pulsarlab.managed_ledger.retention import RetentionPolicies, TrimCandidate, ledgers_to_delete, next_check_at
 from pulsarlab.messages import EntryData
 
 FIRST_LEDGER_ID = 3  # the first ledger id the lab hands out (a fresh standalone's first topic ledger is similar)
@@ -78,11 +90,13 @@ class LedgerIdAllocator:
 
 @dataclass
 class LedgerInfo:
-    """One ledger of a managed ledger (`MLDataFormats.ManagedLedgerInfo.LedgerInfo`): id, entries, bytes."""
+    """One ledger of a managed ledger (`MLDataFormats.ManagedLedgerInfo.LedgerInfo`): id, entries, bytes, and
+    ``timestamp``, when it was closed (0 while open), which the retention time limit counts from."""
 
     ledger_id: int
     entries: int = 0
     size: int = 0
+    timestamp: int = 0
 
 
 def _config_int(config: dict[str, Any], key: str, default: int, minimum: int) -> int:
@@ -182,6 +196,14 @@ class ManagedLedger:
         self._max_ledger_bytes = _config_int(config, "managedLedgerMaxSizePerLedgerMbytes", 2048, 1) * _MB
         self._min_rollover_ms = _config_int(config, "managedLedgerMinLedgerRolloverTimeMinutes", 0, 0) * _MINUTE_MS
         self._max_rollover_ms = _config_int(config, "managedLedgerMaxLedgerRolloverTimeMinutes", 240, 0) * _MINUTE_MS
+        self.retention = RetentionPolicies(
+            _config_int(config, "defaultRetentionTimeInMinutes", 0, -1),
+            _config_int(config, "defaultRetentionSizeInMB", 0, -1),
+        )
+        self.retention.validate()
+        self._check_interval_ms = _config_int(config, "retentionCheckIntervalInSeconds", 120, 0) * 1000
+        self._check_timer: Any = None  # the periodic check's next run, while a ledger waits for its time limit
+        self._durable: set[str] = set()  # names of the durable cursors (the others are readers')
 
         self.ledgers: list[LedgerInfo] = []
         self._ids: list[int] = []  # ledger ids, ascending (the ledgers map's key order)
@@ -256,6 +278,7 @@ class ManagedLedger:
             why = self._current_ledger_full()
             if why is not None:
                 self._roll(why)
+                self.trim_consumed_ledgers()
         return pos
 
     def _current_ledger_full(self) -> str | None:
@@ -302,6 +325,7 @@ class ManagedLedger:
     def _roll(self, why: str) -> None:
         closed = self._current_id
         entries = self._current_info.entries
+        self._current_info.timestamp = self.scheduler.now_ms
         if entries == 0:  # an empty ledger is deleted on close
             self._drop_ledger(closed)
         self._open_new_ledger()
@@ -460,21 +484,161 @@ class ManagedLedger:
 
     # ------------------------------------------------------------------ cursors
 
-    def open_cursor(self, name: str, initial_position: Any = "Latest") -> "ManagedCursor":
-        """`openCursor(name, initialPosition)`: the existing cursor of that name, or a new durable one."""
+    def open_cursor(self, name: str, initial_position: Any = "Latest", durable: bool = True) -> "ManagedCursor":
+        """`openCursor(name, initialPosition)`: the existing cursor of that name, or a new one; ``durable=False``
+        is `newNonDurableCursor` (a reader's), which holds back no trimming."""
         cursor = self.cursors.get(name)
         if cursor is not None:
             return cursor
         cursor = ManagedCursor(self, name, initial_position)
         self.cursors[name] = cursor
+        if durable:
+            self._durable.add(name)
         return cursor
 
     def delete_cursor(self, name: str) -> None:
-        """`deleteCursor(name)`: remove the subscription's cursor; its handle fails from now on."""
+        """`deleteCursor(name)`: remove the subscription's cursor; its handle fails from now on. The ledgers it
+        held back may be trimmed now."""
         cursor = self.cursors.pop(name, None)
         if cursor is None:
             raise CursorNotFoundException(f"ManagedCursor not found: {name}")
         cursor._close()
+        if name in self._durable:
+            self._durable.discard(name)
+            self.trim_consumed_ledgers()
+
+    def is_durable(self, name: str) -> bool:
+        """Whether the cursor ``name`` is durable (a subscription's) rather than a reader's."""
+        return name in self._durable
+
+    # ------------------------------------------------------------------ retention and trimming
+
+    def set_retention(self, policy: RetentionPolicies) -> None:
+        """`setConfig` with a new retention policy (the namespace's, or the broker's defaults): the next trim
+        follows it (as in Pulsar, changing it trims nothing by itself)."""
+        policy.validate()
+        self.retention = policy
+
+    def _slowest_position(self) -> Position | None:
+        """`ManagedCursorContainer.getSlowestReaderPosition`: the smallest mark-delete position of the durable
+        cursors, None when there is none."""
+        slowest = None
+        cursors = self.cursors
+        for name in self._durable:
+            md = cursors[name].mark_delete_position
+            if slowest is None or (md.ledger_id, md.entry_id) < (slowest.ledger_id, slowest.entry_id):
+                slowest = md
+        return slowest
+
+    def _cursor_changed_ledger(self, cursor: ManagedCursor, old: Position) -> None:
+        """`onCursorMarkDeletePositionUpdated`, called when a cursor's mark-delete position moved from ``old``
+        into another ledger: trim when the slowest durable cursor was this one and moved off its ledger."""
+        if cursor.name not in self._durable or self.retention.keeps_everything:
+            return
+        new = cursor.mark_delete_position
+        before = after = None
+        for name in self._durable:
+            other = self.cursors[name]
+            md = old if other is cursor else other.mark_delete_position
+            if before is None or (md.ledger_id, md.entry_id) < before:
+                before = (md.ledger_id, md.entry_id)
+            md = other.mark_delete_position
+            if after is None or (md.ledger_id, md.entry_id) < after:
+                after = (md.ledger_id, md.entry_id)
+        if before != after and before is not None and before[0] != new.ledger_id:
+            self.trim_consumed_ledgers()
+
+    def trim_consumed_ledgers(self) -> list[int]:
+        """`internalTrimLedgers(isTruncate=false)`: delete the consumed ledgers the retention policy lets go;
+        returns their ids. Their entries leave memory; non-durable cursors behind them move past them."""
+        policy = self.retention
+        if policy.keeps_everything or len(self._ids) < 2:
+            return []
+        current = self._current_id
+        if not self._durable:
+            slowest_ledger = current + 1
+        else:
+            slowest = self._slowest_position()
+            assert slowest is not None
+            info = self._info.get(slowest.ledger_id)
+            if info is not None and slowest.ledger_id != current and info.entries == slowest.entry_id + 1:
+                slowest_ledger = slowest.ledger_id + 1
+            else:
+                slowest_ledger = slowest.ledger_id
+        candidates = []
+        for lid in self._ids:
+            if lid >= slowest_ledger or lid == current:
+                break
+            info = self._info[lid]
+            candidates.append(TrimCandidate(lid, info.size, info.timestamp))
+        now = self.scheduler.now_ms
+        doomed, kept = ledgers_to_delete(candidates, policy, self.total_size, now)
+        self._schedule_check(kept)
+        if not doomed:
+            return []
+        self._advance_cursors_past(doomed)
+        entries = size = 0
+        for lid in doomed:
+            info = self._info[lid]
+            entries += info.entries
+            size += info.size
+            self._stored_entries -= info.entries
+            self.total_size -= info.size
+            self._drop_ledger(lid)
+        last = self._last_written
+        if last is not None and last[0].ledger_id not in self._info:
+            self._last_written = None
+        log = self.events
+        if log is not None and log.enabled:
+            log.append(
+                LEDGERS_TRIMMED,
+                now,
+                topic=self.name,
+                first=doomed[0],
+                last=doomed[-1],
+                ledgers=len(doomed),
+                entries=entries,
+                size=size,
+            )
+        return doomed
+
+    def _advance_cursors_past(self, doomed: list[int]) -> None:
+        """`advanceCursorsIfNecessary`: every cursor behind the last entry of the deleted ledgers is mark-deleted up
+        to it (only non-durable ones can be), as a consumer's ack would."""
+        highest = None
+        for lid in reversed(doomed):
+            entries = self._info[lid].entries
+            if entries > 0:
+                highest = (lid, entries - 1)
+                break
+        if highest is None:
+            return
+        lce = self.last_confirmed_entry
+        if highest > (lce.ledger_id, lce.entry_id):
+            return
+        for cursor in list(self.cursors.values()):
+            md = cursor.mark_delete_position
+            if highest > (md.ledger_id, md.entry_id):
+                cursor.advance_mark_delete(self.position_of(*highest), "ledgers trimmed: non-durable cursor moved")
+
+    def _schedule_check(self, kept: TrimCandidate | None) -> None:
+        """Arm the periodic check's run that will find ``kept`` past the time limit (one timer at most)."""
+        if kept is None:
+            return
+        at = next_check_at(kept, self.retention, 0, self._check_interval_ms)
+        if at is None:
+            return
+        timer = self._check_timer
+        if timer is not None and not timer.cancelled:
+            if timer.deadline <= at:
+                return
+            timer.cancel()
+        self._check_timer = self.scheduler.call_at(at, self._periodic_check, "retention check")
+
+    def _periodic_check(self) -> None:
+        self._check_timer = None
+        if self.state != "Closed":
+            self.trim_consumed_ledgers()
 
     # ------------------------------------------------------------------ restart
 
@@ -492,6 +656,7 @@ class ManagedLedger:
         self._roll(ROLLED_RESTART)
         for name, cursor in self.cursors.items():
             cursor._recover(*saved[name])
+        self.trim_consumed_ledgers()
 
     # ------------------------------------------------------------------ stats
 

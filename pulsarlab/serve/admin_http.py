@@ -6,7 +6,8 @@ Models the broker's web service (``webServicePort``, 8080 by default): the ``/ad
 Every handler calls ``lab.admin`` (the broker's command surface) under the server's ``lock``, catching the clock
 up first, exactly as a binary connection handles its frames; answers are ``lab.admin``'s JSON. Errors are
 Pulsar's statuses with a ``{"reason": ...}`` body: 404 not found, 409 conflict, 412 precondition failed (also an
-invalid topic name), 400 bad JSON, 405 wrong method (or an operation Pulsar refuses on that resource), 413 a body
+invalid topic name), 400 bad JSON (and an invalid retention policy, as Pulsar's `BadRequestException`), 405 wrong
+method (or an operation Pulsar refuses on that resource), 413 a body
 over `MAX_BODY`.
 
 Library: aiohttp.web. It is asyncio-native (an `AppRunner` + `TCPSite` joins the loop the binary listener
@@ -15,13 +16,15 @@ already runs, with no second server object, no thread and no signal handling of 
 and maintained. An ASGI stack (Starlette + uvicorn) would work too, but needs uvicorn's ``Server`` driven by
 hand inside a foreign loop and two packages for what aiohttp does alone.
 
-Tenants (create, get, delete), namespaces (create, delete, the ``deduplication`` policy), subscription cursor
+Tenants (create, get, delete), namespaces (create, delete, the ``deduplication`` and ``retention`` policies:
+``GET`` answers 204 with no body when the namespace sets none, ``POST`` takes `RetentionPolicies` JSON, ``DELETE``
+goes back to the broker's defaults), subscription cursor
 moves (``skip/{n}``, ``skip_all``, ``expireMessages/{seconds}`` for one or ``all_subscription``,
 ``resetcursor/{timestamp}`` and by message id)
 and ``compaction`` (trigger, status) call the broker's admin
 commands the same way. Simplifies: persistent topics only, v2 paths only, no authentication, no ``force`` on
 deletions (tenant/namespace ``force`` is refused as a broker without ``forceDeleteTenantAllowed`` does), no
-retention policy (the model keeps every ledger).
+backlog quotas (so no 412 "Retention Quota must exceed configured backlog quota").
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable
 from aiohttp import web
 
 from pulsarlab.broker.service import (
+    BadRequestException,
     ConflictException,
     MethodNotAllowedException,
     NotFoundException,
@@ -63,6 +67,8 @@ def _status_of(error: BaseException) -> int | None:
         return 409
     if isinstance(error, MethodNotAllowedException):
         return 405
+    if isinstance(error, BadRequestException):
+        return 400
     if isinstance(error, (PreconditionFailedException, IllegalArgumentException)):
         return 412
     return None
@@ -236,6 +242,9 @@ class AdminHttp:
         r.add_get(NAMESPACE + "/deduplication", self.deduplication)
         r.add_post(NAMESPACE + "/deduplication", self.set_deduplication)
         r.add_delete(NAMESPACE + "/deduplication", self.remove_deduplication)
+        r.add_get(NAMESPACE + "/retention", self.retention)
+        r.add_post(NAMESPACE + "/retention", self.set_retention)
+        r.add_delete(NAMESPACE + "/retention", self.remove_retention)
         r.add_get("/lookup/v2/topic/persistent/{tenant}/{namespace}/{topic}", self.lookup)
 
     # --- clusters, tenants, namespaces ----------------------------------------------------------
@@ -294,6 +303,30 @@ class AdminHttp:
 
     async def remove_deduplication(self, request: web.Request) -> web.Response:
         self._call(self.admin.namespaces.remove_deduplication_status, self._namespace(request))
+        return web.Response(status=204)
+
+    async def retention(self, request: web.Request) -> web.Response:
+        """``GET .../retention``: `RetentionPolicies` JSON; unset (null) is 204 with no body, as JAX-RS answers."""
+        value = self._call(self.admin.namespaces.get_retention, self._namespace(request))
+        return web.Response(status=204) if value is None else web.json_response(value)
+
+    async def set_retention(self, request: web.Request) -> web.Response:
+        """``POST .../retention``: a `RetentionPolicies` body (a missing field is 0, unknown fields are ignored, as
+        Jackson reads it); no body sets none, as `internalSetRetention(null)` does."""
+        body = await _json_body(request)
+        namespace = self._namespace(request)
+        if body is None:
+            self._call(self.admin.namespaces.remove_retention, namespace)
+            return web.Response(status=204)
+        if not isinstance(body, dict):
+            raise web.HTTPBadRequest(reason=f"The body must be a RetentionPolicies object, got {json.dumps(body)}")
+        minutes = _int_body(body.get("retentionTimeInMinutes", 0), "retentionTimeInMinutes")
+        size = _int_body(body.get("retentionSizeInMB", 0), "retentionSizeInMB")
+        self._call(self.admin.namespaces.set_retention, namespace, minutes, size)
+        return web.Response(status=204)
+
+    async def remove_retention(self, request: web.Request) -> web.Response:
+        self._call(self.admin.namespaces.remove_retention, self._namespace(request))
         return web.Response(status=204)
 
     async def namespaces(self, request: web.Request) -> web.Response:
