@@ -226,9 +226,7 @@ class Namespaces:
         policy = self._lab.service.retention(namespace)
         return None if policy is None else policy.to_json()
 
-    def set_retention(
-        self, namespace: str, retention_time_in_minutes: int = 0, retention_size_in_mb: int = 0
-    ) -> None:
+    def set_retention(self, namespace: str, retention_time_in_minutes: int = 0, retention_size_in_mb: int = 0) -> None:
         """``namespaces set-retention``: keep consumed data up to that many minutes and MB (-1: no such limit;
         both 0: nothing is kept). BadRequestException("Invalid retention policy: ...") for a policy Pulsar
         refuses (one limit 0 and the other not, or below -1)."""

@@ -9,6 +9,9 @@ import json
 import sys
 from pathlib import Path
 
+# the events `pulsarlab serve` keeps in memory by default (58 bytes each): live views and stats read the newest ones
+DEFAULT_EVENT_WINDOW = 262_144
+
 
 def _cmd_conformance(args: argparse.Namespace) -> int:
     from pulsarlab.conformance import UnknownAlgorithm, run_file
@@ -146,11 +149,15 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             return 2
         overrides[key] = _config_value(value)
     logging.basicConfig(level=getattr(logging, args.log_level.upper()), format="%(asctime)s %(message)s")
+    if args.event_window < 0:
+        print(f"--event-window takes a number of events >= 0 (0 keeps all), got {args.event_window}", file=sys.stderr)
+        return 2
     try:
         lab = Lab(version=args.version, seed=args.seed, broker_config={**PULSAR_RETENTION, **overrides})
     except (ValueError, KeyError) as e:
         print(f"pulsarlab serve: {e}", file=sys.stderr)
         return 2
+    lab.events.set_window(args.event_window or None)
 
     def ready(server) -> None:
         admin = f"admin REST on {server.admin_url}; " if server.admin_url else ""
@@ -400,6 +407,14 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         metavar="FILE",
         help="record every event as a frame and write the timeline to FILE on stop (pulsarlab.load_timeline reads it)",
+    )
+    p.add_argument(
+        "--event-window",
+        type=int,
+        default=DEFAULT_EVENT_WINDOW,
+        metavar="N",
+        help=f"keep about the newest N events of the log in memory (default {DEFAULT_EVENT_WINDOW}, about "
+        f"{DEFAULT_EVENT_WINDOW * 58 // 2**20} MiB; 0 keeps all); --record still writes every event",
     )
     p.set_defaults(func=_cmd_serve)
     p = sub.add_parser("present", help="serve a lab for a projector: code hidden, big text, players on the keyboard")

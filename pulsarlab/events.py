@@ -4,6 +4,12 @@ Models no Pulsar class; it is the lab's record of every state change (docs/archi
 Each event type declares up to six fields; ints, bools and interned strings (or small JSON payloads)
 are stored in fixed int64 columns, so an event costs 58 bytes whatever its type. Views, explanations,
 time travel and Spark analytics read the log; nothing in it is ever rewritten.
+
+A log may keep only a window of its newest events in memory (`EventLog.set_window`, ``pulsarlab serve
+--event-window``): whole chunks of the oldest events are dropped once more than the window is held. Sequence numbers
+go on counting (``len(log)`` is every event appended), ``first_seq`` is the oldest one kept, and reading an older one
+raises IndexError; iteration, ``since``, ``of_kind``, ``digest`` and the exports cover the kept events. Interned
+strings stay (a served run interns names, not per-message values).
 """
 
 from __future__ import annotations
@@ -156,8 +162,9 @@ class EventLog:
     ``enabled=False`` keeps the API but stores nothing (for bulk runs that need no history).
     """
 
-    def __init__(self, enabled: bool = True) -> None:
+    def __init__(self, enabled: bool = True, window: int | None = None) -> None:
         self.enabled = enabled
+        self.window: int | None = None  # the most events kept in memory (None: all), see set_window
         # The columns, in chunks of about _FLUSH_EVENTS events: each chunk is (times, kinds, field column 0..5),
         # parallel arrays; ``_chunk_starts`` holds each chunk's first sequence number. Chunks are never copied again
         # once full (one growing array per column was copied whole every few flushes, array.extend growing by 1/16).
@@ -175,6 +182,8 @@ class EventLog:
         self._count = 0  # events appended: stored + pending
         # the sequence number whose append flushes the pending rows; -1 (every append) while listeners wait
         self._flush_at = _FLUSH_EVENTS - 1
+        if window is not None:
+            self.set_window(window)
 
     # -- writing ------------------------------------------------------------------------------
     def append(self, kind: str | EventType, time: int, **values: Any) -> int:
@@ -267,6 +276,33 @@ class EventLog:
             chunks.append((times, kinds, *cols))
             self._chunk_starts.append(self._stored)
         self._stored += len(times)
+        if self.window is not None:
+            self._drop_outside_window()
+
+    def set_window(self, events: int | None) -> None:
+        """Keep about the newest ``events`` events in memory (at least that many, dropped a chunk of
+        `_FLUSH_EVENTS` at a time); None keeps everything from now on."""
+        if events is not None and (type(events) is not int or events < 1):
+            raise ValueError(f"the event window is a number of events >= 1 (or None), got {events!r}")
+        self.window = events
+        if events is not None:
+            self._drop_outside_window()
+
+    def _drop_outside_window(self) -> None:
+        chunks, starts, window = self._chunks, self._chunk_starts, self.window
+        assert window is not None
+        drop = 0
+        while drop < len(chunks) - 1 and self._stored - starts[drop + 1] >= window:
+            drop += 1
+        if drop:
+            del chunks[:drop], starts[:drop]
+
+    @property
+    def first_seq(self) -> int:
+        """The sequence number of the oldest event kept in memory (0 unless a window dropped older ones)."""
+        if self._pending:
+            self._flush()
+        return self._chunk_starts[0] if self._chunk_starts else self._stored
 
     def _next_flush_at(self) -> int:
         return -1 if self._listeners else self._count + _FLUSH_EVENTS - 1
@@ -338,6 +374,10 @@ class EventLog:
             seq += len(self)
         if not 0 <= seq < len(self):
             raise IndexError(f"event {seq} is outside the log (0..{len(self) - 1})")
+        if self._chunk_starts and seq < self._chunk_starts[0]:
+            raise IndexError(
+                f"event {seq} is older than the log's window (events {self._chunk_starts[0]}..{len(self) - 1} are kept)"
+            )
         k = bisect_right(self._chunk_starts, seq) - 1
         chunk = self._chunks[k]
         i = seq - self._chunk_starts[k]
@@ -358,12 +398,12 @@ class EventLog:
         return text if ftype == "str" else json.loads(text)
 
     def __iter__(self) -> Iterator[Event]:
-        for i in range(len(self)):
+        for i in range(self.first_seq, len(self)):
             yield self[i]
 
     def since(self, seq: int) -> list[Event]:
-        """Events with sequence number >= seq."""
-        return [self[i] for i in range(max(seq, 0), len(self))]
+        """Events with sequence number >= seq (of those the window keeps)."""
+        return [self[i] for i in range(max(seq, self.first_seq), len(self))]
 
     def of_kind(self, *kinds: str) -> list[Event]:
         codes = {get_event_type(k).code for k in kinds}
@@ -382,8 +422,8 @@ class EventLog:
     @property
     def nbytes(self) -> int:
         """Bytes held by the columns (strings excluded: they are interned once)."""
-        self._flush()
-        return self._stored * _BYTES_PER_EVENT
+        first = self.first_seq  # flushes the pending rows first
+        return (self._stored - first) * _BYTES_PER_EVENT
 
     def digest(self) -> str:
         """SHA-256 over the log's content: equal for the same scenario and seed on every machine."""

@@ -38,7 +38,6 @@ from pulsarlab.event_catalogue.restart import CONSUMER_RECONNECTING, PRODUCER_RE
 from pulsarlab.events import EventLog
 from pulsarlab.profiles import BROKER_DEFAULTS, Profile, get_profile
 
-
 # the lab's retention unless broker_config says otherwise: keep every ledger (Pulsar's defaults are 0/0)
 LAB_RETENTION = {"defaultRetentionTimeInMinutes": -1, "defaultRetentionSizeInMB": -1}
 # Pulsar's broker defaults, which `pulsarlab serve` runs with: a ledger goes once every durable cursor consumed it

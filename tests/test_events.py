@@ -124,3 +124,30 @@ def test_export_to_pandas_and_parquet(tmp_path):
     import pyarrow.parquet as pq
 
     assert pq.read_table(path).num_rows == 1
+
+
+def test_a_window_keeps_the_newest_events_and_numbers_go_on() -> None:
+    from pulsarlab.events import _FLUSH_EVENTS
+
+    log = EventLog(window=2 * _FLUSH_EVENTS)
+    seen = []
+    log.subscribe(seen.append)  # a listener (as --record's recorder) still gets every event
+    n = 5 * _FLUSH_EVENTS + 7
+    for i in range(n):
+        log.append("entry_written", i, topic="t", ledger=3, entry=i, messages=1, size=10)
+    assert len(log) == n and len(seen) == n
+    first = log.first_seq
+    assert n - first >= 2 * _FLUSH_EVENTS and n - first < 3 * _FLUSH_EVENTS + 7
+    assert log[first].entry == first and log[-1].entry == n - 1
+    with pytest.raises(IndexError, match="older than the log's window"):
+        log[first - 1]
+    assert [e.seq for e in log][:1] == [first] and len(list(log)) == n - first
+    assert log.since(0)[0].seq == first
+    assert len(log.of_kind("entry_written")) == n - first
+    assert log.nbytes == (n - first) * 58
+    assert len(log.columns()) == n - first
+    log.set_window(None)
+    log.append("entry_written", n, topic="t", ledger=3, entry=n, messages=1, size=10)
+    assert log.first_seq == first
+    with pytest.raises(ValueError):
+        log.set_window(0)

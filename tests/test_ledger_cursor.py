@@ -14,6 +14,7 @@ from pulsarlab.date_format import format_timestamp
 from pulsarlab.errors import IllegalArgumentException
 from pulsarlab.event_catalogue.cursor import MARK_DELETE_MOVED
 from pulsarlab.events import EventLog
+from pulsarlab.lab import LAB_RETENTION
 from pulsarlab.managed_ledger.cursor import (
     ManagedCursor,
     ack_set_bits,
@@ -48,7 +49,8 @@ def make_ledger(
     name: str = "orders",
     **overrides,
 ) -> ManagedLedger:
-    config = get_profile(version).broker_config()
+    # these tests follow ledgers and cursors, not trimming (tests/test_retention.py): keep every ledger, as a Lab does
+    config = get_profile(version).broker_config(LAB_RETENTION)
     config.update(overrides)
     return ManagedLedger(name, scheduler or Scheduler(), config, allocator or LedgerIdAllocator(), events)
 

@@ -108,7 +108,7 @@ class LiveViews(widgets.VBox):
             n = len(lab.events)
             if n == self._seen and not force:
                 return None
-            start = max(self._seen + 1 if self._seen >= 0 else n, n - self.max_events)
+            start = max(self._seen + 1 if self._seen >= 0 else n, n - self.max_events, lab.events.first_seq)
             events = tuple(lab.events[i] for i in range(start, n)) if self._seen >= 0 else ()
             snap = self._builder.build()
         self._seen = n

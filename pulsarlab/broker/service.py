@@ -243,7 +243,8 @@ class BrokerService:
         if policies is not None and policies.retention_policies is not None:
             return policies.retention_policies
         return RetentionPolicies(
-            int(self.config.get("defaultRetentionTimeInMinutes", 0)), int(self.config.get("defaultRetentionSizeInMB", 0))
+            int(self.config.get("defaultRetentionTimeInMinutes", 0)),
+            int(self.config.get("defaultRetentionSizeInMB", 0)),
         )
 
     def _apply_retention(self, topic: PersistentTopic) -> None:

@@ -59,7 +59,10 @@ class RetentionPolicies:
         return self.retention_time_in_minutes < 0 and self.retention_size_in_mb < 0
 
     def to_json(self) -> dict[str, int]:
-        return {"retentionTimeInMinutes": self.retention_time_in_minutes, "retentionSizeInMB": self.retention_size_in_mb}
+        return {
+            "retentionTimeInMinutes": self.retention_time_in_minutes,
+            "retentionSizeInMB": self.retention_size_in_mb,
+        }
 
 
 @dataclass(frozen=True)

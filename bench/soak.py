@@ -1,0 +1,43 @@
+"""Soak benchmark: N producer/consumer pairs of real clients against ``pulsarlab serve`` for as long as asked.
+
+Run: ``.venv/bin/python bench/soak.py [--minutes 120] [--pairs 100] [--every 60]``. Prints the server's RSS, the
+messages sent and received every ``--every`` seconds, then the totals: messages, missing, duplicated. The harness is
+`tests/soak_clients.py` (the same as ``make test``'s 2-minute soak). Loopback only. Not a test: it prints figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+from soak_clients import ENTRIES_PER_LEDGER, soak  # noqa: E402
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--minutes", type=float, default=120.0)
+    ap.add_argument("--pairs", type=int, default=100)
+    ap.add_argument("--every", type=float, default=60.0, help="seconds between printed samples")
+    ap.add_argument("--entries-per-ledger", type=int, default=ENTRIES_PER_LEDGER)
+    args = ap.parse_args()
+    last = [-args.every]
+
+    def show(t: float, rss_kib: int, sent: int, received: int) -> None:
+        if t - last[0] >= args.every:
+            last[0] = t
+            print(f"t={t:8.0f} s  rss={rss_kib / 1024:8.1f} MiB  sent={sent:>10}  received={received:>10}", flush=True)
+
+    r = soak(args.pairs, args.minutes * 60, args.entries_per_ledger, on_sample=show)
+    rss = [kib for _, kib in r["rss_kib"]]
+    print(
+        f"pairs={r['pairs']} seconds={r['seconds']:.0f} sent={r['sent']} received={r['received']} "
+        f"missing={r['missing']} duplicates={r['duplicates']} unexpected={r['unexpected']} errors={r['errors']}"
+    )
+    print(f"rss MiB: first {rss[0] / 1024:.1f}, max {max(rss) / 1024:.1f}, last {rss[-1] / 1024:.1f}")
+
+
+if __name__ == "__main__":
+    main()
