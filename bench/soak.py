@@ -11,7 +11,10 @@ import argparse
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+ROOT = Path(__file__).resolve().parent.parent
+# bench/selectors.py would shadow the standard library's selectors module (subprocess imports it)
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != ROOT / "bench"]
+sys.path.insert(0, str(ROOT / "tests"))
 
 from soak_clients import ENTRIES_PER_LEDGER, soak  # noqa: E402
 

@@ -94,3 +94,42 @@ def test_compaction_of_an_empty_topic_and_the_masks():
     assert result.positions == () and result.removed == 0
     assert combine_masks(None, 0b101) == 0b101 and combine_masks(0b110, 0b011) == 0b010
     assert combine_masks(None, None) is None
+
+
+def _drain_acked(consumer) -> int:
+    n = 0
+    while True:
+        try:
+            consumer.acknowledge(consumer.receive(100))
+        except pl.Timeout:
+            return n
+        n += 1
+
+
+def test_compacted_reads_survive_trimming_and_the_compactor_holds_what_it_has_not_read():
+    lab, client = _lab(managedLedgerMaxEntriesPerLedger=2, defaultRetentionTimeInMinutes=0, defaultRetentionSizeInMB=0)
+    everyone = client.subscribe("t", "all", initial_position=pl.InitialPosition.Earliest)
+    p = client.create_producer("t", batching_enabled=False)
+    for key, value in [("k1", b"a"), ("k2", b"b"), ("k1", b"c"), ("k2", b"d"), ("k3", b"e")]:
+        p.send(value, partition_key=key)
+    lab.service.compact(T)  # horizon 5:0 (ledgers 3: a b, 4: c d, 5: e)
+    assert _drain_acked(everyone) == 5
+    lab.run_until_idle()
+    ledgers = [led["ledgerId"] for led in lab.admin.topics.stats_internal("t")["ledgers"]]
+    assert ledgers == [5]  # consumed and compacted: the ledgers before the horizon's ledger are gone
+    # a compacted reader from the earliest position still gets the compacted entries of the trimmed ledgers
+    view = client.create_reader("t", pl.MessageId.earliest, is_read_compacted=True)
+    assert [view.read_next(100).data() for _ in range(3)] == [b"c", b"d", b"e"]
+    view.close()
+    # after the horizon the compactor's cursor holds the entries until the next compaction reads them
+    for key, value in [("k1", b"f"), ("k3", b"g"), ("k1", b"h")]:
+        p.send(value, partition_key=key)
+    assert _drain_acked(everyone) == 3
+    lab.run_until_idle()
+    assert [led["ledgerId"] for led in lab.admin.topics.stats_internal("t")["ledgers"]] == [5, 6, 7]
+    lab.service.compact(T)  # reads the previous compacted view and the entries after it
+    result = lab.service.topics[T].compacted
+    assert result.removed == 3  # k1 = c, k3 = e and k1 = f, left out in this round (the first round's not again)
+    late = client.create_reader("t", pl.MessageId.earliest, is_read_compacted=True)
+    assert [late.read_next(100).data() for _ in range(3)] == [b"d", b"g", b"h"]
+    assert [led["ledgerId"] for led in lab.admin.topics.stats_internal("t")["ledgers"]] == [7]

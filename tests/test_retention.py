@@ -162,11 +162,11 @@ def test_retention_of_an_unknown_namespace_is_not_found() -> None:
         lab.admin.namespaces.set_retention("public/nope", -1, -1)
 
 
-def test_an_invalid_broker_default_fails_when_a_topic_is_made() -> None:
-    with pytest.raises(ValueError, match="Invalid retention policy"):
-        pl.Lab(broker_config={"defaultRetentionTimeInMinutes": 5, "defaultRetentionSizeInMB": 0}).client().subscribe(
-            "t", "s"
-        )
+def test_an_invalid_broker_default_is_refused_when_the_broker_starts() -> None:
+    with pytest.raises(ValueError, match="Invalid retention policy: Setting a single time"):
+        pl.Lab(broker_config={"defaultRetentionTimeInMinutes": 5, "defaultRetentionSizeInMB": 0})
+    with pytest.raises(ValueError, match="retentionSizeInMB must be an integer"):
+        pl.Lab(broker_config={"defaultRetentionTimeInMinutes": -1, "defaultRetentionSizeInMB": "lots"})
 
 
 def test_the_selection_rule() -> None:

@@ -147,6 +147,8 @@ def test_the_serve_command_refuses_a_public_address_and_bad_settings():
         (("--host", "0.0.0.0", "--port", "0", "--admin-port", "0"), "not a loopback address"),
         (("--port", "0", "--broker-config", "noSuchSetting=1"), "unknown broker setting"),
         (("--port", "0", "--broker-config", "oops"), "KEY=VALUE"),
+        (("--port", "0", "--event-window", "-1"), "--event-window takes a number of events >= 0"),
+        (("--port", "0", "--broker-config", "defaultRetentionTimeInMinutes=5"), "Invalid retention policy"),
     ):
         proc = _start_cli(*args)
         try:

@@ -13,16 +13,20 @@ Models `TwoPhaseCompactor` and `CompactedTopicImpl` (reference: Pulsar's topic c
   horizon reads the compacted entries from there on (its cursor then moves past the last one read), then the
   topic after the horizon as usual.
 
+The compacted ledger keeps its own copies of the kept entries (Pulsar writes them to a ledger of their own), so
+compacted reads still work after the topic trimmed the ledgers they came from. The compactor's durable
+``__compaction`` cursor is modelled as a hold on the managed ledger at the horizon (`ManagedLedger.hold`): like any
+durable cursor it keeps the entries after the horizon from being trimmed until the next compaction reads them.
+
 Simplifies: compaction runs at once when asked (``pulsar-admin topics compact`` and its status, which is
-``SUCCESS`` as soon as it returns); the compacted ledger is a list of positions into the topic's own ledger (no
-separate BookKeeper ledger, no ``__compaction`` cursor); entries the topic trims are not modelled.
+``SUCCESS`` as soon as it returns); the ``__compaction`` cursor does not show in the topic's stats.
 """
 
 from __future__ import annotations
 
 import enum
 from bisect import bisect_left
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pulsarlab.managed_ledger.position import Position
@@ -30,6 +34,9 @@ from pulsarlab.managed_ledger.position import Position
 if TYPE_CHECKING:  # pragma: no cover
     from pulsarlab.broker.topic import PersistentTopic
     from pulsarlab.messages import EntryData
+
+
+COMPACTION_SUBSCRIPTION = "__compaction"  # the compactor's durable cursor (`Compactor.COMPACTION_SUBSCRIPTION`)
 
 
 class CompactionStatus(enum.Enum):
@@ -50,6 +57,12 @@ class CompactedTopic:
     positions: tuple[Position, ...]
     masks: tuple[int | None, ...]
     removed: int  # messages left out (stats' lastCompactionRemovedEventCount)
+    # the compacted ledger's copies of the kept entries, by position
+    entries: dict[Position, "EntryData"] = field(default_factory=dict, compare=False, repr=False)
+
+    def entry(self, position: Position) -> "EntryData":
+        """The compacted ledger's copy of the kept entry at ``position``."""
+        return self.entries[position]
 
     def read(self, read_position: Position, max_entries: int) -> tuple[list[tuple[Position, int | None]], Position]:
         """The kept entries at or after ``read_position`` (up to ``max_entries``) and where the cursor reads
@@ -78,36 +91,51 @@ def _messages(entry: "EntryData") -> list[tuple[str | None, bool]] | None:
 
 
 def compact(topic: "PersistentTopic", retain_null_key: bool = False) -> CompactedTopic:
-    """Compact ``topic`` up to its last entry (`TwoPhaseCompactor.compact`)."""
+    """Compact ``topic`` up to its last entry (`TwoPhaseCompactor.compact`). Like the compactor's reader, which reads
+    the compacted view, it reads the previous compaction's kept messages, then the topic after that horizon (the
+    entries before it may have been trimmed); ``removed`` counts the messages this round leaves out."""
     ml = topic.ledger
     horizon = ml.last_confirmed_entry
-    scanned: list[tuple[Position, list[tuple[str | None, bool]] | None]] = []
-    latest: dict[str, tuple[Position, int]] = {}
+    # (position, its messages' (key, deletes) or None when unreadable, the mask of messages present or None: all)
+    scanned: list[tuple[Position, list[tuple[str | None, bool]] | None, int | None]] = []
+    sources: dict[Position, EntryData] = {}
+    previous = topic.compacted
+    after = Position(-1, -1)
+    if previous is not None:
+        after = previous.horizon
+        for pos, mask in zip(previous.positions, previous.masks):
+            sources[pos] = entry = previous.entry(pos)
+            scanned.append((pos, _messages(entry), mask))
     for info in list(ml.ledgers):
         for e, entry in enumerate(ml.entries_of(info.ledger_id)):
             pos = Position(info.ledger_id, e)
             if pos > horizon:
                 break
-            msgs = _messages(entry)
-            scanned.append((pos, msgs))
-            for i, (key, deletes) in enumerate(msgs or ()):
-                if key is None:
-                    continue
-                if deletes:
-                    latest.pop(key, None)
-                else:
-                    latest[key] = (pos, i)
+            if pos > after:
+                sources[pos] = entry
+                scanned.append((pos, _messages(entry), None))
+    latest: dict[str, tuple[Position, int]] = {}
+    for pos, msgs, present in scanned:
+        for i, (key, deletes) in enumerate(msgs or ()):
+            if key is None or (present is not None and not present >> i & 1):
+                continue
+            if deletes:
+                latest.pop(key, None)
+            else:
+                latest[key] = (pos, i)
     kept = set(latest.values())
     positions: list[Position] = []
     masks: list[int | None] = []
     removed = 0
-    for pos, msgs in scanned:
+    for pos, msgs, present in scanned:
         if msgs is None:
             positions.append(pos)
             masks.append(None)
             continue
         mask = 0
         for i, (key, _) in enumerate(msgs):
+            if present is not None and not present >> i & 1:
+                continue
             if (key is None and retain_null_key) or (pos, i) in kept:
                 mask |= 1 << i
             else:
@@ -115,7 +143,7 @@ def compact(topic: "PersistentTopic", retain_null_key: bool = False) -> Compacte
         if mask:
             positions.append(pos)
             masks.append(None if mask == (1 << len(msgs)) - 1 else mask)
-    return CompactedTopic(horizon, tuple(positions), tuple(masks), removed)
+    return CompactedTopic(horizon, tuple(positions), tuple(masks), removed, {pos: sources[pos] for pos in positions})
 
 
 def combine_masks(a: int | None, b: int | None) -> int | None:
@@ -137,4 +165,11 @@ def compaction_stats(result: CompactedTopic | None, succeeded_at: int) -> dict[s
     }
 
 
-__all__ = ["CompactedTopic", "CompactionStatus", "combine_masks", "compact", "compaction_stats"]
+__all__ = [
+    "COMPACTION_SUBSCRIPTION",
+    "CompactedTopic",
+    "CompactionStatus",
+    "combine_masks",
+    "compact",
+    "compaction_stats",
+]

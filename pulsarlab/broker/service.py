@@ -23,7 +23,7 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
-from pulsarlab.broker.compaction import CompactionStatus
+from pulsarlab.broker.compaction import COMPACTION_SUBSCRIPTION, CompactionStatus
 from pulsarlab.broker.compaction import compact as compact_topic
 from pulsarlab.broker.consumer import Consumer
 from pulsarlab.broker.delayed.bucket.snapshot import InMemoryBucketSnapshotStorage
@@ -202,6 +202,7 @@ class BrokerService:
         self._next_subscription = 0
         self._next_topic = 0
         self.tenancy = Tenancy.standalone(STANDALONE_CLUSTER)
+        self.retention_policies("public/default").validate()  # the broker's defaults: refused at start, not per topic
 
     def restart(self) -> RestartReport:
         """A graceful restart: every topic unloaded and loaded again (`restart.restart_broker`)."""
@@ -243,8 +244,7 @@ class BrokerService:
         if policies is not None and policies.retention_policies is not None:
             return policies.retention_policies
         return RetentionPolicies(
-            int(self.config.get("defaultRetentionTimeInMinutes", 0)),
-            int(self.config.get("defaultRetentionSizeInMB", 0)),
+            self.config.get("defaultRetentionTimeInMinutes", 0), self.config.get("defaultRetentionSizeInMB", 0)
         )
 
     def _apply_retention(self, topic: PersistentTopic) -> None:
@@ -482,6 +482,7 @@ class BrokerService:
                 raise
             t.compaction_status = CompactionStatus.SUCCESS
             t.compaction_succeeded_at = self.scheduler.now_ms
+            t.ledger.hold(COMPACTION_SUBSCRIPTION, t.compacted.horizon)  # the compactor's cursor acks to the horizon
 
     def compaction_status(self, name: str) -> dict[str, str]:
         """``pulsar-admin topics compaction-status``: `LongRunningProcessStatus` as JSON (``status``,
@@ -751,12 +752,14 @@ class BrokerService:
             raise NotAllowedException("readCompacted only allowed on failover or exclusive subscriptions")
         t = self.get_topic(topic)
         created = not durable and subscription not in t.subscriptions
+        start = None
         try:
             if not durable:
                 sub = t.get_or_create_subscription(subscription, initial_position.name, durable=False)
-                if created and start_message_id is not None and not isinstance(t, NonPersistentTopic):
-                    sub.cursor.reset_cursor(message_id_position(*start_message_id))
-            return self._subscribe(
+                start = None if start_message_id is None else message_id_position(*start_message_id)
+                if created and start is not None and not isinstance(t, NonPersistentTopic):
+                    sub.cursor.reset_cursor(start)
+            consumer = self._subscribe(
                 t,
                 cnx,
                 consumer_id,
@@ -769,6 +772,12 @@ class BrokerService:
                 durable,
                 read_compacted,
             )
+            earliest = start == EARLIEST or (start is None and initial_position is InitialPosition.Earliest)
+            if created and read_compacted and earliest and not isinstance(t, NonPersistentTopic):
+                # NonDurableCursorImpl: a compacted reader reads from its mark-delete position's next, before every
+                # ledger, so it gets the compacted entries of ledgers the topic already trimmed
+                consumer.subscription.cursor.seek(Position(-1, 0), force=True)
+            return consumer
         except PulsarError:
             if created:
                 self._delete_subscription_if_present(topic, subscription)

@@ -204,6 +204,7 @@ class ManagedLedger:
         self._check_interval_ms = _config_int(config, "retentionCheckIntervalInSeconds", 120, 0) * 1000
         self._check_timer: Any = None  # the periodic check's next run, while a ledger waits for its time limit
         self._durable: set[str] = set()  # names of the durable cursors (the others are readers')
+        self._holds: dict[str, Position] = {}  # durable positions kept without a cursor object (see hold)
 
         self.ledgers: list[LedgerInfo] = []
         self._ids: list[int] = []  # ledger ids, ascending (the ledgers map's key order)
@@ -519,13 +520,18 @@ class ManagedLedger:
         policy.validate()
         self.retention = policy
 
+    def hold(self, name: str, position: Position) -> None:
+        """A durable position that holds back trimming like a durable cursor's mark-delete position, without a
+        subscription: the compactor's ``__compaction`` cursor at the compaction horizon. Moving it may trim."""
+        self._holds[name] = position
+        self.trim_consumed_ledgers()
+
     def _slowest_position(self) -> Position | None:
         """`ManagedCursorContainer.getSlowestReaderPosition`: the smallest mark-delete position of the durable
-        cursors, None when there is none."""
+        cursors (and holds), None when there is none."""
         slowest = None
         cursors = self.cursors
-        for name in self._durable:
-            md = cursors[name].mark_delete_position
+        for md in (*(cursors[name].mark_delete_position for name in self._durable), *self._holds.values()):
             if slowest is None or (md.ledger_id, md.entry_id) < (slowest.ledger_id, slowest.entry_id):
                 slowest = md
         return slowest
@@ -536,16 +542,16 @@ class ManagedLedger:
         if cursor.name not in self._durable or self.retention.keeps_everything:
             return
         new = cursor.mark_delete_position
-        before = after = None
-        for name in self._durable:
-            other = self.cursors[name]
-            md = old if other is cursor else other.mark_delete_position
-            if before is None or (md.ledger_id, md.entry_id) < before:
-                before = (md.ledger_id, md.entry_id)
-            md = other.mark_delete_position
-            if after is None or (md.ledger_id, md.entry_id) < after:
-                after = (md.ledger_id, md.entry_id)
-        if before != after and before is not None and before[0] != new.ledger_id:
+        others = [
+            (md.ledger_id, md.entry_id)
+            for md in (
+                *(self.cursors[name].mark_delete_position for name in self._durable if name != cursor.name),
+                *self._holds.values(),
+            )
+        ]
+        before = min((old.ledger_id, old.entry_id), *others) if others else (old.ledger_id, old.entry_id)
+        after = min((new.ledger_id, new.entry_id), *others) if others else (new.ledger_id, new.entry_id)
+        if before != after and before[0] != new.ledger_id:
             self.trim_consumed_ledgers()
 
     def trim_consumed_ledgers(self) -> list[int]:
@@ -555,7 +561,7 @@ class ManagedLedger:
         if policy.keeps_everything or len(self._ids) < 2:
             return []
         current = self._current_id
-        if not self._durable:
+        if not self._durable and not self._holds:
             slowest_ledger = current + 1
         else:
             slowest = self._slowest_position()

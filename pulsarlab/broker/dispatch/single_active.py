@@ -198,8 +198,7 @@ class SingleActiveConsumerDispatcher:
         cursor.seek(next_read)
         if not chosen:
             return
-        ml = self.subscription.topic.ledger
-        entries = [(pos, ml.read_entry(pos)) for pos, _ in chosen]
+        entries = [(pos, compacted.entry(pos)) for pos, _ in chosen]
         acked = self.subscription.batch_ack_sets(entries)
         masks = [combine_masks(mask, acked[i] if acked is not None else None) for i, (_, mask) in enumerate(chosen)]
         consumer.send_messages(entries, None, None, masks if any(m is not None for m in masks) else None)
