@@ -180,3 +180,23 @@ def test_the_selection_rule() -> None:
     assert ledgers_to_delete(c, RetentionPolicies(1, -1), total, 62_000) == ([3], c[1])
     assert next_check_at(c[1], RetentionPolicies(1, -1), 0, 120_000) == 120_000
     assert next_check_at(c[1], RetentionPolicies(-1, 5), 0, 120_000) is None
+
+
+def test_seeking_into_a_trimmed_ledger_reads_from_the_first_entry_left_and_the_last_id_stays() -> None:
+    lab = lab_with()
+    client = lab.client()
+    consumer = client.subscribe("t", "s", initial_position=pl.InitialPosition.Earliest)
+    produce(lab, "t", 6)  # ledgers 3 and 4 full, 5 current and empty
+    consume(consumer, 6)
+    lab.run_until_idle()
+    internal = lab.admin.topics.stats_internal("t")
+    assert [led["ledgerId"] for led in internal["ledgers"]] == [5]
+    assert internal["lastConfirmedEntry"] == "4:2"  # on a deleted ledger: the last id outlives its ledger
+    (broker_consumer,) = lab.service.topics["persistent://public/default/t"].subscriptions["s"].consumers()
+    last = lab.service.get_last_message_id(broker_consumer)  # GET_LAST_MESSAGE_ID without a batch index
+    assert (last.ledger_id, last.entry_id, last.batch_index) == (4, 2, -1)
+    produce(lab, "t", 2)  # 5:0, 5:1
+    consumer.seek(pl.MessageId.earliest)
+    assert consume(consumer, 2) == [b"m0", b"m1"]  # the second producer's m0, m1 at 5:0, 5:1
+    lab.admin.topics.reset_cursor("t", "s", message_id=(3, 1))
+    assert lab.admin.topics.stats_internal("t")["cursors"]["s"]["readPosition"] == "5:0"

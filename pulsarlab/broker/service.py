@@ -959,6 +959,8 @@ class BrokerService:
         partition = sub.topic.partition_index
         if last.entry_id < 0:
             return LastMessageId(-1, -1, partition, -1, md.ledger_id, md.entry_id)
+        if not ml.ledger_exists(last.ledger_id):  # trimmed: the last id without its batch index (ledgerExists)
+            return LastMessageId(last.ledger_id, last.entry_id, partition, -1, md.ledger_id, md.entry_id)
         n = ml.read_entry(last).metadata.num_messages_in_batch
         return LastMessageId(
             last.ledger_id,

@@ -367,6 +367,10 @@ class ManagedLedger:
         """The entries written to one ledger, in entry-id order (read-only view for snapshots)."""
         return _LedgerEntries(self._entries[ledger_id])
 
+    def ledger_exists(self, ledger_id: int) -> bool:
+        """`ledgerExists`: the ledger is one of this managed ledger's (not trimmed, not an empty one dropped)."""
+        return ledger_id in self._info
+
     @property
     def current_ledger_id(self) -> int:
         return self._current_id
