@@ -85,3 +85,28 @@ def test_rendering_never_holds_the_model_lock():
         finally:
             release.set()
             live.stop()
+
+
+def test_live_views_read_a_windowed_event_log() -> None:
+    """With the log keeping a window (as ``pulsarlab serve --event-window`` does), a frame's events start no earlier
+    than the oldest event kept."""
+    from pulsarlab.events import _FLUSH_EVENTS
+
+    with served_lab() as (lab, server), client_for(server) as client:
+        lab.events.set_window(_FLUSH_EVENTS)
+        live = LiveViews(server, [partial(cursor_view, subscription="w")], start=False, max_events=10 * _FLUSH_EVENTS)
+        live.capture(force=True)
+        consumer = client.subscribe(TOPIC, "w")
+        p = client.create_producer(TOPIC, batching_enabled=False, block_if_queue_full=True)
+        for i in range(3000):
+            p.send_async(f"m{i}".encode(), None)
+        p.flush()
+        for _ in range(3000):
+            consumer.acknowledge(consumer.receive(30_000))
+        with server.lock:
+            assert len(lab.events) > 2 * _FLUSH_EVENTS, len(lab.events)
+            first = lab.events.first_seq
+        assert first > 0
+        frame = live.capture()  # the redelivery history folds what the window still holds
+        assert frame is not None and frame.events[0].seq >= first
+        assert frame.events[-1].seq < len(lab.events) and not live.errors

@@ -13,5 +13,6 @@ LEDGERS_TRIMMED = event_type(
     "topic:str first:int last:int ledgers:int entries:int size:int",
     "{topic}: {ledgers} consumed ledger(s) {first}..{last} deleted ({entries} entries, {size} bytes)",
     rule="ManagedLedgerImpl.internalTrimLedgers deletes the ledgers before the slowest durable cursor's ledger once "
-    "the retention policy no longer keeps them (a limit of 0 keeps nothing, -1 keeps everything)",
+    "the retention policy no longer keeps them (a limit of 0 keeps nothing, -1 keeps everything; "
+    "docs/guide/retention.md#trimming)",
 )

@@ -196,7 +196,8 @@ class RedeliveryStepRecorder:
     def update(self) -> History:
         events = self.lab.events
         end = len(events)
-        for i in range(self._seen, end):
+        # a windowed log (pulsarlab serve --event-window) may have dropped events this recorder never saw
+        for i in range(max(self._seen, events.first_seq), end):
             self._fold(events[i])
         self._seen = end
         return History(self.steps, len(self.steps))  # type: ignore[arg-type]
