@@ -34,6 +34,13 @@ def consume(consumer, n: int) -> list[bytes]:
     return out
 
 
+def seven_over_three_ledgers(lab: pl.Lab):
+    """Subscription ``s`` from the earliest position, then 7 messages: ledgers 3 (0-2), 4 (0-2), 5 (0, current)."""
+    consumer = lab.client().subscribe("t", "s", initial_position=pl.InitialPosition.Earliest)
+    produce(lab, "t", 7)
+    return consumer
+
+
 def ledger_ids(lab: pl.Lab, topic: str) -> list[int]:
     return [led["ledgerId"] for led in lab.admin.topics.stats_internal(topic)["ledgers"]]
 
@@ -78,8 +85,7 @@ def test_the_slowest_durable_cursor_holds_ledgers_back() -> None:
 
 def test_a_lab_keeps_every_ledger_unless_told() -> None:
     lab = pl.Lab(broker_config={"managedLedgerMaxEntriesPerLedger": 3})
-    consumer = lab.client().subscribe("t", "s", initial_position=pl.InitialPosition.Earliest)
-    produce(lab, "t", 7)
+    consumer = seven_over_three_ledgers(lab)
     consume(consumer, 7)
     lab.run_until_idle()
     assert ledger_ids(lab, "t") == [3, 4, 5]
@@ -104,8 +110,7 @@ def test_a_reader_holds_nothing_back_and_starts_at_the_first_ledger_left() -> No
 
 def test_time_retention_keeps_consumed_ledgers_until_the_periodic_check_after_the_limit() -> None:
     lab = lab_with(defaultRetentionTimeInMinutes=1, defaultRetentionSizeInMB=-1)
-    consumer = lab.client().subscribe("t", "s", initial_position=pl.InitialPosition.Earliest)
-    produce(lab, "t", 7)
+    consumer = seven_over_three_ledgers(lab)
     consume(consumer, 7)
     closed_at = lab.now()
     lab.advance(60_000)
@@ -132,8 +137,7 @@ def test_size_retention_keeps_the_newest_consumed_ledgers_under_the_limit() -> N
 
 def test_trimming_follows_a_namespace_policy_set_later() -> None:
     lab = pl.Lab(broker_config={"managedLedgerMaxEntriesPerLedger": 3})
-    consumer = lab.client().subscribe("t", "s", initial_position=pl.InitialPosition.Earliest)
-    produce(lab, "t", 7)
+    consumer = seven_over_three_ledgers(lab)
     consume(consumer, 6)
     lab.run_until_idle()
     lab.admin.namespaces.set_retention("public/default", 0, 0)

@@ -21,17 +21,11 @@ import urllib.request
 from pathlib import Path
 
 from serve_support import wait_until
+from soak_clients import rss_kib as _rss_kib
 
 REPO = Path(__file__).resolve().parents[1]
 MESSAGES = 50
 TOPICS = 20
-
-
-def _rss_kib(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    raise AssertionError("no VmRSS")
 
 
 def _get(url: str) -> tuple[int, object]:
