@@ -512,10 +512,6 @@ class ManagedLedger:
             self._durable.discard(name)
             self.trim_consumed_ledgers()
 
-    def is_durable(self, name: str) -> bool:
-        """Whether the cursor ``name`` is durable (a subscription's) rather than a reader's."""
-        return name in self._durable
-
     # ------------------------------------------------------------------ retention and trimming
 
     def set_retention(self, policy: RetentionPolicies) -> None:
