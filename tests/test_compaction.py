@@ -133,3 +133,19 @@ def test_compacted_reads_survive_trimming_and_the_compactor_holds_what_it_has_no
     late = client.create_reader("t", pl.MessageId.earliest, is_read_compacted=True)
     assert [late.read_next(100).data() for _ in range(3)] == [b"d", b"g", b"h"]
     assert [led["ledgerId"] for led in lab.admin.topics.stats_internal("t")["ledgers"]] == [7]
+
+
+def test_a_trim_leaves_a_compacted_reader_where_it_is():
+    lab, client = _lab(managedLedgerMaxEntriesPerLedger=2, defaultRetentionTimeInMinutes=0, defaultRetentionSizeInMB=0)
+    everyone = client.subscribe("t", "all", initial_position=pl.InitialPosition.Earliest)
+    p = client.create_producer("t", batching_enabled=False)
+    for key, value in [("k1", b"a"), ("k2", b"b"), ("k1", b"c")]:  # ledger 3: a b, ledger 4: c
+        p.send(value, partition_key=key)
+    lab.service.compact(T)  # horizon 4:0
+    # a zero queue: the reader reads nothing before the trim below
+    reader = client.create_reader("t", pl.MessageId.earliest, is_read_compacted=True, receiver_queue_size=0)
+    assert _drain_acked(everyone) == 3
+    lab.run_until_idle()
+    assert [led["ledgerId"] for led in lab.admin.topics.stats_internal("t")["ledgers"]] == [4]
+    # advanceCursorsIfNecessary skips a compacted reader: it still reads k2 = b from the trimmed ledger 3
+    assert [reader.read_next().data() for _ in range(2)] == [b"b", b"c"]

@@ -772,11 +772,13 @@ class BrokerService:
                 durable,
                 read_compacted,
             )
-            earliest = start == EARLIEST or (start is None and initial_position is InitialPosition.Earliest)
-            if created and read_compacted and earliest and not isinstance(t, NonPersistentTopic):
-                # NonDurableCursorImpl: a compacted reader reads from its mark-delete position's next, before every
-                # ledger, so it gets the compacted entries of ledgers the topic already trimmed
-                consumer.subscription.cursor.seek(Position(-1, 0), force=True)
+            if created and read_compacted and not isinstance(t, NonPersistentTopic):
+                cursor = consumer.subscription.cursor
+                cursor.read_compacted = True  # the trim does not move it (advanceCursorsIfNecessary)
+                if start == EARLIEST or (start is None and initial_position is InitialPosition.Earliest):
+                    # NonDurableCursorImpl: a compacted reader reads from its mark-delete position's next, before
+                    # every ledger, so it gets the compacted entries of ledgers the topic already trimmed
+                    cursor.seek(Position(-1, 0), force=True)
             return consumer
         except PulsarError:
             if created:

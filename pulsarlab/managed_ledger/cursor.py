@@ -122,6 +122,7 @@ class ManagedCursor:
         self.state = "NoLedger"
         self.active = True  # openCursor calls setActive()
         self.waiting_read_op = False
+        self.read_compacted = False  # a compacted reader's non-durable cursor (NonDurableCursorImpl.isReadCompacted)
         self.last_ledger_switch_timestamp = ledger.scheduler.now_ms
         # when the mark-delete position last moved (PersistentSubscription.lastMarkDeleteAdvancedTimestamp), 0 never
         self.last_mark_delete_advanced_timestamp = 0

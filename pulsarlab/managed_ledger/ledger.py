@@ -610,7 +610,8 @@ class ManagedLedger:
 
     def _advance_cursors_past(self, doomed: list[int]) -> None:
         """`advanceCursorsIfNecessary`: every cursor behind the last entry of the deleted ledgers is mark-deleted up
-        to it (only non-durable ones can be), as a consumer's ack would."""
+        to it (only non-durable ones can be), as a consumer's ack would; a compacted reader's is left alone (it
+        reads the compacted ledger, which the trim does not touch)."""
         highest = None
         for lid in reversed(doomed):
             entries = self._info[lid].entries
@@ -624,7 +625,7 @@ class ManagedLedger:
             return
         for cursor in list(self.cursors.values()):
             md = cursor.mark_delete_position
-            if highest > (md.ledger_id, md.entry_id):
+            if highest > (md.ledger_id, md.entry_id) and not cursor.read_compacted:
                 cursor.advance_mark_delete(self.position_of(*highest), "ledgers trimmed: non-durable cursor moved")
 
     def _schedule_check(self, kept: TrimCandidate | None) -> None:
