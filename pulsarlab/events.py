@@ -15,9 +15,11 @@ import struct
 from array import array
 from bisect import bisect_right
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-import numpy as np
+if TYPE_CHECKING:  # pragma: no cover
+    pass
+
 
 MAX_FIELDS = 6
 _NONE = -(2**63)  # stored for a missing int / str / json field
@@ -82,6 +84,8 @@ def _zero_undeclared(flat: array, kinds: array) -> None:
 def _split_rows(flat: array) -> tuple[array, array, list[array]]:
     """Many flat rows (`_ROW` ints each) as the stored columns: times, kind codes, the field columns with the
     undeclared ones zeroed as `_zero_undeclared` does (in numpy: a pass per column, not per value)."""
+    import numpy as np  # loaded on first use: `pulsarlab serve` starts without it
+
     view = np.frombuffer(flat, dtype=np.int64).reshape(len(flat) // _ROW, _ROW)
     codes = view[:, 1]
     declared = np.asarray(_N_FIELDS, dtype=np.int64)[codes]

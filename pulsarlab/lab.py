@@ -17,20 +17,22 @@ generated consumer names), so the same scenario and seed give the same event log
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import mmh3
 
 from pulsarlab.admin import Admin
 from pulsarlab.broker.restart import RestartReport
 from pulsarlab.broker.service import BrokerService
-from pulsarlab.client.batching import ClientLibrary
-from pulsarlab.client.client import Client
+from pulsarlab.client.library import ClientLibrary
 from pulsarlab.clock import Scheduler
 from pulsarlab.errors import Timeout
 from pulsarlab.event_catalogue.restart import CONSUMER_RECONNECTING, PRODUCER_RECONNECTING, RECONNECT_FAILED
 from pulsarlab.events import EventLog
 from pulsarlab.profiles import Profile, get_profile
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pulsarlab.client.client import Client
 
 
 class Lab:
@@ -61,6 +63,8 @@ class Lab:
 
     def client(self, *, client_library: ClientLibrary = ClientLibrary.CPP) -> Client:
         """A ``pulsar.Client`` connected to this lab's broker."""
+        from pulsarlab.client.client import Client  # the client side loads when first used (not by `serve`)
+
         client = Client(self, client_library=client_library)
         self._clients.append(client)
         return client
