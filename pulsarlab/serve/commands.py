@@ -216,7 +216,8 @@ class SchemaInfo(ProtoMessage):
 )
 @dataclass(slots=True)
 class MsgId(ProtoMessage):
-    """`MessageIdData`. Ledger and entry ids are uint64 on the wire; -1 travels as 2**64 - 1 (`signed_ids`)."""
+    """`MessageIdData`. Ledger and entry ids are uint64 on the wire, read as Java longs: -1 travels as
+    2**64 - 1 and decodes as -1 (``earliest``)."""
 
     ledger_id: int = 0
     entry_id: int = 0
@@ -226,10 +227,9 @@ class MsgId(ProtoMessage):
     batch_size: int | None = None
     first_chunk_message_id: "MsgId | None" = None
 
-    def signed_ids(self) -> tuple[int, int]:
-        """(ledger, entry) as Java longs: uint64 2**64 - 1 is -1 (``earliest``)."""
-        l, e = self.ledger_id, self.entry_id
-        return (l - (1 << 64) if l >= 1 << 63 else l, e - (1 << 64) if e >= 1 << 63 else e)
+    def ids(self) -> tuple[int, int]:
+        """(ledger, entry) as the broker's position reads them (Java longs)."""
+        return self.ledger_id, self.entry_id
 
 
 @proto(
