@@ -77,6 +77,7 @@ EXTREMES = (0, 1, 2**31 - 1, 2**31, 2**32 - 1, 2**63 - 1, 2**63, 2**64 - 1)
 PRODUCER, CONSUMER = 7, 7  # the fuzz connection's own ids (not among EXTREMES, so fuzzed ids never close them)
 PAIR_MESSAGES = 120
 OVERSIZED = 2000
+HANG_GUARD_S = 120  # a reply that never comes fails the test after this long; nothing here is timed
 _VARINTS = {codec.UINT64, codec.INT64, codec.UINT32, codec.INT32}
 
 
@@ -292,7 +293,7 @@ class FuzzConnection:
         self.seq = 0
 
     def open(self) -> RawClient:
-        self.raw = RawClient(self.url)
+        self.raw = RawClient(self.url, timeout_s=HANG_GUARD_S)
         host, port = self.raw.sock.getsockname()[:2]
         self.peer = f"{host}:{port}"
         self.raw.handshake()
@@ -342,7 +343,7 @@ class FuzzConnection:
                     raw.send(Pong())
                     continue
                 replies.append((kind, reply))
-        except (ConnectionError, OSError):
+        except (ConnectionError, BrokenPipeError):  # a timeout is not a close: it fails the test
             raw.close()
             self.raw = None
             return None
