@@ -178,6 +178,19 @@ class ProtoMessage:
     _BY_NUMBER: ClassVar[dict[int, Field]] = {}
     _BY_NAME: ClassVar[dict[str, Field]] = {}
 
+    # one __eq__ and __repr__ for every message (the declarations pass eq=False, repr=False to dataclass: the
+    # generated ones cost an exec per class when `pulsarlab serve` starts)
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return all(getattr(self, f.name) == getattr(other, f.name) for f in self.FIELDS)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
+
+    def __repr__(self) -> str:
+        values = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in self.FIELDS)
+        return f"{type(self).__name__}({values})"
+
     def value(self, name: str) -> Any:
         """The field's value, or its proto2 default when absent (None for a message without a default)."""
         v = getattr(self, name)
