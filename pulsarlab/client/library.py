@@ -10,7 +10,7 @@ import enum
 
 
 class ClientLibrary(enum.Enum):
-    """Whose batching rules a container follows (see the module docstring for the differences)."""
+    """Whose batching rules a container follows (`pulsarlab.client.batching` describes the differences)."""
 
     JAVA = "java"  # org.apache.pulsar.client.impl (docs/guide/producer-batching.md#key-based-batching)
     CPP = "cpp"  # pulsar-client-cpp, under the Python pulsar-client package
