@@ -171,6 +171,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             allow_remote=args.allow_remote,
             advertised_host=args.advertised_host,
             admin_port=None if args.no_admin else args.admin_port,
+            admin_in_background=True,
             advertised_listeners=args.advertised_listeners,
             on_ready=ready,
             record=args.record,

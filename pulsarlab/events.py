@@ -21,15 +21,28 @@ import struct
 from array import array
 from bisect import bisect_right
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-import numpy as np
+if TYPE_CHECKING:  # pragma: no cover
+    pass
+
 
 MAX_FIELDS = 6
 _NONE = -(2**63)  # stored for a missing int / str / json field
 _ROW = 2 + MAX_FIELDS  # ints per pending row: time, type code, the field columns
 _FLUSH_EVENTS = 4096  # pending events moved into the columns at once
 _BYTES_PER_EVENT = array("q").itemsize * (1 + MAX_FIELDS) + array("H").itemsize  # time, fields, type code
+_INT_MAX = 2**63 - 1
+_check_row = struct.Struct(f"{_ROW}q").pack  # raises for a value that is not an int or does not fit int64
+
+
+class EventValueError(TypeError, ValueError):
+    """A field value the log cannot store (not an int, or outside the int64 columns): raised where the event is
+    appended, which stores nothing, so the log stays readable and the caller learns which event and value it was."""
+
+    def __init__(self, et: "EventType", time: Any, detail: str) -> None:
+        super().__init__(f"event {et.name} at t={time!r}: {detail}")
+        self.kind = et.name
 
 
 @dataclass(frozen=True)
@@ -88,6 +101,8 @@ def _zero_undeclared(flat: array, kinds: array) -> None:
 def _split_rows(flat: array) -> tuple[array, array, list[array]]:
     """Many flat rows (`_ROW` ints each) as the stored columns: times, kind codes, the field columns with the
     undeclared ones zeroed as `_zero_undeclared` does (in numpy: a pass per column, not per value)."""
+    import numpy as np  # loaded on first use: `pulsarlab serve` starts without it
+
     view = np.frombuffer(flat, dtype=np.int64).reshape(len(flat) // _ROW, _ROW)
     codes = view[:, 1]
     declared = np.asarray(_N_FIELDS, dtype=np.int64)[codes]
@@ -195,7 +210,14 @@ class EventLog:
             unknown = set(values) - _FIELD_NAMES[et.code]
             raise ValueError(f"event {et.name} has no field(s) {sorted(unknown)}")
         encode = self._encode
-        row = [encode(values.get(fname), ftype) for fname, ftype in et.fields]
+        try:
+            row = [encode(values.get(fname), ftype) for fname, ftype in et.fields]
+        except (TypeError, ValueError, OverflowError) as e:
+            raise EventValueError(et, time, str(e)) from None
+        try:
+            _check_row(time, et.code, *row, *_PADS[et.code][len(row)])
+        except (struct.error, TypeError) as e:
+            raise EventValueError(et, time, f"time {time!r} does not fit the log's int64 column ({e})") from None
         pending = self._pending
         pending.append(time if type(time) is int else operator.index(time))
         pending.append(et.code)
@@ -220,15 +242,23 @@ class EventLog:
     ) -> int:
         """Fast path for hot events: the values are the already-encoded ints of ``et``'s fields, in order.
 
-        No validation: ints and bools pass as ints, str/json fields as ids from ``intern()``; missing trailing
-        fields are stored as None. Returns the sequence number (-1 when the log is disabled). The row is
-        buffered: a value that is not an int fails (TypeError naming the event, the row dropped) when the
-        buffer moves into the columns, at a later append or read, not here.
+        Ints and bools pass as ints, str/json fields as ids from ``intern()``; missing trailing fields are stored
+        as None (so is the value -2**63, the log's None). Returns the sequence number (-1 when the log is
+        disabled). A value that is not an int or does not fit int64 (a uint64 id read without Java's sign, say)
+        raises `EventValueError` here, naming the event, and nothing is stored: a bad row never reaches the
+        buffer, where it would fail a later, unrelated append or read.
         """
         # one fixed-size row per call (a call with fixed parameters is cheaper than one with *values, and so is
         # one extend); the columns an event type does not declare hold 0, set when the rows are flushed
         if not self.enabled:
             return -1
+        try:
+            _check_row(time, et.code, v0, v1, v2, v3, v4, v5)
+        except (struct.error, TypeError) as e:
+            values = [v for v in (v0, v1, v2, v3, v4, v5) if v is not _NONE]
+            raise EventValueError(
+                et, time, f"field values {values!r} do not fit the log's int64 columns ({e})"
+            ) from None
         self._pending.extend((time, et.code, v0, v1, v2, v3, v4, v5))
         seq = self._count
         self._count = seq + 1
@@ -339,7 +369,10 @@ class EventLog:
         if value is None:
             return _NONE
         if ftype == "int":
-            return int(value)
+            n = int(value)
+            if not _NONE < n <= _INT_MAX:
+                raise OverflowError(f"int value {n} is outside the log's int64 range (-2**63 stands for None)")
+            return n
         if ftype == "bool":
             return 1 if value else 0
         text = value if ftype == "str" else json.dumps(value, separators=(",", ":"), sort_keys=True)

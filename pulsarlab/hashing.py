@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import base64
 import binascii
-from typing import Iterable, Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 import mmh3
-import numpy as np
 
 from pulsarlab.profiles import Profile, StickyHashMode
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
 
 NONE_KEY = b"NONE_KEY"
 STICKY_KEY_HASH_NOT_SET = 0
@@ -100,6 +102,8 @@ def sticky_key(
 
 def murmur3_32_bulk(keys: Iterable[str | bytes]) -> np.ndarray:
     """Masked Murmur3 of many keys as an int64 array (one mmh3 call per key; no other Python work)."""
+    import numpy as np  # loaded on first use: `pulsarlab serve` starts without it
+
     h = mmh3.hash
     if not isinstance(keys, (list, tuple)):
         keys = list(keys)
@@ -118,6 +122,8 @@ def make_sticky_key_hash_bulk(
     keys: Sequence[str | bytes] | np.ndarray, profile: Profile, key_range: tuple[int, int]
 ) -> np.ndarray:
     """Vectorised `make_sticky_key_hash`; ``keys`` may already be masked hashes (an int array)."""
+    import numpy as np  # loaded on first use: `pulsarlab serve` starts without it
+
     masked = keys if isinstance(keys, np.ndarray) else murmur3_32_bulk(keys)
     if profile.sticky_hash_mode is StickyHashMode.FULL:
         return masked

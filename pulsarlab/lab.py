@@ -23,15 +23,14 @@ deleted), which ``pulsarlab serve`` uses; ``broker_config={"defaultRetentionTime
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import mmh3
 
 from pulsarlab.admin import Admin
 from pulsarlab.broker.restart import RestartReport
 from pulsarlab.broker.service import BrokerService
-from pulsarlab.client.batching import ClientLibrary
-from pulsarlab.client.client import Client
+from pulsarlab.client.library import ClientLibrary
 from pulsarlab.clock import Scheduler
 from pulsarlab.errors import Timeout
 from pulsarlab.event_catalogue.restart import CONSUMER_RECONNECTING, PRODUCER_RECONNECTING, RECONNECT_FAILED
@@ -42,6 +41,9 @@ from pulsarlab.profiles import BROKER_DEFAULTS, Profile, get_profile
 LAB_RETENTION = {"defaultRetentionTimeInMinutes": -1, "defaultRetentionSizeInMB": -1}
 # Pulsar's broker defaults, which `pulsarlab serve` runs with: a ledger goes once every durable cursor consumed it
 PULSAR_RETENTION = {key: BROKER_DEFAULTS[key] for key in LAB_RETENTION}
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pulsarlab.client.client import Client
 
 
 class Lab:
@@ -72,6 +74,8 @@ class Lab:
 
     def client(self, *, client_library: ClientLibrary = ClientLibrary.CPP) -> Client:
         """A ``pulsar.Client`` connected to this lab's broker."""
+        from pulsarlab.client.client import Client  # the client side loads when first used (not by `serve`)
+
         client = Client(self, client_library=client_library)
         self._clients.append(client)
         return client

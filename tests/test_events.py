@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pulsarlab.events import EventLog, event_type
+from pulsarlab.events import EventLog, EventValueError, event_type
 
 DEMO = event_type("test_demo_moved", "who:str n:int ok:bool detail:json", "{who} moved {n} keys", rule="a test rule")
 
@@ -88,20 +88,39 @@ def test_append_row_stores_what_append_stores(rows):
     assert seen[:2] == [(0, {"a": 0, "b": 0}), (1, {"a": 7, "b": None})]
 
 
-def test_append_row_bad_values_fail_when_flushed_and_keep_the_good_rows():
+@pytest.mark.parametrize("bad", ["x", 2**64 - 1, 2**63, 1.5])
+def test_a_value_the_columns_cannot_hold_fails_where_it_is_appended(bad):
     log = EventLog()
     log.append_row(PAIR, 0, 1)
-    log.append_row(PAIR, 1, "x")  # not an int: fails when the rows move into the columns
+    with pytest.raises(EventValueError, match="event test_demo_pair at t=1"):
+        log.append_row(PAIR, 1, bad)  # not an int64: refused here, nothing stored
+    if not isinstance(bad, float):  # append converts with int(): 1.5 is stored as 1
+        with pytest.raises(EventValueError, match="event test_demo_pair at t=1"):
+            log.append(PAIR, 1, a=1, b=bad)
     log.append_row(PAIR, 2, 3, 4)
-    with pytest.raises(TypeError, match="event test_demo_pair at t=1"):
-        log[0]
-    assert [(e.time, e.a, e.b) for e in log] == [(0, 1, None), (2, 3, 4)]
+    for i in range(5000):  # past a flush: the columns take every row that was stored
+        log.append_row(PAIR, 3 + i, i)
+    assert [(e.time, e.a, e.b) for e in log][:2] == [(0, 1, None), (2, 3, 4)]
+    assert len(log) == 5002
     reference = EventLog()
     reference.append(PAIR, 0, a=1)
     reference.append(PAIR, 2, a=3, b=4)
+    for i in range(5000):
+        reference.append(PAIR, 3 + i, a=i)
     assert log.digest() == reference.digest()
     with pytest.raises(TypeError):
         log.append_row(PAIR, 3, 1, 2, 3, 4, 5, 6, 7)  # more values than the six columns
+
+
+def test_java_longs_at_the_edges_are_stored_and_minus_two_to_the_63_is_refused_as_a_value():
+    log = EventLog()
+    log.append(PAIR, 0, a=2**63 - 1, b=-(2**63) + 1)
+    log.append_row(PAIR, 1, -1, 2**63 - 1)
+    assert [(e.a, e.b) for e in log] == [(2**63 - 1, -(2**63) + 1), (-1, 2**63 - 1)]
+    with pytest.raises(EventValueError, match="stands for None"):
+        log.append(PAIR, 2, a=-(2**63))
+    with pytest.raises(EventValueError, match="time"):
+        log.append(PAIR, 2**63, a=1)
 
 
 def test_listeners_see_each_event_and_can_unsubscribe():

@@ -50,10 +50,11 @@ from pulsarlab.serve.frames import (
 )
 
 # --- strategies built from the declarations ----------------------------------------------------------
+# the values each kind decodes to: Pulsar's broker reads uint64 into a Java long and uint32 into an int
 _INT_RANGES = {
-    Kind.UINT64: (0, 2**64 - 1),
+    Kind.UINT64: (-(2**63), 2**63 - 1),
     Kind.INT64: (-(2**63), 2**63 - 1),
-    Kind.UINT32: (0, 2**32 - 1),
+    Kind.UINT32: (-(2**31), 2**31 - 1),
     Kind.INT32: (-(2**31), 2**31 - 1),
 }
 
@@ -203,9 +204,24 @@ def test_absent_optional_fields_read_their_proto2_defaults():
     assert WireMetadata.decode(WireMetadata(producer_name="p").encode()).value("num_messages_in_batch") == 1
 
 
-def test_minus_one_ids_travel_as_uint64():
-    mid = MsgId.decode(MsgId(ledger_id=-1, entry_id=-1).encode())
-    assert mid.ledger_id == 2**64 - 1 and mid.signed_ids() == (-1, -1)
+def test_minus_one_ids_travel_as_uint64_and_read_as_java_longs():
+    data = MsgId(ledger_id=-1, entry_id=-1).encode()
+    assert data == b"\x08" + b"\xff" * 9 + b"\x01" + b"\x10" + b"\xff" * 9 + b"\x01"  # 2**64 - 1, as the C++ client
+    assert MsgId.decode(data).ids() == (-1, -1)
+    assert MsgId.decode(MsgId(ledger_id=2**63 - 1, entry_id=2**63).encode()).ids() == (2**63 - 1, -(2**63))
+
+
+@pytest.mark.parametrize(
+    ("wire", "read"), [(0, 0), (2**31 - 1, 2**31 - 1), (2**31, -(2**31)), (2**32 - 1, -1), (2**64 - 1, -1)]
+)
+def test_uint32_reads_as_a_java_int_and_writes_back_the_same_value(wire, read):
+    from pulsarlab.serve.commands import Flow
+
+    data = b"\x08\x01\x10" + encode_varint(wire)  # FLOW{consumer_id 1, message_permits}
+    flow = Flow.decode(data)
+    assert flow.message_permits == read
+    assert Flow.decode(flow.encode()).message_permits == read
+    assert len(flow.encode()) <= 2 + 1 + 5  # a uint32 is written in at most 5 bytes
 
 
 def test_packed_and_unpacked_repeated_fields_read_the_same():
@@ -349,7 +365,7 @@ def test_the_fast_ack_reader_agrees_with_the_declaration(ack):
 
 
 @settings(max_examples=200, deadline=None)
-@given(message_strategy(Send), st.integers(0, 2**64 - 1), st.integers(0, 2**63 - 1), st.integers(0, 2**63 - 1))
+@given(message_strategy(Send), st.integers(-(2**63), 2**63 - 1), st.integers(0, 2**63 - 1), st.integers(0, 2**63 - 1))
 def test_the_fast_send_reader_and_receipt_writer_agree_with_the_declarations(send, producer_id, ledger, entry):
     from pulsarlab.serve.commands import SendReceipt
     from pulsarlab.serve.hot_commands import producer_prefix, read_send, send_receipt_frame

@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pulsarlab.broker.delayed.bucket.tracker import DELAYED_BUCKET_KEY_PREFIX, BucketDelayedDeliveryTracker
+from pulsarlab.broker.delayed.tracker_names import DELAYED_BUCKET_KEY_PREFIX, is_bucket_tracker
 from pulsarlab.event_catalogue import broker as ev
 from pulsarlab.event_catalogue.restart import (
     BROKER_RESTARTED,
@@ -122,7 +122,7 @@ def _unload_subscription(service: "BrokerService", sub: "PersistentSubscription"
     counts = len(d.redelivery_tracker) if d is not None else 0
     tracker = getattr(getattr(d, "delayed", None), "tracker", None)
     held = tracker.number_of_delayed_messages() if tracker is not None else 0
-    kept = sum(b.messages for b in tracker.buckets()) if isinstance(tracker, BucketDelayedDeliveryTracker) else 0
+    kept = sum(b.messages for b in tracker.buckets()) if is_bucket_tracker(tracker) else 0
     for c in consumers:
         c.closed = True
         c.cnx_active = False

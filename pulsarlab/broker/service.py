@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from pulsarlab.broker.compaction import COMPACTION_SUBSCRIPTION, CompactionStatus
 from pulsarlab.broker.compaction import compact as compact_topic
-from pulsarlab.broker.consumer import Consumer
 from pulsarlab.broker.delayed.bucket.snapshot import InMemoryBucketSnapshotStorage
 from pulsarlab.broker.delayed.factory import load_delayed_delivery_tracker_factory
 from pulsarlab.broker.non_persistent import NonPersistentTopic
@@ -57,7 +56,8 @@ from pulsarlab.protocol.producer_access import ProducerAccessMode
 from pulsarlab.protocol.server_errors import ServerError
 from pulsarlab.protocol.subscription import ConsumerKeySharedPolicy, ConsumerType, InitialPosition, KeySharedMode
 
-if TYPE_CHECKING:  # pragma: no cover
+if TYPE_CHECKING:
+    from pulsarlab.broker.consumer import Consumer
     from pulsarlab.lab import Lab
 
 
@@ -810,6 +810,8 @@ class BrokerService:
                 ranges = tuple(policy.sticky_ranges)
         existed = subscription in t.subscriptions
         sub = t.get_or_create_subscription(subscription, initial_position.name)
+        from pulsarlab.broker.consumer import Consumer  # loads with the first subscription (see topic.py)
+
         consumer = Consumer(
             consumer_id=consumer_id,
             name=name,

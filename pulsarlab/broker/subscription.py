@@ -16,7 +16,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from pulsarlab.broker.consumer import popcount
-from pulsarlab.broker.dispatch.key_shared import KeySharedDispatcher
 from pulsarlab.broker.dispatch.shared import SharedDispatcher
 from pulsarlab.broker.dispatch.single_active import SingleActiveConsumerDispatcher
 from pulsarlab.broker.key_shared.base import subscription_to_string
@@ -68,7 +67,9 @@ class PersistentSubscription:
                     d = SingleActiveConsumerDispatcher(self, sub_type)
                 elif sub_type == "Shared":
                     d = SharedDispatcher(self)
-                else:
+                else:  # the Key_Shared dispatcher and its selectors (numpy) load with the first Key_Shared consumer
+                    from pulsarlab.broker.dispatch.key_shared import KeySharedDispatcher
+
                     d = KeySharedDispatcher(self, ks_mode, ooo)
                 self.dispatcher = d
         else:
@@ -308,9 +309,10 @@ class PersistentSubscription:
         if out.get("activeConsumerName") is None:
             out.pop("activeConsumerName", None)
         draining_totals = [0, 0, 0]
+        key_shared = d is not None and d.type_name == "Key_Shared"
         for c in consumers:
             cs = c.stats()
-            if isinstance(d, KeySharedDispatcher):
+            if key_shared:
                 extra = d.consumer_stats(c)
                 cs.update(extra)
                 if "drainingHashesCount" in extra:
@@ -319,7 +321,7 @@ class PersistentSubscription:
                     draining_totals[2] += extra["drainingHashesUnackedMessages"]
             out["consumers"].append(cs)
             out["msgRateRedeliver"] += cs["msgRateRedeliver"]
-        if isinstance(d, KeySharedDispatcher) and not d.classic:
+        if key_shared and not d.classic:
             out["drainingHashesCount"] = draining_totals[0]
             out["drainingHashesClearedTotal"] = draining_totals[1]
             out["drainingHashesUnackedMessages"] = draining_totals[2]

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any, Callable
 from pulsarlab.broker.compaction import CompactedTopic, CompactionStatus, compaction_stats
 from pulsarlab.broker.deduplication import DUPLICATE, MessageDeduplication
 from pulsarlab.broker.producer_access import ProducerAccess
-from pulsarlab.broker.subscription import PersistentSubscription
 from pulsarlab.date_format import format_timestamp
 from pulsarlab.errors import NotAllowedException
 from pulsarlab.event_catalogue import broker as ev
@@ -28,8 +27,9 @@ from pulsarlab.managed_ledger.ledger import ManagedLedger
 from pulsarlab.managed_ledger.position import Position
 from pulsarlab.protocol.producer_access import ProducerAccessMode
 
-if TYPE_CHECKING:  # pragma: no cover
+if TYPE_CHECKING:
     from pulsarlab.broker.service import BrokerService
+    from pulsarlab.broker.subscription import PersistentSubscription
     from pulsarlab.messages import EntryData
 
 _PARTITION = re.compile(r"-partition-(\d+)$")
@@ -224,6 +224,9 @@ class PersistentTopic:
         sub = self.subscriptions.get(name)
         if sub is None:
             cursor = self.ledger.open_cursor(name, initial_position, durable)
+            # subscriptions, dispatchers and consumers load with the first subscription, not with the broker
+            from pulsarlab.broker.subscription import PersistentSubscription
+
             sub = PersistentSubscription(self, name, cursor, self.service.new_subscription_id())
             self.subscriptions[name] = sub
         return sub

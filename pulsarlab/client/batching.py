@@ -53,6 +53,7 @@ import base64
 import enum
 from dataclasses import dataclass, field, fields
 
+from pulsarlab.client.library import ClientLibrary
 from pulsarlab.errors import IllegalArgumentException
 from pulsarlab.messages import EntryData, MessageMetadata, SingleMessageMetadata
 
@@ -66,13 +67,6 @@ class BatchingType(enum.Enum):
 
     Default = 0
     KeyBased = 1
-
-
-class ClientLibrary(enum.Enum):
-    """Whose batching rules a container follows (see the module docstring for the differences)."""
-
-    JAVA = "java"  # org.apache.pulsar.client.impl (docs/guide/producer-batching.md#key-based-batching)
-    CPP = "cpp"  # pulsar-client-cpp, under the Python pulsar-client package
 
 
 _JAVA = ClientLibrary.JAVA  # for the per-entry and per-message checks (an enum member lookup costs a call in 3.11)

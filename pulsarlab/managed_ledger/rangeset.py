@@ -24,11 +24,12 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right, insort
 from itertools import chain
-from typing import Iterator
-
-import numpy as np
+from typing import TYPE_CHECKING, Iterator
 
 from pulsarlab.errors import IllegalArgumentException, PulsarError
+
+if TYPE_CHECKING:  # pragma: no cover
+    pass
 
 INT_MAX = 2**31 - 1  # Integer.MAX_VALUE; LongPair.latest is (INT_MAX, INT_MAX)
 EARLIEST = -1  # LongPair.earliest is (-1, -1)
@@ -160,6 +161,8 @@ class _Runs:
 
     def _merge_vectorised(self, entries: set[int] | frozenset[int]) -> None:
         """Rebuild the runs from the current runs and ``entries`` in one numpy pass, in blocks of `_BLOCK` runs."""
+        import numpy as np  # loaded on first use: `pulsarlab serve` starts without it
+
         n = sum(map(len, self.starts))
         new = np.fromiter(entries, np.int64, len(entries))
         new.sort()
@@ -385,6 +388,8 @@ class _Runs:
 
     def to_long_array(self) -> list[int]:
         """`BitSet.toLongArray()`: little-endian 64-bit words up to the last non-zero one, signed."""
+        import numpy as np  # loaded on first use: `pulsarlab serve` starts without it
+
         if self.pending:
             self.merge_pending()
         if not self.firsts:

@@ -137,13 +137,32 @@ def validate_sticky_policy_ranges(ranges: Iterable[Any]) -> list[HashRange]:
         built.append(HashRange(start, end))
     if not built:
         raise IllegalArgumentException("Ranges for KeyShared policy must not be empty.")
+    # Java checks each range against every other in order (O(n^2)) and reports the first overlapping pair; the
+    # same pair is found here in O(n log n): which ranges overlap another (a sweep in start order), the first of
+    # them, then the first range it overlaps
+    overlapping = _overlapping(built)
     for i, r1 in enumerate(built):
         if r1.start < 0 or r1.end >= CLIENT_HASH_RANGE_SIZE:
             raise IllegalArgumentException(f"Ranges must be [0, 65535] but provided range is {r1}")
-        for j, r2 in enumerate(built):
-            if i != j and _overlaps(r1, r2):
-                raise IllegalArgumentException(f"Ranges for KeyShared policy with overlap between {r1} and {r2}")
+        if i in overlapping:
+            r2 = next(r2 for j, r2 in enumerate(built) if i != j and _overlaps(r1, r2))
+            raise IllegalArgumentException(f"Ranges for KeyShared policy with overlap between {r1} and {r2}")
     return built
+
+
+def _overlapping(ranges: list[HashRange]) -> set[int]:
+    """The indexes of the ranges that overlap at least one other."""
+    order = sorted(range(len(ranges)), key=lambda i: (ranges[i].start, i))
+    found: set[int] = set()
+    reach = None  # the highest end among the ranges before this one in start order
+    for p, i in enumerate(order):
+        r = ranges[i]
+        if reach is not None and reach >= r.start:
+            found.add(i)
+        if p + 1 < len(order) and ranges[order[p + 1]].start <= r.end:
+            found.add(i)
+        reach = r.end if reach is None else max(reach, r.end)
+    return found
 
 
 class ConsumerKeySharedPolicy:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import logging
+import socket
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from aiohttp import web
@@ -161,11 +162,13 @@ class AdminHttp:
         self._routes()
 
     # --- lifecycle ------------------------------------------------------------------------------
-    async def start(self, host: str, port: int) -> None:
+    async def start(self, host: str, port: int, sock: socket.socket | None = None) -> None:
+        """Listen on ``host:port``, or serve on ``sock``, a listening socket bound before this module loaded."""
         runner = web.AppRunner(self.app, handle_signals=False, access_log=None, shutdown_timeout=SHUTDOWN_S)
         await runner.setup()
         try:
-            await web.TCPSite(runner, host, port).start()
+            site = web.TCPSite(runner, host, port) if sock is None else web.SockSite(runner, sock)
+            await site.start()
         except BaseException:
             await runner.cleanup()
             raise

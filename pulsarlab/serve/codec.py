@@ -8,6 +8,10 @@ number field is read packed or unpacked and written unpacked; an enum value the 
 treated as absent, as proto2 does. The schema is the project's own: field numbers, wire types and defaults are
 what interoperability needs, the names are ours.
 
+Numbers are read as Pulsar's broker reads them: its generated Java classes hold a uint64 in a ``long`` and a
+uint32 in an ``int``, so every uint64 decodes as a signed 64-bit value (2**64 - 1 is -1, the C++ client's entry
+id -1) and every uint32 as a signed 32-bit one; writing a negative value gives the same bytes back.
+
 Simplifies: no groups (wire types 3/4 fail), no fixed32/sfixed/sint types, no maps or oneofs (Pulsar's
 protocol uses none of them).
 """
@@ -174,6 +178,19 @@ class ProtoMessage:
     _BY_NUMBER: ClassVar[dict[int, Field]] = {}
     _BY_NAME: ClassVar[dict[str, Field]] = {}
 
+    # one __eq__ and __repr__ for every message (the declarations pass eq=False, repr=False to dataclass: the
+    # generated ones cost an exec per class when `pulsarlab serve` starts)
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return all(getattr(self, f.name) == getattr(other, f.name) for f in self.FIELDS)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
+
+    def __repr__(self) -> str:
+        values = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in self.FIELDS)
+        return f"{type(self).__name__}({values})"
+
     def value(self, name: str) -> Any:
         """The field's value, or its proto2 default when absent (None for a message without a default)."""
         v = getattr(self, name)
@@ -233,6 +250,8 @@ def _encode_scalar(f: Field, v: Any, out: bytearray) -> None:
     if kind in _VARINT_KINDS:
         if kind is BOOL:
             n = 1 if v else 0
+        elif kind is UINT32:  # an int written as uint32 (`writeUInt32`): at most 5 bytes, -1 is 2**32 - 1
+            n = int(v) & 0xFFFFFFFF
         else:
             n = int(v)
         out += tag(f.number, WIRE_VARINT)
@@ -282,14 +301,10 @@ def _convert(f: Field, wire: int, raw: Any, buf: Any) -> Any:
     if kind in _VARINT_KINDS:
         if wire != WIRE_VARINT:
             raise CodecError(f"field {f.name} ({f.number}) expects a varint, got wire type {wire}")
-        if kind is UINT64:
-            return raw
-        if kind is INT64:
+        if kind is UINT64 or kind is INT64:  # Java reads uint64 into a long: 2**64 - 1 is -1
             return as_signed64(raw)
-        if kind is INT32:
+        if kind is INT32 or kind is UINT32:  # and uint32 into an int
             return as_signed32(raw)
-        if kind is UINT32:
-            return raw & 0xFFFFFFFF
         if kind is BOOL:
             return raw != 0
         enum_type = _resolve(f)

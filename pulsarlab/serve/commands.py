@@ -169,21 +169,21 @@ class SchemaKind(enum.IntEnum):
 
 # --- shared parts -------------------------------------------------------------------------------
 @proto(F(1, "key", STRING, REQUIRED), F(2, "value", STRING, REQUIRED))
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False, repr=False)
 class KeyValue(ProtoMessage):
     key: str = ""
     value: str = ""
 
 
 @proto(F(1, "key", STRING, REQUIRED), F(2, "value", UINT64, REQUIRED))
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False, repr=False)
 class KeyLongValue(ProtoMessage):
     key: str = ""
     value: int = 0
 
 
 @proto(F(1, "start", INT32, REQUIRED), F(2, "end", INT32, REQUIRED))
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False, repr=False)
 class IntRange(ProtoMessage):
     start: int = 0
     end: int = 0
@@ -195,7 +195,7 @@ class IntRange(ProtoMessage):
     F(4, "type", ENUM, REQUIRED, type=SchemaKind),
     F(5, "properties", MESSAGE, REPEATED, type=KeyValue),
 )
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False, repr=False)
 class SchemaInfo(ProtoMessage):
     """`Schema`."""
 
@@ -214,9 +214,10 @@ class SchemaInfo(ProtoMessage):
     F(6, "batch_size", INT32),
     F(7, "first_chunk_message_id", MESSAGE, type="MsgId"),
 )
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False, repr=False)
 class MsgId(ProtoMessage):
-    """`MessageIdData`. Ledger and entry ids are uint64 on the wire; -1 travels as 2**64 - 1 (`signed_ids`)."""
+    """`MessageIdData`. Ledger and entry ids are uint64 on the wire, read as Java longs: -1 travels as
+    2**64 - 1 and decodes as -1 (``earliest``)."""
 
     ledger_id: int = 0
     entry_id: int = 0
@@ -226,10 +227,9 @@ class MsgId(ProtoMessage):
     batch_size: int | None = None
     first_chunk_message_id: "MsgId | None" = None
 
-    def signed_ids(self) -> tuple[int, int]:
-        """(ledger, entry) as Java longs: uint64 2**64 - 1 is -1 (``earliest``)."""
-        l, e = self.ledger_id, self.entry_id
-        return (l - (1 << 64) if l >= 1 << 63 else l, e - (1 << 64) if e >= 1 << 63 else e)
+    def ids(self) -> tuple[int, int]:
+        """(ledger, entry) as the broker's position reads them (Java longs)."""
+        return self.ledger_id, self.entry_id
 
 
 @proto(
@@ -238,7 +238,7 @@ class MsgId(ProtoMessage):
     F(3, "supports_partial_producer", BOOL, default=False),
     F(4, "supports_topic_watchers", BOOL, default=False),
 )
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False, repr=False)
 class FeatureFlags(ProtoMessage):
     supports_auth_refresh: bool | None = None
     supports_broker_entry_metadata: bool | None = None
@@ -259,7 +259,7 @@ class FeatureFlags(ProtoMessage):
     F(9, "original_auth_method", STRING),
     F(10, "feature_flags", MESSAGE, type=FeatureFlags),
 )
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False, repr=False)
 class Connect(ProtoMessage):
     client_version: str = ""
     auth_method: int | None = None
@@ -279,7 +279,7 @@ class Connect(ProtoMessage):
     F(3, "max_message_size", INT32),
     F(4, "feature_flags", MESSAGE, type=FeatureFlags),
 )
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False, repr=False)
 class Connected(ProtoMessage):
     server_version: str = ""
     protocol_version: int | None = None
@@ -288,13 +288,13 @@ class Connected(ProtoMessage):
 
 
 @proto()
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False, repr=False)
 class Ping(ProtoMessage):
     pass
 
 
 @proto()
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False, repr=False)
 class Pong(ProtoMessage):
     pass
 
@@ -307,7 +307,7 @@ class Pong(ProtoMessage):
     F(4, "original_auth_data", STRING),
     F(5, "original_auth_method", STRING),
 )
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False, repr=False)
 class PartitionMetadataRequest(ProtoMessage):
     """`CommandPartitionedTopicMetadata`."""
 
@@ -325,7 +325,7 @@ class PartitionMetadataRequest(ProtoMessage):
     F(4, "error", ENUM, type=ServerError),
     F(5, "message", STRING),
 )
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False, repr=False)
 class PartitionMetadataResponse(ProtoMessage):
     partitions: int | None = None
     request_id: int = 0
@@ -343,7 +343,7 @@ class PartitionMetadataResponse(ProtoMessage):
     F(6, "original_auth_method", STRING),
     F(7, "advertised_listener_name", STRING),
 )
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False, repr=False)
 class LookupRequest(ProtoMessage):
     """`CommandLookupTopic`."""
 
@@ -366,7 +366,7 @@ class LookupRequest(ProtoMessage):
     F(7, "message", STRING),
     F(8, "proxy_through_service_url", BOOL, default=False),
 )
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False, repr=False)
 class LookupResponse(ProtoMessage):
     broker_service_url: str | None = None
     broker_service_url_tls: str | None = None
@@ -394,7 +394,7 @@ class LookupResponse(ProtoMessage):
     F(12, "txn_enabled", BOOL, default=False),
     F(13, "initial_subscription_name", STRING),
 )
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False, repr=False)
 class ProducerRequest(ProtoMessage):
     """`CommandProducer`."""
 
@@ -421,7 +421,7 @@ class ProducerRequest(ProtoMessage):
     F(5, "topic_epoch", UINT64),
     F(6, "producer_ready", BOOL, default=True),
 )
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False, repr=False)
 class ProducerSuccess(ProtoMessage):
     request_id: int = 0
     producer_name: str = ""
@@ -442,7 +442,7 @@ class ProducerSuccess(ProtoMessage):
     F(8, "marker", BOOL, default=False),
     F(9, "message_id", MESSAGE, type=MsgId),
 )
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False, repr=False)
 class Send(ProtoMessage):
     """`CommandSend` (its payload follows the command in the frame)."""
 
@@ -463,7 +463,7 @@ class Send(ProtoMessage):
     F(3, "message_id", MESSAGE, type=MsgId),
     F(4, "highest_sequence_id", UINT64, default=0),
 )
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False, repr=False)
 class SendReceipt(ProtoMessage):
     producer_id: int = 0
     sequence_id: int = 0
@@ -477,7 +477,7 @@ class SendReceipt(ProtoMessage):
     F(3, "error", ENUM, REQUIRED, type=ServerError),
     F(4, "message", STRING, REQUIRED),
 )
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False, repr=False)
 class SendError(ProtoMessage):
     producer_id: int = 0
     sequence_id: int = 0
@@ -491,7 +491,7 @@ class SendError(ProtoMessage):
     F(3, "assigned_broker_service_url", STRING),
     F(4, "assigned_broker_service_url_tls", STRING),
 )
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False, repr=False)
 class CloseProducer(ProtoMessage):
     producer_id: int = 0
     request_id: int = 0
@@ -505,7 +505,7 @@ class CloseProducer(ProtoMessage):
     F(3, "hash_ranges", MESSAGE, REPEATED, type=IntRange),
     F(4, "allow_out_of_order_delivery", BOOL, default=False),
 )
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False, repr=False)
 class KeySharedMeta(ProtoMessage):
     mode: KeySharedMode = KeySharedMode.AutoSplit
     hash_ranges: list[IntRange] = field(default_factory=list)
@@ -533,7 +533,7 @@ class KeySharedMeta(ProtoMessage):
     F(18, "subscription_properties", MESSAGE, REPEATED, type=KeyValue),
     F(19, "consumer_epoch", UINT64),
 )
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False, repr=False)
 class Subscribe(ProtoMessage):
     """`CommandSubscribe`."""
 
@@ -559,7 +559,7 @@ class Subscribe(ProtoMessage):
 
 
 @proto(F(1, "consumer_id", UINT64, REQUIRED), F(2, "message_permits", UINT32, REQUIRED))
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False, repr=False)
 class Flow(ProtoMessage):
     consumer_id: int = 0
     message_permits: int = 0
@@ -572,7 +572,7 @@ class Flow(ProtoMessage):
     F(4, "ack_set", INT64, REPEATED),
     F(5, "consumer_epoch", UINT64),
 )
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False, repr=False)
 class MessageCmd(ProtoMessage):
     """`CommandMessage` (broker to client; the entry's metadata and payload follow it in the frame)."""
 
@@ -593,7 +593,7 @@ class MessageCmd(ProtoMessage):
     F(7, "txnid_most_bits", UINT64, default=0),
     F(8, "request_id", UINT64),
 )
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False, repr=False)
 class Ack(ProtoMessage):
     """`CommandAck`."""
 
@@ -615,7 +615,7 @@ class Ack(ProtoMessage):
     F(5, "message", STRING),
     F(6, "request_id", UINT64),
 )
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False, repr=False)
 class AckResponse(ProtoMessage):
     consumer_id: int = 0
     txnid_least_bits: int | None = None
@@ -626,14 +626,14 @@ class AckResponse(ProtoMessage):
 
 
 @proto(F(1, "consumer_id", UINT64, REQUIRED), F(2, "is_active", BOOL, default=False))
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False, repr=False)
 class ActiveConsumerChange(ProtoMessage):
     consumer_id: int = 0
     is_active: bool | None = None
 
 
 @proto(F(1, "consumer_id", UINT64, REQUIRED), F(2, "request_id", UINT64, REQUIRED))
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False, repr=False)
 class Unsubscribe(ProtoMessage):
     consumer_id: int = 0
     request_id: int = 0
@@ -645,7 +645,7 @@ class Unsubscribe(ProtoMessage):
     F(3, "message_id", MESSAGE, type=MsgId),
     F(4, "message_publish_time", UINT64),
 )
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False, repr=False)
 class Seek(ProtoMessage):
     consumer_id: int = 0
     request_id: int = 0
@@ -654,7 +654,7 @@ class Seek(ProtoMessage):
 
 
 @proto(F(1, "consumer_id", UINT64, REQUIRED))
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False, repr=False)
 class ReachedEndOfTopic(ProtoMessage):
     consumer_id: int = 0
 
@@ -665,7 +665,7 @@ class ReachedEndOfTopic(ProtoMessage):
     F(3, "assigned_broker_service_url", STRING),
     F(4, "assigned_broker_service_url_tls", STRING),
 )
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False, repr=False)
 class CloseConsumer(ProtoMessage):
     consumer_id: int = 0
     request_id: int = 0
@@ -678,7 +678,7 @@ class CloseConsumer(ProtoMessage):
     F(2, "message_ids", MESSAGE, REPEATED, type=MsgId),
     F(3, "consumer_epoch", UINT64),
 )
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False, repr=False)
 class RedeliverUnacked(ProtoMessage):
     """`CommandRedeliverUnacknowledgedMessages`."""
 
@@ -689,7 +689,7 @@ class RedeliverUnacked(ProtoMessage):
 
 # --- generic replies ----------------------------------------------------------------------------
 @proto(F(1, "request_id", UINT64, REQUIRED), F(2, "schema", MESSAGE, type=SchemaInfo))
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False, repr=False)
 class Success(ProtoMessage):
     request_id: int = 0
     schema: SchemaInfo | None = None
@@ -700,7 +700,7 @@ class Success(ProtoMessage):
     F(2, "error", ENUM, REQUIRED, type=ServerError),
     F(3, "message", STRING, REQUIRED),
 )
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False, repr=False)
 class Error(ProtoMessage):
     request_id: int = 0
     error: ServerError = ServerError.UnknownError
@@ -709,7 +709,7 @@ class Error(ProtoMessage):
 
 # --- queries ------------------------------------------------------------------------------------
 @proto(F(1, "request_id", UINT64, REQUIRED), F(4, "consumer_id", UINT64, REQUIRED))
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False, repr=False)
 class ConsumerStats(ProtoMessage):
     request_id: int = 0
     consumer_id: int = 0
@@ -733,7 +733,7 @@ class ConsumerStats(ProtoMessage):
     F(15, "msg_backlog", UINT64),
     F(16, "message_ack_rate", DOUBLE),
 )
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False, repr=False)
 class ConsumerStatsResponse(ProtoMessage):
     request_id: int = 0
     error_code: ServerError | None = None
@@ -754,7 +754,7 @@ class ConsumerStatsResponse(ProtoMessage):
 
 
 @proto(F(1, "consumer_id", UINT64, REQUIRED), F(2, "request_id", UINT64, REQUIRED))
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False, repr=False)
 class GetLastMessageId(ProtoMessage):
     consumer_id: int = 0
     request_id: int = 0
@@ -765,7 +765,7 @@ class GetLastMessageId(ProtoMessage):
     F(2, "request_id", UINT64, REQUIRED),
     F(3, "consumer_mark_delete_position", MESSAGE, type=MsgId),
 )
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False, repr=False)
 class GetLastMessageIdResponse(ProtoMessage):
     last_message_id: MsgId = field(default_factory=MsgId)
     request_id: int = 0
@@ -779,7 +779,7 @@ class GetLastMessageIdResponse(ProtoMessage):
     F(4, "topics_pattern", STRING),
     F(5, "topics_hash", STRING),
 )
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False, repr=False)
 class GetTopicsOfNamespace(ProtoMessage):
     request_id: int = 0
     namespace: str = ""
@@ -795,7 +795,7 @@ class GetTopicsOfNamespace(ProtoMessage):
     F(4, "topics_hash", STRING),
     F(5, "changed", BOOL, default=True),
 )
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False, repr=False)
 class GetTopicsOfNamespaceResponse(ProtoMessage):
     request_id: int = 0
     topics: list[str] = field(default_factory=list)
@@ -805,7 +805,7 @@ class GetTopicsOfNamespaceResponse(ProtoMessage):
 
 
 @proto(F(1, "request_id", UINT64, REQUIRED), F(2, "topic", STRING, REQUIRED), F(3, "schema_version", BYTES))
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False, repr=False)
 class GetSchema(ProtoMessage):
     request_id: int = 0
     topic: str = ""
@@ -819,7 +819,7 @@ class GetSchema(ProtoMessage):
     F(4, "schema", MESSAGE, type=SchemaInfo),
     F(5, "schema_version", BYTES),
 )
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False, repr=False)
 class GetSchemaResponse(ProtoMessage):
     request_id: int = 0
     error_code: ServerError | None = None
@@ -833,7 +833,7 @@ class GetSchemaResponse(ProtoMessage):
     F(2, "topic", STRING, REQUIRED),
     F(3, "schema", MESSAGE, REQUIRED, type=SchemaInfo),
 )
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False, repr=False)
 class GetOrCreateSchema(ProtoMessage):
     request_id: int = 0
     topic: str = ""
@@ -846,7 +846,7 @@ class GetOrCreateSchema(ProtoMessage):
     F(3, "error_message", STRING),
     F(4, "schema_version", BYTES),
 )
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False, repr=False)
 class GetOrCreateSchemaResponse(ProtoMessage):
     request_id: int = 0
     error_code: ServerError | None = None
@@ -884,7 +884,7 @@ class GetOrCreateSchemaResponse(ProtoMessage):
     F(29, "chunk_id", INT32),
     F(30, "null_partition_key", BOOL, default=False),
 )
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False, repr=False)
 class WireMetadata(ProtoMessage):
     """`MessageMetadata` as it travels (the broker stores and forwards these bytes unchanged)."""
 
@@ -929,7 +929,7 @@ class WireMetadata(ProtoMessage):
     F(9, "null_value", BOOL, default=False),
     F(10, "null_partition_key", BOOL, default=False),
 )
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False, repr=False)
 class WireSingleMetadata(ProtoMessage):
     """`SingleMessageMetadata`: one message's header inside a batch payload."""
 
@@ -992,7 +992,7 @@ class UnknownCommand(CodecError):
     """The envelope names a command type that is not in `CommandType` (or none at all)."""
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False, repr=False)
 class RawCommand:
     """An envelope read without decoding its body: the type and where the body lies in the buffer."""
 

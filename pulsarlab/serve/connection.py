@@ -335,10 +335,26 @@ class ServerConnection(asyncio.Protocol):
                 raise ProtocolViolation(f"malformed {'SEND' if send else 'ACK'}: {e}") from None
             if self.state is not State.CONNECTED:
                 raise ProtocolViolation(f"{'SEND' if send else 'ACK'} before CONNECT")
-            if send:
-                self._publish(frame, *fields)
-            else:
-                self._apply_ack(*fields)
+            try:
+                if send:
+                    self._publish(frame, *fields)
+                else:
+                    self._apply_ack(*fields)
+            except ProtocolViolation:
+                raise
+            except Exception as e:  # a model bug: this command fails, the connection stays (as below)
+                log.exception("error handling %s from %s", "SEND" if send else "ACK", self.peer)
+                if send:
+                    self._send_error(fields[0], fields[1], ServerError.UnknownError, f"{type(e).__name__}: {e}")
+                elif fields[4] is not None:
+                    self.send(
+                        AckResponse(
+                            consumer_id=fields[0],
+                            error=ServerError.UnknownError,
+                            message=f"{type(e).__name__}: {e}",
+                            request_id=fields[4],
+                        )
+                    )
             return
         try:
             raw = read_envelope(buf, cs, ce)
@@ -701,7 +717,7 @@ class ServerConnection(asyncio.Protocol):
                 key_shared_policy=policy,
                 partition_index=cnx.partition,
                 durable=durable,
-                start_message_id=start.signed_ids() if start is not None else None,
+                start_message_id=start.ids() if start is not None else None,
                 read_compacted=bool(cmd.read_compacted),
             )
         except PulsarError as e:
@@ -803,7 +819,7 @@ class ServerConnection(asyncio.Protocol):
             return
         try:
             if cmd.message_id is not None:
-                self.service.reset_cursor(cnx.broker_consumer, cmd.message_id.signed_ids())
+                self.service.reset_cursor(cnx.broker_consumer, cmd.message_id.ids())
             else:
                 self.service.reset_cursor(
                     cnx.broker_consumer, publish_time=self.server.clock.to_virtual(cmd.message_publish_time)

@@ -87,6 +87,15 @@ def _read_key_value(buf: bytes, pos: int, end: int) -> tuple[str, str, int]:
     return key, value, stop
 
 
+_LONG_MIN, _LONG_MAX = -(2**63), 2**63 - 1
+
+
+def _on_lab_clock(wall_ms: int, clock_offset_ms: int) -> int:
+    """A producer's wall-clock time (a Java long) on the lab's clock, kept a long: a time that would pass
+    Long.MIN_VALUE (or MAX_VALUE) stays at the end of the range, as far in the past (or future) as it was."""
+    return min(max(wall_ms - clock_offset_ms, _LONG_MIN + 1), _LONG_MAX)
+
+
 def read_metadata(buf: bytes, start: int, end: int, clock_offset_ms: int = 0) -> tuple[MessageMetadata, bool]:
     """The model's `MessageMetadata` of the `MessageMetadata` bytes at ``buf[start:end]``, and whether the
     payload is plain (no compression, no encryption). Times move onto the lab clock by ``clock_offset_ms``."""
@@ -114,8 +123,10 @@ def read_metadata(buf: bytes, start: int, end: int, clock_offset_ms: int = 0) ->
             producer_name, pos = _read_str(buf, pos, end)
         elif key == 0x10:  # 2 sequence_id
             sequence_id, pos = decode_varint(buf, pos, end)
+            sequence_id = as_signed64(sequence_id)
         elif key == 0x18:  # 3 publish_time
             publish_time, pos = decode_varint(buf, pos, end)
+            publish_time = as_signed64(publish_time)
         elif key == 0x22:  # 4 properties
             k, v, pos = _read_key_value(buf, pos, end)
             properties[k] = v
@@ -127,12 +138,13 @@ def read_metadata(buf: bytes, start: int, end: int, clock_offset_ms: int = 0) ->
                 plain = False
         elif key == 0x48:  # 9 uncompressed_size
             uncompressed, pos = decode_varint(buf, pos, end)
-            uncompressed &= 0xFFFFFFFF
+            uncompressed = as_signed32(uncompressed)
         elif key == 0x58:  # 11 num_messages_in_batch
             n, pos = decode_varint(buf, pos, end)
             num_in_batch = as_signed32(n)
         elif key == 0x60:  # 12 event_time
             event_time, pos = decode_varint(buf, pos, end)
+            event_time = as_signed64(event_time)
         elif key == 0x6A:  # 13 encryption_keys
             plain = False
             pos = skip_field(buf, pos, end, key)
@@ -146,6 +158,7 @@ def read_metadata(buf: bytes, start: int, end: int, clock_offset_ms: int = 0) ->
             deliver_at = as_signed64(v)
         elif key == 0xC0:  # 24 highest_sequence_id
             highest, pos = decode_varint(buf, pos, end)
+            highest = as_signed64(highest)
         elif key == 0xD2:  # 26 uuid
             uuid, pos = _read_str(buf, pos, end)
         elif key == 0xD8:  # 27 num_chunks_from_msg
@@ -164,7 +177,7 @@ def read_metadata(buf: bytes, start: int, end: int, clock_offset_ms: int = 0) ->
     meta = MessageMetadata(
         producer_name,
         sequence_id,
-        publish_time - clock_offset_ms,
+        _on_lab_clock(publish_time, clock_offset_ms),
         properties,
         partition_key,
         b64,
@@ -172,7 +185,7 @@ def read_metadata(buf: bytes, start: int, end: int, clock_offset_ms: int = 0) ->
         event_time,
         num_in_batch,
         highest,
-        None if deliver_at is None else deliver_at - clock_offset_ms,
+        None if deliver_at is None else _on_lab_clock(deliver_at, clock_offset_ms),
         uncompressed,
         uuid,
         chunk_id,

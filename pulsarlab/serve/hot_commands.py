@@ -1,7 +1,8 @@
 """The commands on the hot path (SEND, ACK, SEND_RECEIPT), read and written without building dataclasses.
 
-Models the same `CommandSend`, `CommandAck` and `CommandSendReceipt` as `commands` (field numbers and proto2
-rules are the same; `tests/test_serve_codec.py` checks both readings agree): a producer's every SEND and a
+Models the same `CommandSend`, `CommandAck` and `CommandSendReceipt` as `commands` (field numbers, proto2
+rules and the Java reading of uint64 as a signed long are the same; `tests/test_serve_codec.py` checks both
+readings agree): a producer's every SEND and a
 consumer's every ACK pass through here, so the fields go straight into tuples.
 """
 
@@ -37,7 +38,7 @@ def read_send(buf: bytes, pos: int, end: int) -> tuple[int, int, int | None, boo
             pos = skip_field(buf, pos, end, key)
     if producer_id is None or sequence_id is None:
         raise CodecError("CommandSend is missing producer_id or sequence_id")
-    return producer_id, sequence_id, highest, txn
+    return as_signed64(producer_id), as_signed64(sequence_id), None if highest is None else as_signed64(highest), txn
 
 
 def _read_message_id(buf: bytes, pos: int, end: int) -> tuple[int, int, tuple[int, ...] | None]:
@@ -73,7 +74,7 @@ def _read_message_id(buf: bytes, pos: int, end: int) -> tuple[int, int, tuple[in
             pos = skip_field(buf, pos, end, key)
     if ledger is None or entry is None:
         raise CodecError("MessageIdData is missing ledgerId or entryId")
-    return ledger, entry, tuple(words) if words else None
+    return as_signed64(ledger), as_signed64(entry), tuple(words) if words else None
 
 
 def read_ack(buf: bytes, pos: int, end: int) -> tuple[int, int, tuple, dict[str, int], int | None]:
@@ -114,7 +115,13 @@ def read_ack(buf: bytes, pos: int, end: int) -> tuple[int, int, tuple, dict[str,
             pos = skip_field(buf, pos, end, key)
     if consumer_id is None or ack_type is None:
         raise CodecError("CommandAck is missing consumer_id or ack_type")
-    return consumer_id, ack_type, tuple(ids), props, request_id
+    return (
+        as_signed64(consumer_id),
+        ack_type,
+        tuple(ids),
+        props,
+        None if request_id is None else as_signed64(request_id),
+    )
 
 
 def _read_key_long(buf: bytes, pos: int, end: int) -> tuple[str, int]:
@@ -136,6 +143,7 @@ def _read_key_long(buf: bytes, pos: int, end: int) -> tuple[str, int]:
             pos += n
         elif key == 0x10:
             value, pos = decode_varint(buf, pos, end)
+            value = as_signed64(value)
         else:
             pos = skip_field(buf, pos, end, key)
     if name is None or value is None:

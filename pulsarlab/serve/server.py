@@ -9,7 +9,9 @@ loop holds it while it handles frames or fires timers; any other thread must hol
 (`ServerThread.call`, `ServerThread.snapshot`).
 
 Beside it, in the same loop, the admin REST API and HTTP lookup (`admin_http.AdminHttp`, ``webServicePort``)
-when ``admin_port`` is given (0 picks a free port; ``admin_url``).
+when ``admin_port`` is given (0 picks a free port; ``admin_url``). With ``admin_in_background`` (what
+``pulsarlab serve`` uses) the admin port is bound at once but aiohttp loads on a worker thread while the binary
+port already serves, so the first producer does not wait for it; admin requests wait in the port's backlog.
 
 It listens on loopback unless ``allow_remote`` is given (the lab has no authentication); the same rule holds
 for the admin port. `start` runs it on a background thread for a notebook and returns a `ServerThread` handle
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import ipaddress
 import logging
 import os
@@ -38,11 +41,11 @@ from pulsarlab.serve.connection import ServerConnection
 from pulsarlab.serve.entries import EncodedEntries
 from pulsarlab.serve.frames import FRAME_PADDING
 from pulsarlab.serve.realtime import RealTimeDriver
-from pulsarlab.snapshot.recorder import Recorder
 
 if TYPE_CHECKING:  # pragma: no cover
     from pulsarlab.lab import Lab
     from pulsarlab.snapshot.lab import LabSnapshot
+    from pulsarlab.snapshot.recorder import Recorder
 
 log = logging.getLogger("pulsarlab.serve")
 
@@ -143,6 +146,7 @@ class LabServer:
         record: str | os.PathLike[str] | None = None,
         admin_port: int | None = None,
         advertised_listeners: dict[str, str] | None = None,
+        admin_in_background: bool = False,
     ) -> None:
         check_bind_address(host, allow_remote)
         self.advertised_listeners = parse_advertised_listeners(advertised_listeners)
@@ -150,6 +154,8 @@ class LabServer:
         self.admin_port = admin_port
         self.admin: Any = None
         self.admin_url: str | None = None
+        self.admin_in_background = admin_in_background
+        self._admin_task: asyncio.Task | None = None
         self.lab = lab
         self.host = host
         self.port = port
@@ -172,7 +178,11 @@ class LabServer:
         self._timer_due = 0.0
         self._poll: asyncio.TimerHandle | None = None
         # every event of the served run becomes a frame, written to ``record_path`` when the server stops
-        self.recorder: Recorder | None = None if self.record_path is None else Recorder(lab)
+        self.recorder: Recorder | None = None
+        if self.record_path is not None:
+            from pulsarlab.snapshot.recorder import Recorder  # the view-model loads only when recording
+
+            self.recorder = Recorder(lab)
         self.record_error: BaseException | None = None
 
     # --- lifecycle ------------------------------------------------------------------------------
@@ -190,23 +200,59 @@ class LabServer:
         host = self.advertised_host
         self.url = f"pulsar://[{host}]:{self.port}" if ":" in host else f"pulsar://{host}:{self.port}"
         if self.admin_port is not None:
-            from pulsarlab.serve.admin_http import AdminHttp  # aiohttp (lab extra): only when the port is on
-
-            admin = AdminHttp(self)
             try:
-                await admin.start(self.host, self.admin_port)
+                if self.admin_in_background:
+                    self._admin_task = loop.create_task(self._start_admin_later(self._bind_admin()))
+                else:
+                    await self._start_admin()
             except BaseException:
                 self._server.close()
                 await self._server.wait_closed()
                 self._server = None
                 raise
-            self.admin, self.admin_url, self.admin_port = admin, admin.url, admin.port
-            log.info("admin REST API on %s", self.admin_url)
         self._poll = loop.call_later(POLL_S, self._on_poll)
         log.info("pulsarlab broker (profile %s) listening on %s", self.lab.version, self.url)
 
+    async def _start_admin(self, sock: socket.socket | None = None) -> None:
+        from pulsarlab.serve.admin_http import AdminHttp  # aiohttp (lab extra): only when the port is on
+
+        admin = AdminHttp(self)
+        await admin.start(self.host, self.admin_port or 0, sock)
+        self.admin, self.admin_url, self.admin_port = admin, admin.url, admin.port
+        log.info("admin REST API on %s", self.admin_url)
+
+    def _bind_admin(self) -> socket.socket:
+        """The admin port, bound and listening now (what comes in waits in its backlog until aiohttp serves it)."""
+        family, _type, _proto, _name, address = socket.getaddrinfo(
+            self.host, self.admin_port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+        sock = socket.create_server(address[:2], family=family)
+        self.admin_port = sock.getsockname()[1]
+        host = self.advertised_host
+        self.admin_url = f"http://[{host}]:{self.admin_port}" if ":" in host else f"http://{host}:{self.admin_port}"
+        return sock
+
+    async def _start_admin_later(self, sock: socket.socket) -> None:
+        """Load aiohttp on a worker thread while the binary port already serves, then serve the admin REST API
+        on ``sock`` (`pulsarlab serve`: its first producer does not wait for aiohttp's import)."""
+        loop = asyncio.get_running_loop()
+        try:
+            await loop.run_in_executor(None, importlib.import_module, "pulsarlab.serve.admin_http")
+            await self._start_admin(sock)
+        except asyncio.CancelledError:
+            sock.close()
+            raise
+        except Exception as e:
+            sock.close()
+            self.admin_url = None
+            log.error("the admin REST API did not start: %s: %s", type(e).__name__, e)
+
     async def stop(self) -> None:
         """Stop listening, close every connection (their consumers and producers close in the model)."""
+        if self._admin_task is not None and not self._admin_task.done():
+            self._admin_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._admin_task
         if self.admin is not None:
             await self.admin.stop()
             self.admin = None

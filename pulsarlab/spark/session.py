@@ -15,10 +15,12 @@ import contextlib
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any, Iterator
+from urllib.parse import urlsplit
 
 MIN_JAVA = 17
 LOG4J2_CONFIG = Path(__file__).with_name("log4j2.properties")
@@ -161,13 +163,74 @@ def _without_env(name: str) -> Iterator[None]:
             os.environ[name] = saved
 
 
+class SparkUnreachableError(RuntimeError):
+    """The Spark Connect server or Spark master named is not reachable: said at once, where the clients would
+    retry in silence (Spark Connect's default policy for about 15 minutes, a standalone master for a minute)."""
+
+
+PROBE_TIMEOUT_S = 5.0
+_DEFAULT_PORTS = {"sc": 15002, "spark": 7077}  # Spark Connect's and the standalone master's
+
+
+def _addresses(url: str) -> list[tuple[str, int]]:
+    """``(host, port)`` of each server an ``sc://`` or ``spark://`` URL names (a standalone master URL may list
+    several, ``spark://h1:7077,h2:7077``); empty for any other master (``local``, ``yarn``, ...)."""
+    scheme, sep, rest = url.partition("://")
+    if not sep or scheme not in _DEFAULT_PORTS:
+        return []
+    hosts = rest.split("/", 1)[0].split(";", 1)[0]
+    out = []
+    for part in hosts.split(",") if scheme == "spark" else [hosts]:
+        split = urlsplit(f"//{part.strip()}")
+        try:
+            port = split.port or _DEFAULT_PORTS[scheme]
+        except ValueError:
+            raise SparkUnreachableError(f"{url!r}: {part!r} is not host:port") from None
+        if not split.hostname:
+            raise SparkUnreachableError(f"{url!r} names no host")
+        out.append((split.hostname, port))
+    return out
+
+
+def _probe(host: str, port: int, timeout_s: float) -> str | None:
+    """None if a TCP connection to ``host:port`` opens within ``timeout_s``, else why not, in a few words."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s):
+            return None
+    except ConnectionRefusedError:
+        return "connection refused"
+    except socket.gaierror as exc:
+        return f"cannot resolve {host!r} ({exc.strerror or exc})"
+    except TimeoutError:
+        return f"no answer within {timeout_s:g} s"
+    except OSError as exc:
+        return exc.strerror or str(exc)
+
+
+def check_reachable(kind: str, target: str, timeout_s: float = PROBE_TIMEOUT_S) -> None:
+    """Raise `SparkUnreachableError` ("cannot reach Spark Connect at sc://...: connection refused") unless the
+    Spark Connect server (``kind`` "remote") or one of the standalone masters (``spark://``) accepts a TCP
+    connection within ``timeout_s``. Other masters (``local[*]``, ``yarn``, ``k8s://``) are not probed."""
+    addresses = _addresses(target)
+    if not addresses:
+        return
+    what = "Spark Connect" if kind == "remote" else "the Spark master"
+    failures = [_probe(host, port, timeout_s) for host, port in addresses]
+    if all(failures):
+        reasons = sorted(set(failures))  # type: ignore[arg-type]
+        raise SparkUnreachableError(f"cannot reach {what} at {target}: {'; '.join(reasons)}")
+
+
 def get_session(app_name: str = "pulsarlab", master: str | None = None, config: dict[str, Any] | None = None):
     """A SparkSession (the active one if it exists), configured for pulsarlab.
 
     ``config`` adds or overrides Spark settings. Raises JavaNotFoundError before starting a JVM if
-    Java 17+ is missing, and RuntimeError if a Spark Connect client is asked for but not installed.
+    Java 17+ is missing, `SparkUnreachableError` (a RuntimeError) within seconds if the Spark Connect server or
+    standalone master does not accept a connection, and RuntimeError if a Spark Connect client is asked for but
+    not installed.
     """
     kind, target = resolve_master(master)
+    check_reachable(kind, target)
     from pyspark.sql import SparkSession
 
     if kind == "remote":

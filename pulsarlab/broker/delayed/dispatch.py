@@ -30,8 +30,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pulsarlab.broker.delayed.bucket.tracker import DELAYED_BUCKET_KEY_PREFIX, BucketDelayedDeliveryTracker
 from pulsarlab.broker.delayed.factory import buffer_memory_usage, tracker_kind
+from pulsarlab.broker.delayed.tracker_names import DELAYED_BUCKET_KEY_PREFIX, is_bucket_tracker
 from pulsarlab.errors import PulsarError
 from pulsarlab.event_catalogue.delayed import (
     DELAYED_PAUSED,
@@ -154,7 +154,7 @@ class DelayedDelivery:
     def skip_held(self, entries: list) -> list:
         """A normal read's skip condition: drop entries the bucket tracker already holds."""
         tracker = self.tracker
-        if not isinstance(tracker, BucketDelayedDeliveryTracker):
+        if not is_bucket_tracker(tracker):
             return entries
         contains = tracker.contains_message
         return [item for item in entries if not contains(item[0].ledger_id, item[0].entry_id)]
@@ -198,7 +198,7 @@ class DelayedDelivery:
     def on_first_consumer(self) -> None:
         """``addConsumer`` on an empty dispatcher: the cursor rewinds, an in-memory tracker is cleared."""
         tracker = self.tracker
-        if tracker is not None and not isinstance(tracker, BucketDelayedDeliveryTracker):
+        if tracker is not None and not is_bucket_tracker(tracker):
             tracker.clear()
 
     def clear(self) -> None:
@@ -264,7 +264,7 @@ class DelayedDelivery:
 
 def bucket_index_stats(tracker: Any) -> dict[str, dict[str, Any]]:
     """``genTopicMetricMap()``'s gauges as `TopicMetricBean` JSON; ``{}`` for an in-memory tracker."""
-    if not isinstance(tracker, BucketDelayedDeliveryTracker):
+    if not is_bucket_tracker(tracker):
         return {}
     values = {
         BUCKET_TOTAL: tracker.bucket_count() + 1,

@@ -16,20 +16,17 @@ never, on odd values); no per-topic or per-namespace delayed-delivery policies (
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, MutableMapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping, MutableMapping
 
-from pulsarlab.broker.delayed.bucket.snapshot import BucketSnapshotStorage
-from pulsarlab.broker.delayed.bucket.tracker import (
-    BUCKET_TRACKER_FACTORY,
-    IN_MEMORY_TRACKER_FACTORY,
-    BucketDelayedDeliveryTracker,
-    new_delayed_delivery_tracker,
-)
-from pulsarlab.broker.delayed.in_memory import InMemoryDelayedDeliveryTracker
+from pulsarlab.broker.delayed.tracker_names import BUCKET_TRACKER_FACTORY, IN_MEMORY_TRACKER_FACTORY, is_bucket_tracker
 from pulsarlab.clock import Scheduler
 from pulsarlab.errors import IllegalArgumentException, PulsarError
 from pulsarlab.events import EventLog
 from pulsarlab.profiles import Profile
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pulsarlab.broker.delayed.bucket.snapshot import BucketSnapshotStorage
+    from pulsarlab.broker.delayed.in_memory import InMemoryDelayedDeliveryTracker
 
 FACTORY_CLASS_NAMES = (IN_MEMORY_TRACKER_FACTORY, BUCKET_TRACKER_FACTORY)
 
@@ -114,6 +111,9 @@ class DelayedDeliveryTrackerFactory:
         self, name: str, read_more_entries: Callable[[], object], cursor_properties: MutableMapping[str, str]
     ) -> InMemoryDelayedDeliveryTracker:
         """``newTracker(dispatcher)``: ``name`` is the dispatcher's ``"<topic> / <subscription>"``."""
+        # the trackers load with the first one (numpy with them), not when the broker starts
+        from pulsarlab.broker.delayed.bucket.tracker import new_delayed_delivery_tracker
+
         return new_delayed_delivery_tracker(
             self._scheduler,
             read_more_entries,
@@ -137,7 +137,7 @@ def load_delayed_delivery_tracker_factory(
 
 def tracker_kind(tracker: Any) -> str:
     """A tracker's Pulsar class name, with the 3.x/4.0 vs 4.1 form of the in-memory one."""
-    if isinstance(tracker, BucketDelayedDeliveryTracker):
+    if is_bucket_tracker(tracker):
         return "BucketDelayedDeliveryTracker"
     form = getattr(tracker, "form", None)
     suffix = f" ({form.value.replace('_', ' ')})" if form is not None else ""
@@ -150,7 +150,7 @@ def buffer_memory_usage(tracker: Any) -> int:
     In-memory tracker: its queue's (4.1: its bitmaps') estimated bytes; bucket tracker: the mutable
     bucket's and the shared queue's ``bytesCapacity`` (the bitmaps and stored segments are not counted).
     """
-    if isinstance(tracker, BucketDelayedDeliveryTracker):
+    if is_bucket_tracker(tracker):
         return tracker.buffer_memory_usage()
     return tracker.memory_bytes()
 

@@ -25,9 +25,11 @@ ids above 2^32 are priced as if they were 32-bit (``Roaring64Bitmap`` costs a li
 
 from __future__ import annotations
 
-from typing import Iterable, Mapping
+from typing import TYPE_CHECKING, Iterable, Mapping
 
-import numpy as np
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+
 
 TUPLE_BYTES = 24  # 3 longs per TripleLongPriorityQueue item
 _INITIAL_LONGS = 16 * 3  # DEFAULT_INITIAL_CAPACITY = 16 tuples
@@ -57,6 +59,8 @@ def bytes_capacity(tuples: int) -> int:
 
 def container_stats(groups: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per roaring container of each group (a bitmap's sorted, distinct ids): (group index, cardinality, runs)."""
+    import numpy as np  # loaded on first use: `pulsarlab serve` starts without it
+
     lengths = np.fromiter((len(g) for g in groups), dtype=np.int64, count=len(groups))
     total = int(lengths.sum())
     if total == 0:
@@ -77,12 +81,16 @@ def container_stats(groups: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, n
 
 
 def _payload(cards: np.ndarray, runs: np.ndarray, run_optimized: bool, run_bytes: np.ndarray) -> np.ndarray:
+    import numpy as np  # loaded on first use: `pulsarlab serve` starts without it
+
     payload = np.where(cards <= ARRAY_CONTAINER_MAX, 2 * cards, BITMAP_CONTAINER_BYTES)
     return np.minimum(payload, run_bytes) if run_optimized else payload
 
 
 def roaring_bytes_many(groups: list[np.ndarray], run_optimized: bool = False) -> np.ndarray:
     """Heap bytes of one ``RoaringBitmap`` per group of sorted, distinct, non-negative ids."""
+    import numpy as np  # loaded on first use: `pulsarlab serve` starts without it
+
     group, cards, runs = container_stats(groups)
     per_container = _payload(cards, runs, run_optimized, 4 * runs) + ROARING_CONTAINER_OVERHEAD
     sizes = np.bincount(group, weights=per_container, minlength=len(groups)).astype(np.int64)
@@ -92,6 +100,8 @@ def roaring_bytes_many(groups: list[np.ndarray], run_optimized: bool = False) ->
 def roaring_serialized_sizes(groups: list[np.ndarray]) -> np.ndarray:
     """``serializedSizeInBytes()`` after ``runOptimize()`` per group: an 8-byte header, 8 bytes of key,
     cardinality and offset per container, and the payload (a run container: 2 + 4 per run)."""
+    import numpy as np  # loaded on first use: `pulsarlab serve` starts without it
+
     group, cards, runs = container_stats(groups)
     per_container = _payload(cards, runs, True, 2 + 4 * runs) + 8
     return np.bincount(group, weights=per_container, minlength=len(groups)).astype(np.int64) + 8
@@ -117,6 +127,8 @@ def fastutil_map_bytes(capacity: int) -> int:
 
 def sorted_array(entries: Iterable[int]) -> np.ndarray:
     """Entry ids as a sorted int64 array."""
+    import numpy as np  # loaded on first use: `pulsarlab serve` starts without it
+
     if isinstance(entries, np.ndarray):
         return np.sort(entries)
     size = len(entries) if hasattr(entries, "__len__") else -1  # type: ignore[arg-type]

@@ -25,12 +25,13 @@ import itertools
 from collections import deque
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Callable, Mapping, Protocol
-
-import numpy as np
+from typing import TYPE_CHECKING, Callable, Mapping, Protocol
 
 from pulsarlab.broker.delayed.jvm_memory import roaring_serialized_sizes
 from pulsarlab.errors import PulsarError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
 
 _PKG = "org.apache.pulsar.broker.delayed.bucket."
 NO_SUCH_LEDGER = "No such ledger exists on Bookies"  # BKException.getMessage(NoSuchLedgerExistsException)
@@ -53,6 +54,8 @@ class BucketNotExistException(BucketSnapshotPersistenceException):
 
 
 def _frozen(values: object) -> np.ndarray:
+    import numpy as np  # loaded on first use: `pulsarlab serve` starts without it
+
     arr = np.array(values, dtype=np.int64, copy=True).reshape(-1)
     arr.flags.writeable = False
     return arr
@@ -295,6 +298,8 @@ class InMemoryBucketSnapshotStorage:
 
 def roaring_serialized_size(entries: np.ndarray) -> int:
     """``RoaringBitmap.serializedSizeInBytes()`` after ``runOptimize()`` (see `delayed_memory`)."""
+    import numpy as np  # loaded on first use: `pulsarlab serve` starts without it
+
     return int(roaring_serialized_sizes([np.asarray(entries)])[0])
 
 
@@ -306,17 +311,21 @@ def _error(error: BucketSnapshotPersistenceException | str | None, default: str)
     raise TypeError(f"inject a BucketSnapshotPersistenceException or its message, not {type(error).__name__}")
 
 
-_VARINT_LIMITS = np.array([1 << bits for bits in range(7, 64, 7)], dtype=np.uint64)
+_VARINT_LIMITS = [1 << bits for bits in range(7, 64, 7)]  # a varint of n bytes holds values below entry n-1
 
 
 def _varint_len(values: np.ndarray) -> np.ndarray:
     """Protobuf varint length of each (non-negative) value."""
+    import numpy as np  # loaded on first use: `pulsarlab serve` starts without it
+
     unsigned = np.asarray(values, dtype=np.int64).astype(np.uint64)
-    return np.searchsorted(_VARINT_LIMITS, unsigned, side="right").astype(np.int64) + 1
+    return np.searchsorted(np.asarray(_VARINT_LIMITS, dtype=np.uint64), unsigned, side="right").astype(np.int64) + 1
 
 
 def _segments_size(segments: list[SnapshotSegment]) -> int:
     """Bytes of the segment entries: per index a length-prefixed DelayedIndex of three tagged varints."""
+    import numpy as np  # loaded on first use: `pulsarlab serve` starts without it
+
     if not segments or not sum(len(s) for s in segments):
         return 0
     body = 3 + sum(
@@ -328,6 +337,8 @@ def _segments_size(segments: list[SnapshotSegment]) -> int:
 
 def _metadata_size(metas: list[SnapshotSegmentMetadata]) -> int:
     """Bytes of entry 0: per segment a length-prefixed record of its bitmap map and two timestamps."""
+    import numpy as np  # loaded on first use: `pulsarlab serve` starts without it
+
     if not metas:
         return 0
     groups = [entries for m in metas for entries in m.delayed_index_bit_map.values()]

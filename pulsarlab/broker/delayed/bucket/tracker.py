@@ -62,6 +62,11 @@ from pulsarlab.broker.delayed.bucket.snapshot import (
     SnapshotSegmentMetadata,
 )
 from pulsarlab.broker.delayed.in_memory import DEFAULT_TICK_TIME_MILLIS, InMemoryDelayedDeliveryTracker, Position
+from pulsarlab.broker.delayed.tracker_names import (
+    BUCKET_TRACKER_FACTORY,
+    DELAYED_BUCKET_KEY_PREFIX,
+    IN_MEMORY_TRACKER_FACTORY,
+)
 from pulsarlab.clock import Scheduler
 from pulsarlab.errors import IllegalArgumentException, PulsarError
 from pulsarlab.event_catalogue.delayed_buckets import (
@@ -75,14 +80,10 @@ from pulsarlab.event_catalogue.delayed_buckets import (
 from pulsarlab.events import EventLog
 from pulsarlab.profiles import Profile, get_profile
 
-CURSOR_INTERNAL_PROPERTY_PREFIX = "#pulsar.internal."
-DELAYED_BUCKET_KEY_PREFIX = CURSOR_INTERNAL_PROPERTY_PREFIX + "delayed.bucket"
 DELIMITER = "_"
 MAX_MERGE_NUM = 4
 MAX_RETRY_TIMES = 3  # Bucket.MaxRetryTimes: one try plus three retries
 
-IN_MEMORY_TRACKER_FACTORY = "org.apache.pulsar.broker.delayed.InMemoryDelayedDeliveryTrackerFactory"
-BUCKET_TRACKER_FACTORY = "org.apache.pulsar.broker.delayed.BucketDelayedDeliveryTrackerFactory"
 
 DEFAULT_MIN_INDEX_COUNT_PER_BUCKET = 50000
 DEFAULT_MAX_TIME_STEP_PER_BUCKET_SNAPSHOT_SEGMENT_SECONDS = 300
@@ -381,6 +382,8 @@ class BucketDelayedDeliveryTracker(InMemoryDelayedDeliveryTracker):
     time step is in ms here, in seconds in broker.conf (the factory converts). ``name`` is the dispatcher
     name, ``"<topic> / <subscription>"``; ``events`` receives the bucket events.
     """
+
+    BUCKET_BASED = True  # `tracker_names.is_bucket_tracker`
 
     def __init__(
         self,
