@@ -12,6 +12,9 @@ TEST_STAMP  := $(VENV)/.installed-test
 LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings/overrides.d/pulsarlab.json
 GOLDEN  := $(or $(wildcard ../shared/golden/*.jsonl),$(wildcard tests/golden/*.jsonl tests/golden/*.jsonl.gz))
 PYTEST_ARGS ?=
+# `make test STRESS=4`: the tests with 4 busy processes beside them (a slow, shared machine), stopped when they end
+STRESS  ?= 0
+STRESS_S := 3600
 
 export SPARK_LOCAL_IP := 127.0.0.1
 export PYSPARK_PYTHON := $(abspath $(BIN)/python)
@@ -82,7 +85,13 @@ lint: install
 
 test: install chromium lint
 	@mkdir -p .test-artifacts
-	$(BIN)/python -m pytest --junitxml=.test-artifacts/junit.xml $(PYTEST_ARGS)
+	@case "$(STRESS)" in ''|*[!0-9]*) echo "error: STRESS=$(STRESS): say how many busy processes, e.g. STRESS=4" >&2; exit 1;; esac
+	@busy=; trap 'test -z "$$busy" || kill $$busy 2>/dev/null; wait' EXIT; trap 'exit 130' INT TERM; \
+	  n=$(STRESS); while [ $$n -gt 0 ]; do \
+	    timeout $(STRESS_S) $(BIN)/python -c 'while True: pass' & busy="$$busy $$!"; n=$$((n - 1)); \
+	  done; \
+	  test -z "$$busy" || echo "make test: $(STRESS) busy processes beside the tests (at most $(STRESS_S) s):$$busy"; \
+	  $(BIN)/python -m pytest --junitxml=.test-artifacts/junit.xml $(PYTEST_ARGS)
 
 conformance: $(LAB_STAMP)
 	@test -n "$(GOLDEN)" || { echo "error: no golden files in ../shared/golden/ or tests/golden/" >&2; exit 1; }

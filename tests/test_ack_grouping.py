@@ -447,6 +447,16 @@ def test_events_record_outcomes_and_cost_nothing_when_disabled():
         0,
     )
     assert "c1" in flushed.explain()
+    assert "1 entries, 0 batch-index acks, cumulative up to 1:0" in flushed.explain()
+
+    individual_log = EventLog()
+    sched, wire, tracker = make(events=individual_log, consumer_name="c2")
+    tracker.add_acknowledgment(MessageId(1, 1), 0, IND)
+    sched.advance(100)
+    (individual_only,) = individual_log.of_kind("acks_flushed")
+    assert individual_only.cumulative_ledger is None
+    assert "1 entries, 0 batch-index acks, no cumulative ack" in individual_only.explain()
+    assert "None" not in individual_only.explain()
 
     class PlainLog(EventLog):  # a log without the append_row fast path records the same events
         append_row = None

@@ -210,10 +210,12 @@ SMALL_LAB = (
 
 
 @pytest.mark.notebook
-def test_export_writes_one_offline_page_with_players_and_hides_code_unless_asked(tmp_path):
+def test_export_writes_one_offline_page_with_players_and_hides_code_unless_asked(tmp_path, capfd):
     lab = write_notebook(tmp_path / "small.ipynb", *SMALL_LAB, markdown="# Small lab\nThe teaching text.")
     out = tmp_path / "small.html"
     result = export_lab(lab, out)
+    said = capfd.readouterr()
+    assert "without encryption" not in said.err + said.out, "the kernel's TCP warning reached the terminal"
     page = out.read_text()
     assert result.players == 1 and result.figures == 1 and result.bytes == len(page.encode())
     assert "The teaching text." in page and "printed text" in page and "<i>an html widget</i>" in page

@@ -6,8 +6,12 @@ without a JVM.
 
 from __future__ import annotations
 
+import os
 import random
 import stat
+import subprocess
+import sys
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -16,6 +20,7 @@ from pulsarlab.profiles import get_profile
 from pulsarlab.scenarios.distribution import distribution_metrics, sequential_keys
 from pulsarlab.spark import JavaNotFoundError, get_session, key_distribution
 from pulsarlab.spark import session as session_module
+from pulsarlab.spark.jvm_stderr import start_gateway, without_notice
 from pulsarlab.spark.keydist import RESULT_COLUMNS, _generated_chunks, check_configs, slice_runs
 
 KINDS = ("auto_split", "consistent_hashing", "sticky")
@@ -196,3 +201,53 @@ def test_master_resolution_order(monkeypatch):
 @pytest.mark.parametrize("master, cores", [("local", 1), ("local[3]", 3), ("local[2,4]", 2), ("yarn", None)])
 def test_local_cores(master, cores):
     assert session_module.local_cores(master) == cores
+
+
+# -- the driver JVM's stderr: everything but the JVM's incubator-module notice ---------------------------------------
+def test_only_the_incubator_notice_is_dropped_from_the_jvm_s_stderr():
+    lines = [
+        b"WARNING: Using incubator modules: jdk.incubator.vector\n",
+        b"25/11/28 03:40:00 WARN SparkContext: something a learner should see\n",
+        b"WARNING: Using incubator modules: jdk.incubator.vector, jdk.incubator.foreign\n",
+        b"Traceback (most recent call last):\n",
+    ]
+    assert list(without_notice(lines)) == lines[1:]
+
+
+def _python_stderr(script: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    env.pop("SPARK_REMOTE", None)
+    env.pop("PULSARLAB_SPARK_MASTER", None)
+    return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=900, env=env)
+
+
+@pytest.mark.spark
+def test_a_session_s_jvm_says_nothing_about_incubator_modules_but_the_workers_stderr_shows():
+    done = _python_stderr(
+        "import sys\n"
+        "from pulsarlab.spark import get_session\n"
+        "def noisy(x):\n"
+        "    sys.stderr.write(f'worker says {x}\\n'); sys.stderr.flush()\n"
+        "    return x\n"
+        "s = get_session('stderr', master='local[1]')\n"
+        "print(s.sparkContext.parallelize([1, 2], 1).map(noisy).collect())\n"
+        "s.stop()\n"
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[1, 2]"
+    assert "incubator" not in done.stderr
+    assert "worker says 1" in done.stderr and "worker says 2" in done.stderr
+
+
+def test_a_driver_that_cannot_start_still_says_why_before_the_error(monkeypatch, capfd):
+    import pyspark.java_gateway
+
+    def jvm_that_fails(conf, popen_kwargs):
+        said = "import sys; sys.stderr.write('WARNING: Using incubator modules: jdk.incubator.vector\\nbad option\\n')"
+        subprocess.run([sys.executable, "-c", said], stderr=popen_kwargs["stderr"], check=True)
+        raise RuntimeError("[JAVA_GATEWAY_EXITED] Java gateway process exited before sending its port number.")
+
+    monkeypatch.setattr(pyspark.java_gateway, "launch_gateway", jvm_that_fails)
+    with pytest.raises(RuntimeError, match="JAVA_GATEWAY_EXITED"):
+        start_gateway(None)
+    assert capfd.readouterr().err == "bad option\n"

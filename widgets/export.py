@@ -154,6 +154,17 @@ def _widget_ids(nb: Any) -> list[str]:
     return ids
 
 
+def kernel_transport(folder: str) -> Any:
+    """The kernel's channels as local (IPC) sockets in ``folder`` where the system has them: over TCP the kernel
+    warns on the export's terminal that its traffic is not encrypted, although it listens on loopback only."""
+    from traitlets.config import Config
+
+    if os.name != "posix":
+        return Config()
+    # an absolute socket path: the kernel runs in the lab's folder, the export in another
+    return Config({"KernelManager": {"transport": "ipc", "ip": os.path.join(folder, "kernel")}})
+
+
 def execute(nb: Any, cwd: Path, timeout: int = CELL_TIMEOUT_S, max_frames: int | None = 200) -> dict[str, str]:
     """Run ``nb`` in place in a fresh kernel started in ``cwd``; the static HTML of every widget it displayed."""
     import nbformat
@@ -168,8 +179,10 @@ def execute(nb: Any, cwd: Path, timeout: int = CELL_TIMEOUT_S, max_frames: int |
     ):
         os.environ.setdefault(key, value)
     nb.cells.insert(0, nbformat.v4.new_code_cell(_SETUP_CELL))
+    sockets = tempfile.TemporaryDirectory(prefix="pulsarlab-kernel-")
     client = NotebookClient(
         nb,
+        config=kernel_transport(sockets.name),
         kernel_name="python3",
         timeout=timeout,
         startup_timeout=180,
@@ -196,6 +209,7 @@ def execute(nb: Any, cwd: Path, timeout: int = CELL_TIMEOUT_S, max_frames: int |
         ) from None
     finally:
         nb.cells.pop(0)
+        sockets.cleanup()
     collect = nb.cells.pop()
     for out in collect.get("outputs", []):
         if STATIC_MIME in (out.get("data") or {}):

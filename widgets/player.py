@@ -183,6 +183,9 @@ class Player(widgets.VBox):
         self.prefetch = prefetch
         self._ahead: dict[tuple[int, int | None], Future] = {}
         self._drawing: set[tuple[int, int | None]] = set()
+        # guards _ahead and _drawing: the worker claims a frame (in _ahead, not taken) in one step, and a step
+        # takes or cancels it in one step, so neither acts on what the other has half done
+        self._claim = threading.Lock()
         self._moved = threading.Event()
         last = len(timeline) - 1
 
@@ -340,9 +343,12 @@ class Player(widgets.VBox):
 
     def _figures(self, i: int, shown: int | None) -> list[go.Figure]:
         key = self._key(i, shown)
-        ahead = self._ahead.pop(key, None)
-        # a frame drawn ahead, or being drawn: take it; one still waiting for its turn is drawn here, now
-        if ahead is not None and (ahead.done() or key in self._drawing):
+        with self._claim:
+            ahead = self._ahead.pop(key, None)
+            taken = ahead is not None and (ahead.done() or key in self._drawing)
+        # a frame drawn ahead, or being drawn: take it; one still waiting for its turn gives up (it is no longer
+        # in _ahead) and is drawn here, now
+        if taken:
             try:
                 figures = ahead.result()
             except Exception:  # drawn again below, so the error surfaces here, in the step that shows it
@@ -359,13 +365,15 @@ class Player(widgets.VBox):
         """Frame ``key`` drawn ahead from ``not_before`` (monotonic seconds) on, or as soon as the player moves
         (``moved``) if it still wants the frame then; None if it no longer does."""
         moved.wait(max(0.0, not_before - time.monotonic()))
-        if key not in self._ahead:
-            return None
-        self._drawing.add(key)
+        with self._claim:
+            if key not in self._ahead:
+                return None
+            self._drawing.add(key)
         try:
             return self._draw(*key)
         finally:
-            self._drawing.discard(key)
+            with self._claim:
+                self._drawing.discard(key)
 
     def _draw_ahead(self) -> None:
         """Draw the next and the previous frame in the background (views are pure functions of a snapshot and
@@ -375,14 +383,15 @@ class Player(widgets.VBox):
         i, wanted = self._shown, {}
         moved, self._moved = self._moved, threading.Event()
         not_before = time.monotonic() + AHEAD_DELAY_S
-        for j in (i + 1, i - 1):
-            if 0 <= j < len(self.timeline):
-                key = self._key(j, i)
-                wanted[key] = self._ahead.get(key) or _AHEAD.submit(self._draw_later, key, not_before, self._moved)
-        for key, future in self._ahead.items():
-            if key not in wanted:
-                future.cancel()
-        self._ahead = wanted
+        with self._claim:  # the worker looks a frame up in _ahead: it finds the new one, not the one left
+            for j in (i + 1, i - 1):
+                if 0 <= j < len(self.timeline):
+                    key = self._key(j, i)
+                    wanted[key] = self._ahead.get(key) or _AHEAD.submit(self._draw_later, key, not_before, self._moved)
+            for key, future in self._ahead.items():
+                if key not in wanted:
+                    future.cancel()
+            self._ahead = wanted
         moved.set()  # what still waits to be drawn for the frame shown before: wake up and give up
 
     def _on_index(self, change: dict) -> None:

@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import Any, Iterator
 from urllib.parse import urlsplit
 
+from pulsarlab.spark.jvm_stderr import start_gateway
+
 MIN_JAVA = 17
 LOG4J2_CONFIG = Path(__file__).with_name("log4j2.properties")
 MASTER_ENV = "PULSARLAB_SPARK_MASTER"
@@ -247,8 +249,23 @@ def get_session(app_name: str = "pulsarlab", master: str | None = None, config: 
     check_java()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    builder = SparkSession.builder.appName(app_name)
-    for key, value in {**classic_config(target), **(config or {})}.items():
-        builder = builder.config(key, str(value))
+    settings = {"spark.app.name": app_name, **classic_config(target), **{k: str(v) for k, v in (config or {}).items()}}
+    builder = SparkSession.builder
+    for key, value in settings.items():
+        builder = builder.config(key, value)
     with _without_env(REMOTE_ENV):  # an explicit master wins over SPARK_REMOTE
+        _start_driver(settings)
         return builder.getOrCreate()
+
+
+def _start_driver(settings: dict[str, str]) -> None:
+    """Start the driver JVM with ``settings`` and its stderr relayed without the incubator notice
+    (`pulsarlab.spark.jvm_stderr`), unless this process already has one or was given one by spark-submit."""
+    from pyspark import SparkConf, SparkContext
+
+    with SparkContext._lock:
+        if SparkContext._gateway is not None or "PYSPARK_GATEWAY_PORT" in os.environ:
+            return
+        conf = SparkConf(loadDefaults=False).setAll(settings.items())
+        SparkContext._gateway = start_gateway(conf)
+        SparkContext._jvm = SparkContext._gateway.jvm
