@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+from copy import deepcopy
 from pathlib import Path
 from typing import Any
 
@@ -26,9 +27,11 @@ import plotly
 import plotly.graph_objects as go
 
 FIGURE_JS = Path(__file__).with_name("static") / "plotly_figure.js"
-# the custom messages of the kernel fallback: the front end asks, the figure answers with the bundle as a buffer
+# the front end's custom messages: the kernel fallback (the front end asks, the figure answers with the bundle as a
+# buffer) and a request for the figure's full state
 REQUEST = "pulsarlab-plotly-request"
 REPLY = "pulsarlab-plotly-bundle"
+RESYNC = "pulsarlab-plotly-resync"
 
 
 def bundle_path() -> Path:
@@ -51,13 +54,21 @@ def bundle_sha() -> str:
 @functools.cache
 def module_esm() -> str:
     """The front-end module every `SharedFigureWidget` sends: the loader with this bundle's hash and messages."""
-    bundle = {"sha": bundle_sha(), "request": REQUEST, "reply": REPLY}
+    bundle = {"sha": bundle_sha(), "request": REQUEST, "reply": REPLY, "resync": RESYNC}
     return f"const BUNDLE = {json.dumps(bundle)};\n" + FIGURE_JS.read_text(encoding="utf-8")
 
 
-def answer_bundle_request(widget: Any, content: Any, buffers: list) -> None:
-    """Send plotly's widget bundle to a front end that asked for it (one without the server piece)."""
-    if not isinstance(content, dict) or content.get("type") != REQUEST:
+def answer_front_end(widget: Any, content: Any, buffers: list) -> None:
+    """Answer a figure's front end: its full state when it asks for a resync (sent only where the front end's copy,
+    the ``_widget_*`` traits, is older than the figure), plotly's widget bundle when it asks for that (a front end
+    without the server piece)."""
+    if not isinstance(content, dict):
+        return
+    if content.get("type") == RESYNC:
+        widget._widget_layout = deepcopy(widget._layout_obj._props)
+        widget._widget_data = deepcopy(widget._data)
+        return
+    if content.get("type") != REQUEST:
         return
     try:
         data = bundle_bytes()
@@ -76,14 +87,15 @@ class SharedFigureWidget(go.FigureWidget):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self._esm = module_esm()
         super().__init__(*args, **kwargs)
-        self.on_msg(answer_bundle_request)
+        self.on_msg(answer_front_end)
 
 
 __all__ = [
     "REPLY",
     "REQUEST",
     "SharedFigureWidget",
-    "answer_bundle_request",
+    "RESYNC",
+    "answer_front_end",
     "bundle_bytes",
     "bundle_path",
     "bundle_sha",

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 
-from pulsarlab_widgets.plotly_module import SharedFigureWidget, answer_bundle_request, module_esm
+from pulsarlab_widgets.plotly_module import SharedFigureWidget, answer_front_end, module_esm
 
 RENDERER = "pulsarlab_present"
 # set by `pulsarlab present` for its kernels
@@ -39,7 +39,7 @@ def share_plotly_module() -> None:
     def shared_init(self, *args, **kwargs) -> None:
         init(self, *args, **kwargs)
         if not isinstance(self, SharedFigureWidget):
-            self.on_msg(answer_bundle_request)
+            self.on_msg(answer_front_end)
 
     go.FigureWidget._esm = module_esm()
     go.FigureWidget.__init__ = shared_init

@@ -1,5 +1,5 @@
 // A plotly FigureWidget's front end that loads plotly's widget module once per page, in the background
-// (pulsarlab_widgets.plotly_module). Python prepends `const BUNDLE = {sha, request, reply};`.
+// (pulsarlab_widgets.plotly_module). Python prepends `const BUNDLE = {sha, request, reply, resync};`.
 //
 // anywidget gives a model 2 s to import its module and run `initialize`, then drops every later message to it; so
 // this module is small, imports nothing at its top level and `initialize` returns at once. plotly's module (5 MB)
@@ -116,7 +116,8 @@ async function plotlyModule(model, signal) {
 // Once per module: plotly's views send Python no computed defaults after each update (Python keeps what it set),
 // and plotly's figure model is reachable from the factory that creates it.
 function prepare(mod) {
-  if (mod.pulsarlabPrepared) return mod.pulsarlabPrepared;
+  const state = loader();
+  if (state.prepared) return state.prepared;
   const view = mod.FigureView.prototype;
   view._sendTraceDeltas = view._sendLayoutDelta = function () {};
   const init = mod.FigureModel.prototype.initialize;
@@ -125,7 +126,7 @@ function prepare(mod) {
     prepared.created = this;
     return init.call(this);
   };
-  Object.defineProperty(mod, "pulsarlabPrepared", { value: prepared });
+  state.prepared = prepared;
   return prepared;
 }
 
@@ -155,6 +156,44 @@ function figureModel(mod, model, queued) {
   return figure;
 }
 
+// anywidget (0.11) rejects a model's `ready` 2 s after the model is created unless its module has loaded and run
+// `initialize` by then, and drops every later message to the model. On a slow or busy machine that is too short for
+// any anywidget of the page, so once per page its model class is changed: a new model waits for its module however
+// long it takes (its messages queue in order meanwhile), and a model that timed out before the change applies its
+// messages instead of dropping them (a figure then asks the kernel for its full state: see `initialize`).
+const TIMED_OUT = "[anywidget] Failed to initialize model.";
+
+function steadyModelClass(model) {
+  const proto = model && Object.getPrototypeOf(model);
+  if (!proto || model.constructor.model_name !== "AnyModel" || proto.pulsarlabSteady) return;
+  const initialize = proto.initialize;
+  const handle = proto._handle_comm_msg;
+  const base = Object.getPrototypeOf(proto)._handle_comm_msg;
+  proto.initialize = function (...args) {
+    const timeout = AbortSignal.timeout;
+    AbortSignal.timeout = () => new AbortController().signal;
+    try {
+      return initialize.apply(this, args);
+    } finally {
+      AbortSignal.timeout = timeout;
+    }
+  };
+  proto._handle_comm_msg = function (...msg) {
+    return handle.apply(this, msg).catch((e) => {
+      if (!e || e.message !== TIMED_OUT) throw e;
+      return base.apply(this, msg);
+    });
+  };
+  proto.pulsarlabSteady = true;
+}
+
+function steadyAnywidget(manager) {
+  const page = (globalThis.pulsarlabPlotly ??= {});
+  if (page.steady || !manager || !manager._models) return;
+  page.steady = true;
+  for (const promise of Object.values(manager._models)) Promise.resolve(promise).then(steadyModelClass, () => {});
+}
+
 function kernelBusy(model) {
   const kernel = model.widget_manager && model.widget_manager.kernel;
   return Boolean(kernel && kernel.status === "busy");
@@ -177,12 +216,20 @@ export default () => {
   let failure = null;
 
   function initialize({ model, signal }) {
+    steadyAnywidget(model.widget_manager);
     const queued = [];
     const record = PY2JS.map((name) => {
       const callback = (_model, value) => queued.push([name, value]);
       model.on(`change:${name}`, callback);
       return [name, callback];
     });
+    // a full state includes every update before it
+    const forget = () => (queued.length = 0);
+    model.on("change:_widget_data", forget);
+    record.push(["_widget_data", forget]);
+    // the kernel sends the figure's full state if this model has missed updates (it was created from a stale state,
+    // after a page reload, or anywidget dropped messages to it); nothing when it is current
+    model.send({ type: BUNDLE.resync });
     ready = plotlyModule(model, signal).then((mod) => {
       const figure = figureModel(mod, model, queued);
       for (const [name, callback] of record) model.off(`change:${name}`, callback);
