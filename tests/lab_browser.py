@@ -46,6 +46,8 @@ def end_process(proc: subprocess.Popen, timeout_s: float) -> None:
 THROTTLE_RATE = 6
 BUSY_PROCESSES = 2
 BUSY_LIMIT_S = 3600  # coreutils' timeout ends a busy process that outlives its test run however that run ends
+# a browser test run as the machine is, and throttled (the `machine` fixture of tests/conftest.py)
+MODES = ["as-is", "throttled"]
 
 
 class BusyProcesses:

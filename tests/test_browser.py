@@ -19,7 +19,7 @@ import pytest
 from lab_browser import (
     CHROMIUM_FLAGS,
     LOCAL_HOSTS,
-    BusyProcesses,
+    MODES,
     KernelTraffic,
     LabServer,
     LabServerError,
@@ -49,7 +49,6 @@ STEP_MS = 30_000
 SETTLE_MS = 1_000
 # the slow, busy run's waits are this many times longer (they wait for an event; these are only their upper bounds)
 SLOW_FACTOR = 3
-MODES = ["as-is", "throttled"]
 # issue 20: no figure sends more than 200 kB to draw its first frame (plotly.js comes from the server, not the state)
 WIDGET_STATE_LIMIT = 200_000
 NEWS_PROMPT = "Would you like to get notified about official Jupyter news?"
@@ -355,17 +354,6 @@ def test_jupyterlab_news_prompt_is_off(lab_server):
         f"{Path(sys.prefix) / 'share/jupyter/lab/settings/overrides.d/pulsarlab.json'} installed (make install)?"
     )
     assert composite.get("checkForUpdates") is False
-
-
-@pytest.fixture
-def machine(request):
-    """The machine a lab runs on: ``as-is``, or ``throttled``: chromium's CPU throttled (`throttle_cpu`, applied per
-    page) and `BusyProcesses` beside the kernel for the test's length."""
-    if request.param == "throttled":
-        with BusyProcesses():
-            yield request.param
-    else:
-        yield request.param
 
 
 @pytest.mark.parametrize("machine", MODES, indirect=True)
