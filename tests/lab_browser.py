@@ -94,6 +94,7 @@ class KernelTraffic:
         self.widget_states: list[int] = []
         self.figure_states: list[int] = []
         self.largest_message = 0
+        self.large_messages: list[int] = []  # over 1 MB
         page.on("websocket", self._socket)
 
     def _socket(self, ws: Any) -> None:
@@ -105,6 +106,8 @@ class KernelTraffic:
         self.bytes += len(data)
         self.frames += 1
         self.largest_message = max(self.largest_message, len(data))
+        if len(data) > 1_000_000:
+            self.large_messages.append(len(data))
         if b"comm_open" in data and b"jupyter.widget" in data:
             self.widget_states.append(len(data))
             if b"_widget_data" in data:

@@ -460,3 +460,49 @@ def test_lab_runs_in_jupyterlab(notebook, machine, lab_server, browser_context):
         browser_context.blocked.clear()
         pg.close()
         lab_server.shutdown_kernels()
+
+
+def test_figures_load_plotly_from_the_kernel_when_the_server_piece_is_missing(lab_server, browser_context):
+    """A front end whose server does not serve the bundle (here: every request for it fails): each figure retries,
+    then asks the kernel, which sends plotly's widget module once; every figure draws and every player steps."""
+    notebook = next(p for p in NOTEBOOKS if _lab_id(p) == "04")
+    tag = "04-from-kernel"
+    pg = browser_context.new_page()
+    traffic = KernelTraffic(pg)
+    refused: list[str] = []
+    errors: list[str] = []
+
+    def refuse(route) -> None:
+        refused.append(route.request.url)
+        route.abort()
+
+    pg.route("**/pulsarlab/static/**", refuse)
+    pg.on("pageerror", lambda err: errors.append(str(err)))
+    pg.on(
+        "console",
+        lambda msg: (
+            msg.type == "error" and (msg.location or {}).get("url", "") not in refused and errors.append(msg.text)
+        ),
+    )
+    try:
+        pg.goto(
+            f"{lab_server.base}/lab/workspaces/lab-{tag}/tree/{quote(notebook.name)}?token={lab_server.token}",
+            wait_until="domcontentloaded",
+        )
+        pg.get_by_text("Python 3 (ipykernel) | Idle", exact=True).wait_for(state="visible", timeout=KERNEL_IDLE_MS)
+        pg.get_by_role("menuitem", name="Run", exact=True).click()
+        pg.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+        cells = _wait_for_run_all(pg, tag, RUN_ALL_MS)
+        assert not [c for c in cells if c["errors"]], f"lab {tag}: cells raised"
+        drawn = _wait_until_drawn(pg, tag, DRAW_MS)
+        assert drawn["figureWidgets"] >= 3, drawn
+        _step_every_player(pg, tag, STEP_MS)
+        assert refused and all("/pulsarlab/static/plotly-widget." in u for u in refused), refused
+        # four tries of the served file (the first and three retries), then the kernel's copy, once for the page
+        assert len(refused) == 4, refused
+        bundles = [n for n in traffic.large_messages if n > 4_000_000]
+        assert len(bundles) == 1, f"lab {tag}: {len(bundles)} messages carried plotly's bundle ({traffic.summary()})"
+        assert errors == [], f"lab {tag}: page or console errors: {errors}"
+    finally:
+        pg.close()
+        lab_server.shutdown_kernels()
