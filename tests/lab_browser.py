@@ -48,6 +48,8 @@ BUSY_PROCESSES = 2
 BUSY_LIMIT_S = 3600  # coreutils' timeout ends a busy process that outlives its test run however that run ends
 # a browser test run as the machine is, and throttled (the `machine` fixture of tests/conftest.py)
 MODES = ["as-is", "throttled"]
+# the throttled run's waits are this many times longer (each waits for an event; these are only their upper bounds)
+SLOW_FACTOR = 3
 
 
 class BusyProcesses:

@@ -20,6 +20,7 @@ from lab_browser import (
     CHROMIUM_FLAGS,
     LOCAL_HOSTS,
     MODES,
+    SLOW_FACTOR,
     KernelTraffic,
     LabServer,
     LabServerError,
@@ -47,8 +48,6 @@ RUN_ALL_MS = 300_000
 DRAW_MS = 60_000
 STEP_MS = 30_000
 SETTLE_MS = 1_000
-# the slow, busy run's waits are this many times longer (they wait for an event; these are only their upper bounds)
-SLOW_FACTOR = 3
 # issue 20: no figure sends more than 200 kB to draw its first frame (plotly.js comes from the server, not the state)
 WIDGET_STATE_LIMIT = 200_000
 NEWS_PROMPT = "Would you like to get notified about official Jupyter news?"

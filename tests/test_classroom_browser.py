@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 import nbformat
 import pytest
-from lab_browser import CHROMIUM_FLAGS, LOCAL_HOSTS, MODES, end_process, free_port, throttle_cpu
+from lab_browser import CHROMIUM_FLAGS, LOCAL_HOSTS, MODES, SLOW_FACTOR, end_process, free_port, throttle_cpu
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import sync_playwright
 from test_browser import chromium_path
@@ -67,6 +67,8 @@ def browser_page(tmp_path, machine):
         browser = pw.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_FLAGS)
         context = browser.new_context(viewport={"width": 1280, "height": 720})
         page = context.new_page()
+        # navigation and actions wait for their event up to this long (a 10 MB page on a busy machine takes a while)
+        page.set_default_timeout(DRAW_MS * (SLOW_FACTOR if machine == "throttled" else 1))
         if machine == "throttled":
             throttle_cpu(page)
         page.on("pageerror", lambda err: record["errors"].append(str(err)))
@@ -104,6 +106,7 @@ def fresh_pages(machine):
             context = browser.new_context(viewport={"width": 1280, "height": 720})
             contexts.append(context)
             page = context.new_page()
+            page.set_default_timeout(DRAW_MS * (SLOW_FACTOR if machine == "throttled" else 1))
             if machine == "throttled":
                 throttle_cpu(page)
             page.on("pageerror", lambda err: record["errors"].append(str(err)))
