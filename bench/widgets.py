@@ -89,6 +89,23 @@ figure                            run 1                run 2
 ================================  ===================  ===================
 
 All three goals are met. The slowest player is lab 10's live view (three figures that all change): median 64-65 ms.
+
+Then (issue 20, branch bundle) plotly's widget bundle is a file the Jupyter server serves (`pulsarlab_widgets.
+plotly_server`), loaded once per page in the background, instead of a 5.3 MB string in every figure's state; and the
+bench counts what a page receives over the kernel's websocket (``ws_bytes_per_page``, ``figure_state_bytes_max``: the
+largest figure's state message) and runs each lab a second time on a slow, busy machine made on purpose
+(``--modes``: chromium's CPU throttled 6x over CDP and two busy processes beside the kernel; its figures are prefixed
+``throttled_``). Labs 04, 07 and 10, 5 steps per player, on two cores shared with five other engineers' test runs
+(load 35-76, so the step times are the machine's, not the lab's; compare bytes):
+
+================================  =====================  =====================  =====================
+figure                            before (main)          after                  after, throttled
+================================  =====================  =====================  =====================
+``ws_bytes_per_page`` 04/07/10    BEFORE_BYTES           547 / 506 / 690 kB     541 / 500 / 671 kB
+``figure_state_bytes_max``        5,305 kB               15.1 kB                15.1 kB
+``player_step_ms_median``         BEFORE_MEDIAN          744 ms                 1,978 ms
+``player_step_ms_max``            BEFORE_MAX             4,120 ms               12,538 ms
+================================  =====================  =====================  =====================
 """
 
 from __future__ import annotations
