@@ -10,6 +10,9 @@ LAB_STAMP   := $(VENV)/.installed-lab
 TEST_STAMP  := $(VENV)/.installed-test
 # JupyterLab's settings defaults for this environment (no news prompt, no update check): overrides.d in the prefix
 LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings/overrides.d/pulsarlab.json
+# the Jupyter server extension that serves plotly's widget bundle (pulsarlab_widgets.plotly_server): its enabling
+# config in the prefix (pip's editable install does not install data files)
+SERVER_CONFIG := $(VENV)/etc/jupyter/jupyter_server_config.d/pulsarlab.json
 GOLDEN  := $(or $(wildcard ../shared/golden/*.jsonl),$(wildcard tests/golden/*.jsonl tests/golden/*.jsonl.gz))
 PYTEST_ARGS ?=
 # `make test STRESS=4`: the tests with 4 busy processes beside them (a slow, shared machine), stopped when they end
@@ -47,16 +50,20 @@ $(LAB_SETTINGS): jupyter/lab-overrides.json | $(BIN)/python
 	mkdir -p $(@D)
 	cp jupyter/lab-overrides.json $@
 
+$(SERVER_CONFIG): jupyter/jupyter_server_config.d/pulsarlab.json | $(BIN)/python
+	mkdir -p $(@D)
+	cp jupyter/jupyter_server_config.d/pulsarlab.json $@
+
 # everything: the lab, Spark and the test tools (what `make test` installs)
-install: $(TEST_STAMP) $(LAB_SETTINGS)
+install: $(TEST_STAMP) $(LAB_SETTINGS) $(SERVER_CONFIG)
 
 # JupyterLab on labs/ at http://127.0.0.1:8888/lab (PORT=N for another port) with a token printed in the URL
-lab: $(LAB_STAMP) $(LAB_SETTINGS)
+lab: $(LAB_STAMP) $(LAB_SETTINGS) $(SERVER_CONFIG)
 	$(BIN)/python -m jupyter lab --ip 127.0.0.1 $(if $(PORT),--port $(PORT)) --ServerApp.root_dir=labs \
 	  $(if $(filter 0,$(shell id -u)),--allow-root)
 
 # `make present LAB=01`: the lab whose file name starts with 01, served with the code hidden (pulsarlab present)
-present: $(LAB_STAMP) $(LAB_SETTINGS)
+present: $(LAB_STAMP) $(LAB_SETTINGS) $(SERVER_CONFIG)
 	@test -n "$(LAB)" || { echo "error: say which lab, e.g. make present LAB=01" >&2; exit 1; }
 	@set -- $(wildcard labs/$(LAB)*.ipynb); \
 	  test $$# -eq 1 || { echo "error: LAB=$(LAB) matches $$# labs in labs/ (need exactly one): $$*" >&2; exit 1; }; \

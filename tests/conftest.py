@@ -1,4 +1,5 @@
-"""Shared pytest fixtures: one quiet local[2] Spark session per test run, and the golden-vector folder."""
+"""Shared pytest fixtures: one quiet local[2] Spark session per test run, the golden-vector folder, and the machine a
+browser test runs on (as it is, or slow and busy on purpose)."""
 
 from __future__ import annotations
 
@@ -33,3 +34,18 @@ def spark():
         yield session
     finally:
         session.stop()
+
+
+@pytest.fixture
+def machine(request):
+    """The machine a browser test runs on: ``as-is`` (unless the test is parametrized with
+    ``@pytest.mark.parametrize("machine", MODES, indirect=True)``), or ``throttled``: `BusyProcesses` beside the
+    kernel for the test's length, and the test throttles chromium's CPU on each page it opens (`throttle_cpu`)."""
+    from lab_browser import BusyProcesses
+
+    mode = getattr(request, "param", "as-is")
+    if mode == "throttled":
+        with BusyProcesses():
+            yield mode
+    else:
+        yield mode

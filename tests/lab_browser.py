@@ -2,7 +2,9 @@
 
 `LabServer` runs one ``jupyter lab`` on loopback with a random token and a config, runtime, settings and workspace
 folder of its own; `CHROMIUM_FLAGS` are the flags Debian's chromium runs with here, `LOCAL_HOSTS` the hosts a page
-may reach (every other request is blocked).
+may reach (every other request is blocked). A slow, busy machine made on purpose: `throttle_cpu` (chromium's CDP
+``Emulation.setCPUThrottlingRate``) and `BusyProcesses` (CPU-bound processes beside the kernel). `KernelTraffic`
+counts what a page receives over its kernel websockets.
 """
 
 from __future__ import annotations
@@ -38,6 +40,92 @@ def end_process(proc: subprocess.Popen, timeout_s: float) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
+
+
+# a slow, busy machine (issue 20): chromium's CPU 6 times slower, two processes that each keep a core busy
+THROTTLE_RATE = 6
+BUSY_PROCESSES = 2
+BUSY_LIMIT_S = 3600  # coreutils' timeout ends a busy process that outlives its test run however that run ends
+# a browser test run as the machine is, and throttled (the `machine` fixture of tests/conftest.py)
+MODES = ["as-is", "throttled"]
+# the throttled run's waits are this many times longer (each waits for an event; these are only their upper bounds)
+SLOW_FACTOR = 3
+
+
+class BusyProcesses:
+    """``count`` processes that each spin one CPU beside the kernel and the browser while the context is open."""
+
+    def __init__(self, count: int = BUSY_PROCESSES, limit_s: int = BUSY_LIMIT_S) -> None:
+        self.count = count
+        self.limit_s = limit_s
+        self.procs: list[subprocess.Popen] = []
+
+    def __enter__(self) -> BusyProcesses:
+        spin = [sys.executable, "-c", "while True: pass"]
+        try:
+            for _ in range(self.count):
+                self.procs.append(subprocess.Popen(["timeout", str(self.limit_s), *spin]))
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        for proc in self.procs:
+            end_process(proc, timeout_s=5)
+        self.procs = []
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def throttle_cpu(page: Any, rate: float = THROTTLE_RATE) -> Any:
+    """Make chromium run ``page``'s scripts, layout and paint ``rate`` times slower (CDP); returns the session."""
+    session = page.context.new_cdp_session(page)
+    session.send("Emulation.setCPUThrottlingRate", {"rate": rate})
+    return session
+
+
+class KernelTraffic:
+    """What a page receives over its kernel websockets: every frame's size, and the size of each widget's state
+    message (the ``comm_open`` that creates its model in the browser; ``figure`` when it is a plotly figure's)."""
+
+    def __init__(self, page: Any) -> None:
+        self.bytes = 0
+        self.frames = 0
+        self.widget_states: list[int] = []
+        self.figure_states: list[int] = []
+        self.largest_message = 0
+        self.large_messages: list[int] = []  # over 1 MB
+        page.on("websocket", self._socket)
+
+    def _socket(self, ws: Any) -> None:
+        if "/api/kernels/" in ws.url:
+            ws.on("framereceived", self._frame)
+
+    def _frame(self, payload: str | bytes) -> None:
+        data = payload.encode() if isinstance(payload, str) else payload
+        self.bytes += len(data)
+        self.frames += 1
+        self.largest_message = max(self.largest_message, len(data))
+        if len(data) > 1_000_000:
+            self.large_messages.append(len(data))
+        if b"comm_open" in data and b"jupyter.widget" in data:
+            self.widget_states.append(len(data))
+            if b"_widget_data" in data:
+                self.figure_states.append(len(data))
+
+    def summary(self) -> dict[str, int]:
+        return {
+            "ws_bytes": self.bytes,
+            "ws_frames": self.frames,
+            "widgets": len(self.widget_states),
+            "widget_state_max": max(self.widget_states, default=0),
+            "figures": len(self.figure_states),
+            "figure_state_max": max(self.figure_states, default=0),
+            "figure_state_bytes": sum(self.figure_states),
+            "largest_message": self.largest_message,
+        }
 
 
 class LabServerError(RuntimeError):

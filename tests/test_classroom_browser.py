@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 import nbformat
 import pytest
-from lab_browser import CHROMIUM_FLAGS, LOCAL_HOSTS, end_process, free_port
+from lab_browser import CHROMIUM_FLAGS, LOCAL_HOSTS, MODES, SLOW_FACTOR, end_process, free_port, throttle_cpu
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import sync_playwright
 from test_browser import chromium_path
@@ -58,14 +58,19 @@ def exported(tmp_path_factory):
 
 
 @pytest.fixture
-def browser_page(tmp_path):
-    """A chromium page whose every request leaves a record; ``allowed(url)`` decides which may load."""
+def browser_page(tmp_path, machine):
+    """A chromium page whose every request leaves a record; ``allowed(url)`` decides which may load. On the
+    ``throttled`` machine its CPU is throttled (`throttle_cpu`)."""
     executable = chromium_path()
     record: dict[str, list[str]] = {"blocked": [], "errors": []}
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_FLAGS)
         context = browser.new_context(viewport={"width": 1280, "height": 720})
         page = context.new_page()
+        # navigation and actions wait for their event up to this long (a 10 MB page on a busy machine takes a while)
+        page.set_default_timeout(DRAW_MS * (SLOW_FACTOR if machine == "throttled" else 1))
+        if machine == "throttled":
+            throttle_cpu(page)
         page.on("pageerror", lambda err: record["errors"].append(str(err)))
         page.on("console", lambda msg: msg.type == "error" and record["errors"].append(_console_error(msg, record)))
 
@@ -87,9 +92,10 @@ def browser_page(tmp_path):
 
 
 @pytest.fixture
-def fresh_pages():
+def fresh_pages(machine):
     """``new_page()`` opens a page in a new browser context (nothing cached from an earlier load) that may load only
-    loopback, ``data:`` and ``blob:`` URLs; returns the page and its record of blocked requests and errors."""
+    loopback, ``data:`` and ``blob:`` URLs; returns the page and its record of blocked requests and errors. On the
+    ``throttled`` machine each page's CPU is throttled (`throttle_cpu`)."""
     executable = chromium_path()
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_FLAGS)
@@ -100,6 +106,9 @@ def fresh_pages():
             context = browser.new_context(viewport={"width": 1280, "height": 720})
             contexts.append(context)
             page = context.new_page()
+            page.set_default_timeout(DRAW_MS * (SLOW_FACTOR if machine == "throttled" else 1))
+            if machine == "throttled":
+                throttle_cpu(page)
             page.on("pageerror", lambda err: record["errors"].append(str(err)))
             page.on("console", lambda msg: msg.type == "error" and record["errors"].append(_console_error(msg, record)))
 
@@ -142,6 +151,7 @@ def _figure_data(player) -> str:
     return player.evaluate("root => JSON.stringify(Array.from(root.querySelectorAll('.pl-view')).map(d => d.data))")
 
 
+@pytest.mark.parametrize("machine", MODES, indirect=True)
 def test_exported_page_draws_and_steps_offline_without_a_kernel(exported, browser_page):
     page, route, record = browser_page
     route(lambda url: url.startswith(("file:", "data:", "blob:")))
@@ -283,6 +293,7 @@ def _player_label(player) -> str:
     return player.locator(".widget-html-content", has_text="frame ").first.inner_text()
 
 
+@pytest.mark.parametrize("machine", MODES, indirect=True)
 def test_presenter_mode_hides_code_and_steps_with_the_arrow_keys(present_server, browser_page):
     page, route, record = browser_page
     route(lambda url: url.startswith(("data:", "blob:")) or urlsplit(url).hostname in LOCAL_HOSTS)
@@ -355,6 +366,7 @@ def _figures_state(player) -> list[str]:
     return player.evaluate(f"root => Array.from(root.querySelectorAll('.js-plotly-plot')).map({_FIGURE_SVG})")
 
 
+@pytest.mark.parametrize("machine", MODES, indirect=True)
 def test_presenter_page_with_many_figures_updates_every_figure_on_each_load(present_many_figures, fresh_pages):
     """Several players or figures on one page: every FigureWidget's front end loads (no "[anywidget] Failed to
     initialize model."), each player's figures follow →, and plotly's widget code is fetched once per page load."""
@@ -408,7 +420,8 @@ def test_presenter_page_with_many_figures_updates_every_figure_on_each_load(pres
                     f"page errors: {_page_errors(record)}"
                 )
         fetched = page.evaluate(
-            "performance.getEntriesByType('resource').filter(e => e.name.includes('plotly-widget.js')).length"
+            "performance.getEntriesByType('resource').filter(e => /pulsarlab\\/static\\/plotly-widget\\.[0-9a-f]{20}\\.js/"
+            ".test(e.name)).length"
         )
         assert fetched == 1, f"load {load}: plotly's widget module was fetched {fetched} times"
         assert _page_errors(record) == [], f"load {load}: page errors: {_page_errors(record)}"

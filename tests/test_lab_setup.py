@@ -29,6 +29,8 @@ ARTIFACTS = REPO / ".test-artifacts"
 PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())
 ENVIRONMENT = yaml.safe_load((REPO / "environment.yml").read_text())
 LAB_OVERRIDES = REPO / "jupyter" / "lab-overrides.json"
+# enables the Jupyter server extension that serves plotly's widget bundle (pulsarlab_widgets.plotly_server)
+SERVER_CONFIG = REPO / "jupyter" / "jupyter_server_config.d" / "pulsarlab.json"
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
@@ -97,6 +99,7 @@ def checkout(tmp_path):
         shutil.copy(REPO / name, tmp_path / name)
     (tmp_path / "jupyter").mkdir()
     shutil.copy(LAB_OVERRIDES, tmp_path / "jupyter" / LAB_OVERRIDES.name)
+    shutil.copytree(SERVER_CONFIG.parent, tmp_path / "jupyter" / SERVER_CONFIG.parent.name)
     return tmp_path
 
 
@@ -112,6 +115,9 @@ def _fake_venv(checkout: Path, *stamps: str) -> None:
     settings = checkout / ".venv/share/jupyter/lab/settings/overrides.d/pulsarlab.json"
     settings.parent.mkdir(parents=True, exist_ok=True)
     shutil.copy(LAB_OVERRIDES, settings)
+    server_config = checkout / ".venv/etc/jupyter/jupyter_server_config.d/pulsarlab.json"
+    server_config.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(SERVER_CONFIG, server_config)
     for stamp in stamps:
         (checkout / ".venv" / stamp).touch()
 
@@ -121,6 +127,7 @@ def test_make_lab_installs_only_the_lab_and_spark_extras(checkout):
     assert _pip_installs(plan) == ["lab,spark"]
     assert "jupyter lab --ip 127.0.0.1" in plan
     assert "overrides.d/pulsarlab.json" in plan
+    assert ".venv/etc/jupyter/jupyter_server_config.d/pulsarlab.json" in plan
 
 
 def test_make_test_on_a_fresh_clone_installs_the_test_extra(checkout):

@@ -1,71 +1,136 @@
-"""The lab's FigureWidgets share one copy of plotly's widget module per page (pulsarlab_widgets.plotly_module);
-the browser side is checked by tests/test_browser.py (one plotly.js copy per subplot type in every lab)."""
+"""The lab's FigureWidgets load plotly's widget module once per page from a file the server serves
+(pulsarlab_widgets.plotly_module, pulsarlab_widgets.plotly_server); the browser side is checked by tests/test_browser.py
+(every figure drawn, one plotly.js copy per subplot type, no anywidget start-up failure, in every lab, throttled too)."""
 
 from __future__ import annotations
 
+import asyncio
+import gzip
 import hashlib
 import json
 
 import plotly.graph_objects as go
+import pytest
+from tornado.httpclient import AsyncHTTPClient
+from tornado.httpserver import HTTPServer
+from tornado.testing import bind_unused_port
+from tornado.web import Application
 
 from pulsarlab_widgets.fit import responsive
 from pulsarlab_widgets.plotly_module import (
-    QUIET_VIEWS_JS,
-    SERVED_ENV,
+    REPLY,
+    REQUEST,
+    RESYNC,
     SharedFigureWidget,
+    answer_front_end,
+    bundle_bytes,
     bundle_path,
-    inline_module_esm,
+    bundle_sha,
     module_esm,
-    served_module_esm,
 )
+from pulsarlab_widgets.plotly_server import PAGE_CONFIG_KEY, bundle_route, handlers, page_config_entry
+
+PAGE_LIMIT = 200_000  # issue 20: no figure sends more than 200 kB to draw its first frame
 
 
-def _string_literals(esm: str) -> list[str]:
-    """The JSON string literals of the module's first line, decoded."""
-    decoder, out, i = json.JSONDecoder(), [], 0
-    line = esm.split("\n", 1)[0]
-    while (i := line.find('"', i)) != -1:
-        value, i = decoder.raw_decode(line, i)
-        out.append(value)
-    return out
+def _bundle_constants(esm: str) -> dict:
+    first = esm.split("\n", 1)[0]
+    assert first.startswith("const BUNDLE = ") and first.endswith(";")
+    return json.loads(first[len("const BUNDLE = ") : -1])
 
 
-def test_the_inline_module_carries_plotlys_bundle_once_under_a_key_of_its_hash(monkeypatch):
-    monkeypatch.delenv(SERVED_ENV, raising=False)
-    bundle = bundle_path().read_text(encoding="utf-8")
-    esm = inline_module_esm()
-    key, text, mime = _string_literals(esm)
-    assert text == bundle
-    assert key == "pulsarlabPlotly-" + hashlib.sha256(bundle.encode()).hexdigest()[:20]
-    assert mime == "text/javascript"
-    # imported only when no figure of the page has, and every figure exports what that one import gave
-    assert esm.startswith(f"globalThis[{json.dumps(key)}] ??= import(")
-    assert f"const plotlyWidget = await globalThis[{json.dumps(key)}];" in esm
-    assert esm.rstrip().endswith(QUIET_VIEWS_JS.rstrip())
-    assert esm.count("import(") == 1 + bundle.count("import(")
-
-
-def test_player_figures_send_the_shared_module_not_plotlys_bundle(monkeypatch):
-    monkeypatch.delenv(SERVED_ENV, raising=False)
+def test_figures_send_a_small_loader_that_names_the_bundle_by_its_hash_not_the_bundle():
     widget = responsive(go.Figure(go.Scatter(x=[1, 2], y=[3, 4])))
     assert isinstance(widget, SharedFigureWidget)
-    assert widget._esm == inline_module_esm()
-    assert widget.get_state()["_esm"] == inline_module_esm()
-    assert go.FigureWidget(go.Figure())._esm != inline_module_esm()  # plotly's own class is left alone
+    state = widget.get_state()
+    assert state["_esm"] == module_esm()
+    assert len(json.dumps(state["_esm"])) < 20_000 < PAGE_LIMIT
+    constants = _bundle_constants(module_esm())
+    assert constants["sha"] == hashlib.sha256(bundle_path().read_bytes()).hexdigest()[:20] == bundle_sha()
+    assert {constants["request"], constants["reply"], constants["resync"]} == {REQUEST, REPLY, RESYNC}
+    # no top-level import or await: the module resolves at once, plotly loads in the background
+    body = module_esm().split("\n", 1)[1]
+    assert not any(line.startswith(("import ", "await ")) for line in body.splitlines())
+    assert go.FigureWidget(go.Figure())._esm != module_esm()  # plotly's own class is left alone
 
 
-def test_in_presenter_mode_figures_import_the_served_bundle(monkeypatch):
-    monkeypatch.setenv(SERVED_ENV, "voila/templates/pulsarlab-present/static/plotly-widget.js")
+class _Sent:
+    def __init__(self, widget):
+        self.messages = []
+        widget.send = lambda content, buffers=None: self.messages.append((content, buffers))
+
+
+def test_the_kernel_sends_the_bundle_to_a_front_end_without_the_server_piece():
     widget = SharedFigureWidget(go.Figure())
-    assert widget._esm == module_esm() == served_module_esm("voila/templates/pulsarlab-present/static/plotly-widget.js")
-    assert '"voila/templates/pulsarlab-present/static/plotly-widget.js"' in widget._esm
-    assert len(widget._esm) < 1000
+    sent = _Sent(widget)
+    answer_front_end(widget, {"type": REQUEST, "sha": bundle_sha()}, [])
+    [(content, buffers)] = sent.messages
+    assert content == {"type": REPLY, "sha": bundle_sha()}
+    assert buffers == [bundle_bytes()]
+    answer_front_end(widget, {"type": REQUEST, "sha": "0" * 20}, [])
+    assert "another plotly version" in sent.messages[-1][0]["error"]
+    answer_front_end(widget, {"type": "something else"}, [])
+    answer_front_end(widget, "not a dict", [])
+    assert len(sent.messages) == 2
 
 
-def test_the_shared_modules_views_send_no_defaults_back_to_python():
-    """plotly's view has the two methods the shared module silences, under these names."""
-    bundle = bundle_path().read_text(encoding="utf-8")
-    assert "_sendTraceDeltas(" in bundle and "_sendLayoutDelta(" in bundle
-    assert "FigureView" in bundle
-    assert "view._sendTraceDeltas = view._sendLayoutDelta = function () {};" in QUIET_VIEWS_JS
-    assert QUIET_VIEWS_JS in served_module_esm("x.js")
+def test_a_resync_sends_the_full_state_only_where_the_front_ends_copy_is_stale():
+    widget = SharedFigureWidget(go.Figure(go.Bar(x=[1], y=[1]), layout={"title": {"text": "a"}}))
+    changes = []
+    widget.observe(lambda change: changes.append(change["name"]), names=["_widget_data", "_widget_layout"])
+    answer_front_end(widget, {"type": RESYNC}, [])
+    assert changes == []  # the front end's copy is the figure: nothing to send
+    with widget.batch_update():
+        widget.data[0].y = [5]
+        widget.layout.title.text = "b"
+    assert widget._widget_data[0]["y"] == [1]  # updates travel as deltas; the traits keep the displayed state
+    answer_front_end(widget, {"type": RESYNC}, [])
+    assert sorted(changes) == ["_widget_data", "_widget_layout"]
+    assert list(widget._widget_data[0]["y"]) == [5] and widget._widget_layout["title"]["text"] == "b"
+
+
+def test_the_server_piece_serves_the_bundle_at_its_hashed_url_gzipped_and_cached_for_a_year():
+    async def fetch_all():
+        sock, port = bind_unused_port()
+        server = HTTPServer(Application(handlers("/base/")))
+        server.add_sockets([sock])
+        client = AsyncHTTPClient()
+        url = f"http://127.0.0.1:{port}" + page_config_entry("/base/")["url"]
+        try:
+            plain = await client.fetch(url, decompress_response=False, headers={"Accept-Encoding": "identity"})
+            zipped = await client.fetch(url, decompress_response=False, headers={"Accept-Encoding": "gzip"})
+            other = await client.fetch(url.replace(bundle_sha(), "0" * 20), raise_error=False)
+        finally:
+            server.stop()
+        return plain, zipped, other
+
+    plain, zipped, other = asyncio.run(fetch_all())
+    assert plain.body == bundle_bytes()
+    assert gzip.decompress(zipped.body) == bundle_bytes()
+    assert zipped.headers["Content-Encoding"] == "gzip" and len(zipped.body) < len(bundle_bytes()) / 2
+    for response in (plain, zipped):
+        assert response.headers["Content-Type"].startswith("text/javascript")
+        assert "max-age=31536000" in response.headers["Cache-Control"]
+    assert other.code == 404
+    assert page_config_entry("/base/") == {"url": f"/base/{bundle_route()}", "sha": bundle_sha()}
+    assert bundle_route() == f"pulsarlab/static/plotly-widget.{bundle_sha()}.js"
+    assert PAGE_CONFIG_KEY == "pulsarlabPlotly" and PAGE_CONFIG_KEY in module_esm()
+
+
+def test_the_jupyter_server_extension_is_enabled_for_the_environment():
+    """`make install` (and Binder's postBuild) put the enabling config where every Jupyter server of the prefix
+    reads it."""
+    import sys
+    from pathlib import Path
+
+    from jupyter_core.paths import jupyter_config_path
+
+    from pulsarlab_widgets import plotly_server
+
+    installed = Path(sys.prefix) / "etc/jupyter/jupyter_server_config.d/pulsarlab.json"
+    assert str(installed.parent.parent) in jupyter_config_path(), "the prefix's etc/jupyter is a config path"
+    if not installed.exists():
+        pytest.fail(f"{installed} is missing: run make install", pytrace=False)
+    config = json.loads(installed.read_text())
+    assert config == {"ServerApp": {"jpserver_extensions": {"pulsarlab_widgets.plotly_server": True}}}
+    assert plotly_server._jupyter_server_extension_points() == [{"module": "pulsarlab_widgets.plotly_server"}]

@@ -15,6 +15,7 @@ from pathlib import Path
 import nbformat
 import pytest
 import test_classroom_browser as classroom
+from lab_browser import MODES
 from playwright.sync_api import Error as PlaywrightError
 from plotly.io.json import to_json_plotly
 from test_classroom_browser import ARTIFACTS, DRAW_MS
@@ -161,6 +162,7 @@ def _press(page, player, key: str) -> None:
     page.keyboard.press(key)
 
 
+@pytest.mark.parametrize("machine", MODES, indirect=True)
 def test_a_saved_timeline_reloads_in_another_process_to_identical_frames(exported, browser_page):
     out, rec = exported
     page, route, record = browser_page
@@ -182,6 +184,7 @@ def test_a_saved_timeline_reloads_in_another_process_to_identical_frames(exporte
     _no_errors(record)
 
 
+@pytest.mark.parametrize("machine", MODES, indirect=True)
 def test_a_fork_view_opens_at_the_divergence_and_nothing_differs_before_it(exported, browser_page):
     out, rec = exported
     expected = fork(rec, FORK_AT, Change("consumer_leaves", consumer="c1"))

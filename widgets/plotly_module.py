@@ -1,16 +1,17 @@
-"""One copy of plotly's widget code per page, however many FigureWidgets a lab draws.
+"""One copy of plotly's widget code per page, loaded from a file the server serves, however many figures a lab draws.
 
 Models no Pulsar class. plotly's `go.FigureWidget` is an anywidget whose ``_esm`` is plotly's whole widget bundle
-(about 5 MB: plotly.js and its glue). anywidget imports a module given as text from a new blob URL per widget, so a
-page with twelve figures evaluates plotly.js twelve times and each figure redraws with its own copy: a copy that has
-drawn a few frames is still running cold code, so each step of a player costs two to three times what one warmed
-copy takes. `SharedFigureWidget` sends a few lines instead that import the bundle once per page and bundle version
-(keyed by its SHA-256 under ``globalThis``) and hand every figure the same module. The bundle text still travels in
-each widget's state (the page may have been reloaded, so no figure can count on another having sent it), but it is
-parsed as one string literal, not run. In presenter mode the bundle is a static file the page preloads
-(`pulsarlab_widgets.present`), and the lines import that file instead. Either way the shared module's figure views
-do not send plotly.js's computed defaults back to Python after each update (`QUIET_VIEWS_JS`): Python keeps what it
-set, and reading a property it never set (an autorange, say) gives None instead of the browser's value.
+(about 5 MB: plotly.js and its glue). anywidget gives each model 2 s from its creation to import that module and run
+its ``initialize``, then drops every later message to the model ("[anywidget] Failed to initialize model."); on a
+slow or busy machine the 5 MB module takes longer and the figure keeps plotly's empty axes while a player steps on.
+A `SharedFigureWidget` sends a few kilobytes instead (``static/plotly_figure.js``): its ``initialize`` returns at once
+and plotly's module loads in the background, once per page and bundle version (keyed by its SHA-256 prefix), from
+the Jupyter server or `pulsarlab present`'s Voilà (`pulsarlab_widgets.plotly_server`, which names the file's
+content-hashed URL in the page's ``#jupyter-config-data``), else from the kernel, which answers a custom message with
+the bundle (a front end without the server piece). Updates that arrive while plotly loads are replayed in order, every
+view draws from the figure's full current state, and a figure that cannot load or draw says so in its place.
+The views send plotly.js's computed defaults back to Python after no update: Python keeps what it set, and reading a
+property it never set (an autorange, say) gives None instead of the browser's value.
 """
 
 from __future__ import annotations
@@ -18,17 +19,19 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import os
+from copy import deepcopy
 from pathlib import Path
 from typing import Any
 
 import plotly
 import plotly.graph_objects as go
 
-# set by `pulsarlab present` for its kernels: the page-relative path the presenter serves the bundle at
-SERVED_ENV = "PULSARLAB_PLOTLY_MODULE"
-# the presenter template starts importing the served bundle into this global before the widgets load
-SERVED_GLOBAL = "globalThis.pulsarlabPlotlyWidget"
+FIGURE_JS = Path(__file__).with_name("static") / "plotly_figure.js"
+# the front end's custom messages: the kernel fallback (the front end asks, the figure answers with the bundle as a
+# buffer) and a request for the figure's full state
+REQUEST = "pulsarlab-plotly-request"
+REPLY = "pulsarlab-plotly-bundle"
+RESYNC = "pulsarlab-plotly-resync"
 
 
 def bundle_path() -> Path:
@@ -36,52 +39,65 @@ def bundle_path() -> Path:
     return Path(plotly.__file__).with_name("package_data") / "widgetbundle.js"
 
 
-# After each update plotly's figure view works out every trace's and the layout's full defaults and sends them to
-# Python (``_sendTraceDeltas``, ``_sendLayoutDelta``), where they answer reads of properties nobody set. The lab reads
-# only what it set, and those messages, their echoes and the kernel's busy/idle for each cost the page and the
-# kernel CPU in every step; the shared module's views send none.
-QUIET_VIEWS_JS = (
-    "const view = plotlyWidget.FigureView && plotlyWidget.FigureView.prototype;\n"
-    "if (view && !view.pulsarlabQuiet) {\n"
-    "  view._sendTraceDeltas = view._sendLayoutDelta = function () {};\n"
-    "  view.pulsarlabQuiet = true;\n"
-    "}\n"
-    "export default plotlyWidget.default;\n"
-)
-
-
-def served_module_esm(path: str) -> str:
-    """An ES module standing for plotly's widget module served at ``path`` (relative to the page's base URL)."""
-    return (
-        f"{SERVED_GLOBAL} ??= import(new URL({json.dumps(path)}, document.baseURI).href);\n"
-        f"const plotlyWidget = await {SERVED_GLOBAL};\n" + QUIET_VIEWS_JS
-    )
+@functools.cache
+def bundle_bytes() -> bytes:
+    """plotly's widget bundle, read once per process."""
+    return bundle_path().read_bytes()
 
 
 @functools.cache
-def inline_module_esm() -> str:
-    """An ES module carrying plotly's widget bundle as text that imports it only if no figure of the page has."""
-    text = bundle_path().read_text(encoding="utf-8")
-    key = json.dumps("pulsarlabPlotly-" + hashlib.sha256(text.encode()).hexdigest()[:20])
-    return (
-        f"globalThis[{key}] ??= import(URL.createObjectURL(new Blob([{json.dumps(text)}], "
-        '{type: "text/javascript"})));\n'
-        f"const plotlyWidget = await globalThis[{key}];\n" + QUIET_VIEWS_JS
-    )
+def bundle_sha() -> str:
+    """The first 20 hex digits of the bundle's SHA-256: its name in URLs and in the page's cache of modules."""
+    return hashlib.sha256(bundle_bytes()).hexdigest()[:20]
 
 
+@functools.cache
 def module_esm() -> str:
-    """The front-end module a `SharedFigureWidget` sends: the presenter's served bundle, or the inline one."""
-    served = os.environ.get(SERVED_ENV)
-    return served_module_esm(served) if served else inline_module_esm()
+    """The front-end module every `SharedFigureWidget` sends: the loader with this bundle's hash and messages."""
+    bundle = {"sha": bundle_sha(), "request": REQUEST, "reply": REPLY, "resync": RESYNC}
+    return f"const BUNDLE = {json.dumps(bundle)};\n" + FIGURE_JS.read_text(encoding="utf-8")
+
+
+def answer_front_end(widget: Any, content: Any, buffers: list) -> None:
+    """Answer a figure's front end: its full state when it asks for a resync (sent only where the front end's copy,
+    the ``_widget_*`` traits, is older than the figure), plotly's widget bundle when it asks for that (a front end
+    without the server piece)."""
+    if not isinstance(content, dict):
+        return
+    if content.get("type") == RESYNC:
+        widget._widget_layout = deepcopy(widget._layout_obj._props)
+        widget._widget_data = deepcopy(widget._data)
+        return
+    if content.get("type") != REQUEST:
+        return
+    try:
+        data = bundle_bytes()
+    except OSError as e:
+        widget.send({"type": REPLY, "sha": content.get("sha"), "error": f"plotly's widget bundle is unreadable: {e}"})
+        return
+    if content.get("sha") != bundle_sha():
+        widget.send({"type": REPLY, "sha": content.get("sha"), "error": "the kernel has another plotly version"})
+        return
+    widget.send({"type": REPLY, "sha": bundle_sha()}, buffers=[data])
 
 
 class SharedFigureWidget(go.FigureWidget):
-    """A plotly FigureWidget that shares the page's one copy of plotly's widget module."""
+    """A plotly FigureWidget that shares the page's one copy of plotly's widget module, loaded in the background."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self._esm = module_esm()
         super().__init__(*args, **kwargs)
+        self.on_msg(answer_front_end)
 
 
-__all__ = ["SERVED_ENV", "SharedFigureWidget", "bundle_path", "inline_module_esm", "module_esm", "served_module_esm"]
+__all__ = [
+    "REPLY",
+    "REQUEST",
+    "SharedFigureWidget",
+    "RESYNC",
+    "answer_front_end",
+    "bundle_bytes",
+    "bundle_path",
+    "bundle_sha",
+    "module_esm",
+]

@@ -9,9 +9,10 @@ look lives (``templates/voila/templates/pulsarlab-present``): projector-sized fo
 screen" (key ``v`` or ``?view=one``: every cell fills the window and scrolling snaps between them). The keys
 → / ← / space / Home / End reach the player that fills most of the window (`pulsarlab_widgets.keys`).
 
-Figures load plotly's widget code once per page, not once per figure: the bundle is served as a static file
-(`plotly_assets`), the template preloads it and the kernel's FigureWidgets reuse it (`pulsarlab_widgets.present_kernel`
-says why: anywidget otherwise drops the updates of figures that loaded late).
+Figures load plotly's widget code once per page, not once per figure: Voilà runs with the bundle served as a static
+file (`pulsarlab_widgets.plotly_server`, the same handler the Jupyter server runs for JupyterLab), the template starts
+loading it while the kernel still executes the lab, and every FigureWidget of the kernel uses it
+(`pulsarlab_widgets.present_kernel`, started by `kernel_startup`).
 
 The server listens on 127.0.0.1 and asks for a random token unless told otherwise; a non-loopback address needs
 ``allow_remote`` (each visitor's page runs the lab's code in a kernel on this machine).
@@ -19,24 +20,21 @@ The server listens on 127.0.0.1 and asks for a random token unless told otherwis
 
 from __future__ import annotations
 
-import hashlib
 import ipaddress
 import os
 import secrets
 import shlex
-import shutil
 import socket
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from pulsarlab_widgets.export import LabError, read_lab
-from pulsarlab_widgets.plotly_module import SERVED_ENV, bundle_path
+from pulsarlab_widgets.plotly_module import bundle_path
+from pulsarlab_widgets.present_kernel import PRESENT_ENV
 
 TEMPLATE = "pulsarlab-present"
 TEMPLATES = Path(__file__).with_name("templates")
-# where the page finds plotly's widget module (the template preloads the same path)
-PLOTLY_MODULE = f"voila/templates/{TEMPLATE}/static/plotly-widget.js"
 
 
 @dataclass(frozen=True)
@@ -49,32 +47,22 @@ class Presentation:
     url: str
 
 
-def plotly_assets() -> Path:
-    """A Jupyter data folder holding plotly's widget bundle at the presenter template's static path, plus the kernel
-    start-up file; made once per plotly bundle under the user's cache folder (a hard link, or a copy where links fail)."""
+def kernel_startup() -> Path:
+    """The kernel start-up file (``PYTHONSTARTUP``) that makes every FigureWidget use the page's served plotly module;
+    written once under the user's cache folder."""
     bundle = bundle_path()
     if not bundle.is_file():
         raise LabError(f"plotly's widget bundle is missing ({bundle}); reinstall plotly")
-    key = hashlib.sha256(f"{bundle.resolve()}:{bundle.stat().st_size}:{bundle.stat().st_mtime_ns}".encode())
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    root = cache / "pulsarlab" / "present" / key.hexdigest()[:16]
-    static = root / "voila" / "templates" / TEMPLATE / "static"
-    target = static / "plotly-widget.js"
+    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "pulsarlab" / "present"
     startup = root / "kernel_startup.py"
-    if target.exists() and startup.exists():
-        return root
-    static.mkdir(parents=True, exist_ok=True)
-    partial = static / f".plotly-widget.{os.getpid()}.js"
-    try:
-        os.link(bundle, partial)  # Voilà's static handler refuses symbolic links out of its folders
-    except OSError:
-        shutil.copyfile(bundle, partial)
-    os.replace(partial, target)
-    partial = root / f".kernel_startup.{os.getpid()}.py"
-    # run by each kernel's IPython (PYTHONSTARTUP) without leaving a name in the lab's namespace
-    partial.write_text('__import__("pulsarlab_widgets.present_kernel")\n')
-    os.replace(partial, startup)
-    return root
+    text = '__import__("pulsarlab_widgets.present_kernel")\n'
+    if not startup.exists() or startup.read_text() != text:
+        root.mkdir(parents=True, exist_ok=True)
+        partial = root / f".kernel_startup.{os.getpid()}.py"
+        # run by each kernel's IPython (PYTHONSTARTUP) without leaving a name in the lab's namespace
+        partial.write_text(text)
+        os.replace(partial, startup)
+    return startup
 
 
 def _loopback(host: str) -> bool:
@@ -101,8 +89,8 @@ def presentation(
     allow_remote: bool = False,
     one_view: bool = False,
 ) -> Presentation:
-    """The Voilà command that presents ``notebook`` (checked to be a lab) on ``host:port`` (0: a free port);
-    prepares the served plotly module (`plotly_assets`) on the way."""
+    """The Voilà command (Voilà serving plotly's widget bundle, `pulsarlab_widgets.plotly_server`) that presents
+    ``notebook`` (checked to be a lab) on ``host:port`` (0: a free port)."""
     notebook = Path(notebook)
     read_lab(notebook)
     if not allow_remote and not _loopback(host):
@@ -119,7 +107,7 @@ def presentation(
     argv = [
         sys.executable,
         "-m",
-        "voila",
+        "pulsarlab_widgets.plotly_server",
         notebook.name,
         f"--Voila.ip={host}",
         f"--port={port}",
@@ -130,12 +118,11 @@ def presentation(
         "--theme=light",
         f"--Voila.token={token}",
     ]
-    assets = plotly_assets()
-    paths = (str(TEMPLATES), str(assets), os.environ.get("JUPYTER_PATH"))
+    paths = (str(TEMPLATES), os.environ.get("JUPYTER_PATH"))
     env = {
         "JUPYTER_PATH": os.pathsep.join(p for p in paths if p),
-        "PYTHONSTARTUP": str(assets / "kernel_startup.py"),
-        SERVED_ENV: PLOTLY_MODULE,
+        "PYTHONSTARTUP": str(kernel_startup()),
+        PRESENT_ENV: "1",
     }
     shown = f"[{host}]" if ":" in host else host
     query = [f"token={token}"] if token else []
@@ -155,4 +142,4 @@ def run(p: Presentation) -> int:
     return 1  # pragma: no cover  (execve does not return)
 
 
-__all__ = ["PLOTLY_MODULE", "Presentation", "plotly_assets", "presentation", "run"]
+__all__ = ["Presentation", "kernel_startup", "presentation", "run"]
