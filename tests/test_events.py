@@ -146,6 +146,7 @@ def test_export_to_pandas_and_parquet(tmp_path):
 
 
 def test_a_window_keeps_the_newest_events_and_numbers_go_on() -> None:
+    import pulsarlab.event_catalogue  # noqa: F401  (declares entry_written)
     from pulsarlab.events import _FLUSH_EVENTS
 
     log = EventLog(window=2 * _FLUSH_EVENTS)
