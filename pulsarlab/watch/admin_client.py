@@ -111,6 +111,15 @@ class AdminClient:
     # --- one GET ------------------------------------------------------------------------------------
     def get(self, path: str) -> Any:
         """The JSON the broker answers to ``GET {url}{path}``; `AdminError` naming the URL and status otherwise."""
+        url, status, body = self._fetch(path)
+        if status == 204 or not body:
+            return None
+        try:
+            return json.loads(body)
+        except ValueError:
+            raise AdminError(url, status, "the answer is not JSON (is this a Pulsar admin URL?)") from None
+
+    def _fetch(self, path: str) -> tuple[str, int, bytes]:
         url = self.url + path
         request = urllib.request.Request(url, method="GET", headers={"Accept": "application/json"})
         if self._token:
@@ -128,12 +137,7 @@ class AdminClient:
             raise AdminError(url, 0, _network_reason(e, self.timeout_s)) from None
         if len(body) > MAX_BODY:
             raise AdminError(url, status, f"the answer is larger than {MAX_BODY // (1024 * 1024)} MiB")
-        if status == 204 or not body:
-            return None
-        try:
-            return json.loads(body)
-        except ValueError:
-            raise AdminError(url, status, "the answer is not JSON (is this a Pulsar admin URL?)") from None
+        return url, status, body
 
     # --- the calls a watch makes ----------------------------------------------------------------------
     def partitions(self, topic: "TopicName") -> int:
@@ -155,14 +159,20 @@ class AdminClient:
         return list(self.get(f"{ADMIN}/persistent/{_q(tenant)}/{_q(namespace)}/partitioned") or [])
 
     def broker_version(self) -> str | None:
-        """``pulsar-admin brokers version`` (None when the broker does not answer it)."""
+        """``pulsar-admin brokers version`` (plain text or a JSON string; None when the broker does not answer)."""
         try:
-            answer = self.get(f"{ADMIN}/brokers/version")
+            _url, _status, body = self._fetch(f"{ADMIN}/brokers/version")
         except AdminError as e:
             if e.status in (401, 403):
                 raise
             return None
-        return answer if isinstance(answer, str) else None
+        text = body.decode("utf-8", "replace").strip()
+        if text.startswith('"'):
+            try:
+                text = json.loads(text)
+            except ValueError:
+                return None
+        return text if text and len(text) < 64 and "<" not in text else None
 
 
 @dataclass(frozen=True)

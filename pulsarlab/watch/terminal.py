@@ -42,10 +42,11 @@ def _subscription_lines(sub: SubscriptionSnap) -> list[str]:
         text = f"    {con.name}: permits {con.permits}, unacked {con.unacked}"
         if con.blocked:
             text += ", BLOCKED on unacked"
-        if ranges:
-            text += ", hashes " + " ".join(f"[{a}, {b}]" for a, b in ranges[:6]) + (" …" if len(ranges) > 6 else "")
         if con.id in draining:
-            text += ", draining " + " ".join(draining[con.id][:5])
+            text += ", draining " + " ".join(draining[con.id][:5]) + (" …" if len(draining[con.id]) > 5 else "")
+        if ranges:
+            shown = " ".join(f"[{a}, {b}]" for a, b in ranges[:3])
+            text += f", {len(ranges)} hash range(s) {shown}" + (" …" if len(ranges) > 3 else "")
         lines.append(_clip(text))
     if len(sub.consumers) > MAX_CONSUMERS:
         lines.append(f"    … and {len(sub.consumers) - MAX_CONSUMERS} more consumer(s)")
@@ -56,7 +57,8 @@ def render(state: WatchState, title: str = "") -> str:
     """The whole screen for one state."""
     head = f"pulsarlab watch {title}".rstrip()
     status = ("" if state.status.ok else "ERROR ") + state.status.message
-    lines = [_clip(head), _clip(f"t = {state.time_ms / 1000:.1f} s · poll {state.status.poll} · {status}"), ""]
+    line = f"t = {state.time_ms / 1000:.1f} s · poll {state.status.poll} · {status}"
+    lines = [_clip(head), line if not state.status.ok else _clip(line), ""]  # an error is shown whole
     for topic in state.snapshot.topics:
         lines.append(_clip(f"{short_topic(topic.name)}  (last entry {fmt_pos(topic.last_confirmed)})"))
         for sub in topic.subscriptions:

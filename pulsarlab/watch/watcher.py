@@ -98,6 +98,7 @@ class Watcher:
         self.profile_reason = ""
         self.state: WatchState | None = None
         self.failures_in_a_row = 0
+        self.good_polls = 0
         self._listeners: list[Callable[[Frame, WatchState], None]] = []
         self._changed = threading.Condition()
         self._stop = threading.Event()
@@ -137,6 +138,7 @@ class Watcher:
             return self._failed(index, e)
         elapsed = self._clock() - started
         self.failures_in_a_row = 0
+        self.good_polls += 1
         return self._good(index, readings, elapsed)
 
     def _read(self) -> list[Reading]:
