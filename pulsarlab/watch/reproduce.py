@@ -14,8 +14,9 @@ model's own, not a copy of the numbers:
    a draining hash's messages get a key of exactly that hash and go to the consumer that drains it, other holes go
    to the consumers in proportion to their ``unackedMessages``; every entry inside ``individuallyDeletedMessages``
    is acknowledged;
-4. the late consumers subscribe, then one more message of each draining hash is sent, which the dispatcher must
-   hold back (a blocked attempt).
+4. the late consumers subscribe, then the unacknowledged entries no consumer holds (those waiting in the replay
+   set) are sent with the draining hashes' keys, or else one more message of each draining hash: the dispatcher
+   must hold them back (blocked attempts).
 
 `Reproduction.notes` says in words what could not be inferred (the cluster's broker.conf, priorities, keys,
 batches, entries past the read position, counters of blocked attempts, ...) and ``matched`` what was checked
@@ -363,6 +364,7 @@ def reproduce(
     sent_keys: dict[int, str] = {}
     plan: list[tuple[Position, str | None, str | None]] = []  # (observed position, key, consumer that holds it)
     cycle = 0
+    deferred: list[Position] = []  # unacknowledged entries nobody holds: sent after the late consumers join
     for p in window:
         if cursor is not None and _acked(cursor, p):
             plan.append((p, f"acked-{len(plan)}", None))
@@ -373,7 +375,11 @@ def reproduce(
                 sent_keys[h] = key_for_hash(h, keys.selector)
             plan.append((p, sent_keys[h], holder))
             continue
-        wanting = [n for n, q in quotas.items() if q > 0] or sorted(quotas, key=lambda n: -quotas[n])[:1]
+        wanting = [n for n, q in quotas.items() if q > 0]
+        if not wanting and sent_keys:  # no consumer holds it: a message of a draining hash, held back for now
+            deferred.append(p)
+            continue
+        wanting = wanting or sorted(quotas, key=lambda n: -quotas[n])[:1]
         holder = wanting[cycle % len(wanting)] if wanting else None
         cycle += 1
         if holder is not None:
@@ -407,8 +413,18 @@ def reproduce(
     for name in extra_consumers:
         consumers[name] = client.subscribe(local, sub_name, ctype, consumer_name=name)
         held[name] = []
-    for h, key in sorted(sent_keys.items()):
-        producer.send(f"after the join, hash {h}".encode(), partition_key=key)
+    waiting = sorted(sent_keys.items())
+    for i, p in enumerate(deferred):  # the dispatcher must hold these back: their hashes drain
+        mid = producer.send(f"entry {p}".encode(), partition_key=waiting[i % len(waiting)][1])
+        positions[(p.ledger_id, p.entry_id)] = (mid.ledger, mid.entry)
+    if deferred:
+        notes.append(
+            f"{len(deferred)} unacknowledged entr(y/ies) no consumer holds (waiting in the replay set) are sent after "
+            "the late consumers joined, with the draining hashes' keys, so they come after the acked entries"
+        )
+    else:
+        for _h, key in waiting:
+            producer.send(b"after the join", partition_key=key)
     lab.run_until_idle()
     _compare(lab, local, sub_name, sub, cursor, plan, sent_keys, matched, notes, set(without))
     return Reproduction(
