@@ -44,7 +44,7 @@ from pulsarlab.snapshot.lab import (
 )
 from pulsarlab.watch.readings import Reading
 
-MAX_ENTRIES = 2000  # entries of one ledger a snapshot lists at most (the views draw a window of them anyway)
+MAX_ENTRIES = 400  # entries of one ledger a snapshot lists at most (the cursor view draws a window of 240)
 HASH_RANGE = (0, 65535)  # Pulsar's Key_Shared hash range
 _TYPE_NAMES = {"Exclusive": "Exclusive", "Shared": "Shared", "Failover": "Failover", "KeyShared": "Key_Shared"}
 

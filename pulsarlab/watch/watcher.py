@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
@@ -30,6 +30,7 @@ from typing import Any, Callable
 from pulsarlab.event_catalogue.watch import ADMIN_POLL_FAILED, ADMIN_POLLED
 from pulsarlab.events import Event
 from pulsarlab.importers import Finding, Limits, diagnose
+from pulsarlab.snapshot.base import History, Sample
 from pulsarlab.snapshot.frame import Frame
 from pulsarlab.snapshot.lab import LabSnapshot
 from pulsarlab.snapshot.timeline_file import write_timeline
@@ -92,6 +93,7 @@ class Watcher:
         self.tracker = FindingTracker()
         self._snapshots = ObservedSnapshots()
         self._topics: list[Any] | None = None
+        self._samples: list[Sample] = []
         self._previous: dict[str, tuple[Any, Any]] = {}  # topic -> its last good (stats, internal), parsed
         self.broker_version: str | None = None
         self.profile: str | None = None
@@ -163,6 +165,8 @@ class Watcher:
         self._previous = parsed
         changes = self.tracker.update(now, found)
         snap = self._snapshots.build(readings, now, index, self.profile)
+        self._samples.extend(snap.consumer_samples())  # each consumer's permits and unacked over the polls
+        snap = replace(snap, history=History(self._samples, len(self._samples)))
         if elapsed > self.interval_s:
             delay = min(MAX_BACKOFF_S, max(self.interval_s, 2 * elapsed))
             message = (
