@@ -12,8 +12,9 @@ Models no Pulsar class (design.md, "Widgets"). Shows the poll's status line (err
 findings of `pulsarlab.importers.diagnose` with how long each has held and which cleared, the backlog of each
 subscription over the polls, and the views given (by default the cursor with its ack holes, the Key_Shared hash
 ranges with draining hashes and blocked consumers, and each consumer's permits and unacked messages over time),
-each a function ``view(snapshot, events)`` of the ordinary player. The watcher calls back on its polling thread;
-figures are updated there with `sync_figure` (only what changed), under a lock. A failed poll keeps the last good
+each a function ``view(snapshot, events)`` of the ordinary player. The watcher polls on its own thread and calls
+back there; in a kernel the redraw is handed to the kernel's event loop (the main thread: figure updates sent from
+another thread did not reach JupyterLab's page), where `sync_figure` sends only what changed. A failed poll keeps the last good
 figures and says why in the status line.
 
 Simplifies: the views draw what the admin API shows (`pulsarlab.watch.observed`): no message keys, no replay
@@ -22,6 +23,7 @@ positions, no client-side queues.
 
 from __future__ import annotations
 
+import asyncio
 import html
 import threading
 from functools import partial
@@ -140,12 +142,24 @@ class WatchViews(widgets.VBox):
         super().__init__(rows)
         self.add_class(FIT_CLASS)
         self.add_class("pulsarlab-watch")
+        try:  # in a kernel: redraw on its event loop (the main thread), where widget updates reach the page
+            self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            self._loop = None
         watcher.listen(self._on_poll)
         if start:
             watcher.start(duration_s)
 
     def _on_poll(self, frame: Frame, state: WatchState) -> None:
-        """Redraw after a poll (on the watcher's thread); a view that fails must not stop the others."""
+        """After a poll: redraw on the kernel's loop when there is one (the watcher polls on its own thread)."""
+        loop = self._loop
+        if loop is not None and not loop.is_closed() and threading.current_thread() is not threading.main_thread():
+            loop.call_soon_threadsafe(self._redraw, frame, state)
+        else:
+            self._redraw(frame, state)
+
+    def _redraw(self, frame: Frame, state: WatchState) -> None:
+        """Show one poll; a view that fails must not stop the others (its error is kept in ``errors``)."""
         with self._lock:
             try:
                 self.status.value = findings_html(state)

@@ -103,6 +103,7 @@ class Watcher:
         self.good_polls = 0
         self._listeners: list[Callable[[Frame, WatchState], None]] = []
         self._changed = threading.Condition()
+        self._poll_lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.error: BaseException | None = None  # what ended a background watch
@@ -128,7 +129,12 @@ class Watcher:
 
     def poll(self) -> WatchState:
         """Read every selected topic once, diagnose, and add a frame; an `AdminError` before any good poll that
-        a retry will not cure (401, 403, 404) is raised."""
+        a retry will not cure (401, 403, 404) is raised. One poll at a time (a call while the background thread
+        polls waits for it)."""
+        with self._poll_lock:
+            return self._poll()
+
+    def _poll(self) -> WatchState:
         index = len(self.frames)
         started = self._clock()
         try:
