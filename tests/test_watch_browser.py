@@ -80,38 +80,33 @@ RUN_NEW_CELL_JS = """async source => {
 }"""
 
 
-def _live_notebook(admin_url: str) -> nbformat.NotebookNode:
+def _notebook(source: str) -> nbformat.NotebookNode:
     nb = nbformat.v4.new_notebook()
-    nb.cells = [
-        nbformat.v4.new_code_cell(
-            "import time\n"
-            "from pathlib import Path\n"
-            "import pulsarlab as pl\n"
-            "from pulsarlab.watch import AdminClient, Watcher\n"
-            "from pulsarlab_widgets.live_watch import WatchViews, default_views\n"
-            "from pulsarlab_widgets.player import Player\n\n"
-            f"watcher = Watcher(AdminClient({admin_url!r}), 'orders', interval_s=1.0)\n"
-            "live = WatchViews(watcher)\n"
-            "live"
-        ),
-    ]
+    nb.cells = [nbformat.v4.new_code_cell(source)]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     return nb
+
+
+def _live_notebook(admin_url: str) -> nbformat.NotebookNode:
+    return _notebook(
+        "import pulsarlab as pl\n"
+        "from pulsarlab.watch import AdminClient, Watcher\n"
+        "from pulsarlab_widgets.live_watch import WatchViews, default_views\n"
+        "from pulsarlab_widgets.player import Player\n\n"
+        f"watcher = Watcher(AdminClient({admin_url!r}), 'orders', interval_s=1.0)\n"
+        "live = WatchViews(watcher)\n"
+        "live"
+    )
 
 
 def _replay_notebook(recording: Path) -> nbformat.NotebookNode:
-    nb = nbformat.v4.new_notebook()
-    nb.cells = [
-        nbformat.v4.new_code_cell(
-            "import pulsarlab as pl\n"
-            "from pulsarlab_widgets.live_watch import default_views\n"
-            "from pulsarlab_widgets.player import Player\n\n"
-            f"recording = pl.load_timeline({str(recording)!r})\n"
-            "Player(recording, default_views(subscription='workers'), title='a watch of pulsarlab serve, replayed')"
-        )
-    ]
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    return nb
+    return _notebook(
+        "import pulsarlab as pl\n"
+        "from pulsarlab_widgets.live_watch import default_views\n"
+        "from pulsarlab_widgets.player import Player\n\n"
+        f"recording = pl.load_timeline({str(recording)!r})\n"
+        "Player(recording, default_views(subscription='workers'), title='a watch of pulsarlab serve, replayed')"
+    )
 
 
 def _serve(port: int, admin_port: int, log: Path) -> subprocess.Popen:
