@@ -274,6 +274,17 @@ def _cmd_record(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_watch(args: argparse.Namespace) -> int:
+    from pulsarlab.watch import command
+
+    try:
+        out = _check_out(args.out, args.overwrite) if args.out else None
+        return command.run(args, out)
+    except ValueError as e:
+        print(f"pulsarlab watch: {e}", file=sys.stderr)
+        return 2
+
+
 def _parse_setting(text: str) -> tuple[str, object]:
     name, sep, raw = text.partition("=")
     if not sep or not name:
@@ -475,6 +486,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--show", type=int, default=20, help="metrics rows to print (default 20)")
     p.add_argument("--quiet", action="store_true", help="no progress bar and no metrics table")
     p.set_defaults(func=_cmd_sweep)
+    p = sub.add_parser("watch", help="watch a real cluster's topics through its admin REST API (read-only, recorded)")
+    from pulsarlab.watch.command import add_arguments as watch_arguments
+
+    watch_arguments(p)
+    p.set_defaults(func=_cmd_watch)
     return parser
 
 

@@ -30,6 +30,7 @@ from pulsarlab.event_catalogue import cursor  # the managed cursor
 from pulsarlab.event_catalogue import key_shared_scenario  # a KeySharedScenario's selector changes
 from pulsarlab.event_catalogue import scenario_run  # a scenario run's application log
 from pulsarlab.event_catalogue import retention  # consumed ledgers trimmed
+from pulsarlab.event_catalogue import watch  # a watch's polls of a real cluster's admin REST API
 # isort: on
 
 AREAS: tuple[ModuleType, ...] = (
@@ -47,6 +48,7 @@ AREAS: tuple[ModuleType, ...] = (
     key_shared_scenario,
     scenario_run,
     retention,
+    watch,
 )
 
 

@@ -123,13 +123,17 @@ def header_for(recorder: Any, inputs: dict[str, Any] | None = None) -> dict[str,
     merged = recorder_inputs(recorder)
     if inputs:
         merged.update(jsonable(inputs))
+    return _header(len(recorder), recorder.lab.version, merged)
+
+
+def _header(frames: int, profile: str, inputs: dict[str, Any]) -> dict[str, Any]:
     return {
         "format": FORMAT,
         "version": FORMAT_VERSION,
         "pulsarlab": __version__,
-        "frames": len(recorder),
-        "profile": recorder.lab.version,
-        "inputs": merged,
+        "frames": frames,
+        "profile": profile,
+        "inputs": inputs,
     }
 
 
@@ -177,13 +181,21 @@ def frame_lines(frames: Sequence[Any]) -> Iterator[str]:
 
 def save_timeline(recorder: Any, path: str | os.PathLike[str], inputs: dict[str, Any] | None = None) -> Path:
     """Write ``recorder``'s frames to ``path`` (atomically: a temporary file renamed over it). Returns the path."""
+    return _write(path, header_for(recorder, inputs), list(recorder))
+
+
+def write_timeline(path: str | os.PathLike[str], frames: Sequence[Frame], profile: str, inputs: dict[str, Any]) -> Path:
+    """Write frames made without a recorder (a watch of a real cluster: `pulsarlab.watch`) with the header's
+    ``profile`` and ``inputs``; atomically, as `save_timeline`."""
+    return _write(path, _header(len(frames), profile, jsonable(inputs)), list(frames))
+
+
+def _write(path: str | os.PathLike[str], header: dict[str, Any], frames: list[Any]) -> Path:
     target = Path(path)
     if target.is_dir():
         raise IsADirectoryError(f"{target} is a directory: name a file, e.g. {target / ('run' + SUFFIX)}")
     if not target.parent.exists():
         raise FileNotFoundError(f"cannot write the timeline to {target}: folder {target.parent} does not exist")
-    header = header_for(recorder, inputs)
-    frames = list(recorder)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz:
@@ -374,4 +386,5 @@ __all__ = [
     "TimelineFileError",
     "load_timeline",
     "save_timeline",
+    "write_timeline",
 ]

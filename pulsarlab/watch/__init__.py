@@ -1,0 +1,38 @@
+"""Watch a real Pulsar cluster through its admin REST API: live views, diagnosis over time, a recording, and a
+reproduction of a recorded moment in the model.
+
+Above the model, beside `pulsarlab.serve` (see docs/architecture.md): the HTTP polling is I/O, not the model.
+`admin_client` (read-only GETs with pulsar-admin's token and TLS options), `readings` (which topics, what the
+broker answered), `observed` (a `LabSnapshot` of it for the views), `findings` (the diagnosis across polls),
+`watcher` (the loop, pacing and back-off, the frames, the timeline file), `terminal` (the text view),
+`reproduce` (a `Lab` in the state a recorded moment shows, and what-ifs on it)::
+
+    from pulsarlab.watch import AdminClient, Watcher
+    w = Watcher(AdminClient("http://127.0.0.1:8080"), "orders", interval_s=2)
+    w.poll(); w.state.findings; w.save("watch.plt.jsonl.gz")
+
+The notebook's live views are `pulsarlab_widgets.live_watch.WatchViews`; the command is ``pulsarlab watch``.
+"""
+
+from __future__ import annotations
+
+from pulsarlab.watch.admin_client import AdminClient, AdminError, TlsOptions, TopicName
+from pulsarlab.watch.findings import FindingTracker, Tracked
+from pulsarlab.watch.readings import Reading, Selection
+from pulsarlab.watch.watcher import DEFAULT_INTERVAL_S, MIN_INTERVAL_S, PollStatus, Watcher, WatchState
+
+__all__ = [
+    "DEFAULT_INTERVAL_S",
+    "MIN_INTERVAL_S",
+    "AdminClient",
+    "AdminError",
+    "FindingTracker",
+    "PollStatus",
+    "Reading",
+    "Selection",
+    "TlsOptions",
+    "TopicName",
+    "Tracked",
+    "WatchState",
+    "Watcher",
+]
