@@ -3,13 +3,18 @@
 `FakeAdmin` serves ``GET`` paths from a dict the test sets before each poll (status, body); a path can be made to
 hang until the test releases it (a broker that never answers) and a ``token`` makes every path answer 401 without
 ``Authorization: Bearer <token>``. Answers to anything but GET are 405. Every request is logged (method, path,
-headers) for the tests to check. Binds 127.0.0.1 port 0; `fake_admin` stops it whatever happens.
+headers) for the tests to check. Binds 127.0.0.1 port 0; `fake_admin` stops it whatever happens. Given an
+``ssl.SSLContext`` it serves ``https://127.0.0.1:PORT`` (the handshake runs on the request's thread, and one the
+client breaks off is counted in ``handshake_failures``); `Pki` makes a throwaway CA and a certificate it signed.
 """
 
 from __future__ import annotations
 
 import contextlib
+import datetime
+import ipaddress
 import json
+import ssl
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -20,10 +25,12 @@ SEQUENCES = Path(__file__).resolve().parent / "watch_json"
 
 
 class FakeAdmin:
-    def __init__(self, token: str | None = None) -> None:
+    def __init__(self, token: str | None = None, tls: ssl.SSLContext | None = None) -> None:
         self.routes: dict[str, tuple[int, Any]] = {}
         self.token = token
         self.requests: list[tuple[str, str, dict[str, str]]] = []
+        self.handshake_failures: list[str] = []  # TLS handshakes the client broke off (it refused the certificate)
+        self.handshake_failed = threading.Event()
         self.on_get: Callable[[str], None] | None = None  # called before answering (e.g. to move a fake clock)
         self.release = threading.Event()
         self.hanging = threading.Event()  # set once a request hangs
@@ -61,9 +68,23 @@ class FakeAdmin:
                 self.end_headers()
                 self.wfile.write(raw)
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        class Server(ThreadingHTTPServer):
+            daemon_threads = True
+
+            def finish_request(self, request: Any, client_address: Any) -> None:
+                if tls is not None:
+                    request.settimeout(30)  # a client that never finishes its handshake frees the thread
+                    try:
+                        request = tls.wrap_socket(request, server_side=True)
+                    except (ssl.SSLError, OSError) as e:
+                        owner.handshake_failures.append(str(e))
+                        owner.handshake_failed.set()
+                        return
+                super().finish_request(request, client_address)
+
+        self.server = Server(("127.0.0.1", 0), Handler)
+        scheme = "https" if tls is not None else "http"
+        self.url = f"{scheme}://127.0.0.1:{self.server.server_address[1]}"
         self._thread = threading.Thread(target=self.server.serve_forever, name="fake-admin", daemon=True)
         self._thread.start()
 
@@ -89,12 +110,77 @@ class FakeAdmin:
 
 
 @contextlib.contextmanager
-def fake_admin(token: str | None = None) -> Iterator[FakeAdmin]:
-    server = FakeAdmin(token)
+def fake_admin(token: str | None = None, tls: ssl.SSLContext | None = None) -> Iterator[FakeAdmin]:
+    server = FakeAdmin(token, tls)
     try:
         yield server
     finally:
         server.stop()
+
+
+class Pki:
+    """A throwaway CA (``ca_file``, PEM) and a server certificate it signed (`server_context` serves it)."""
+
+    def __init__(self, folder: Path, names: tuple[str, ...] = ("127.0.0.1", "localhost")) -> None:
+        from cryptography import x509
+        from cryptography.hazmat.primitives import hashes, serialization
+        from cryptography.hazmat.primitives.asymmetric import ec
+        from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+        now = datetime.datetime.now(datetime.timezone.utc)
+        valid = (now - datetime.timedelta(hours=1), now + datetime.timedelta(days=1))
+
+        def cert(subject: str, key: Any, issuer: Any, issuer_key: Any, ca: bool) -> Any:
+            name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)])
+            b = (
+                x509.CertificateBuilder()
+                .subject_name(name)
+                .issuer_name(issuer or name)
+                .public_key(key.public_key())
+                .serial_number(x509.random_serial_number())
+                .not_valid_before(valid[0])
+                .not_valid_after(valid[1])
+                .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+                .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+            )
+            if ca:
+                b = b.add_extension(
+                    x509.KeyUsage(False, False, False, False, False, True, True, False, False), critical=True
+                )
+            else:
+                sans = [_san(x509, n) for n in names]
+                b = b.add_extension(x509.SubjectAlternativeName(sans), critical=False)
+                b = b.add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+                b = b.add_extension(
+                    x509.AuthorityKeyIdentifier.from_issuer_public_key(issuer_key.public_key()), critical=False
+                )
+            return b.sign(issuer_key, hashes.SHA256())
+
+        ca_key = ec.generate_private_key(ec.SECP256R1())
+        ca = cert("pulsarlab test CA", ca_key, None, ca_key, True)
+        key = ec.generate_private_key(ec.SECP256R1())
+        server = cert(names[0], key, ca.subject, ca_key, False)
+        pem = serialization.Encoding.PEM
+        self.ca_file = folder / "ca.pem"
+        self.ca_file.write_bytes(ca.public_bytes(pem))
+        self.cert_file = folder / "broker.pem"
+        self.cert_file.write_bytes(server.public_bytes(pem) + ca.public_bytes(pem))
+        self.key_file = folder / "broker.key.pem"
+        self.key_file.write_bytes(
+            key.private_bytes(pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+        )
+
+    def server_context(self) -> ssl.SSLContext:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(self.cert_file, self.key_file)
+        return ctx
+
+
+def _san(x509: Any, name: str) -> Any:
+    try:
+        return x509.IPAddress(ipaddress.ip_address(name))
+    except ValueError:
+        return x509.DNSName(name)
 
 
 class FakeClock:
@@ -110,4 +196,4 @@ class FakeClock:
         self.now += s
 
 
-__all__ = ["HANG", "SEQUENCES", "FakeAdmin", "FakeClock", "fake_admin"]
+__all__ = ["HANG", "SEQUENCES", "FakeAdmin", "FakeClock", "Pki", "fake_admin"]

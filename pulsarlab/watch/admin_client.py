@@ -4,7 +4,9 @@ Models the calls `PulsarAdmin.topics()` makes for ``pulsar-admin topics stats``,
 ``partitioned-stats``, ``list`` and ``list-partitioned-topics`` (`PersistentTopics` on the broker, under
 ``/admin/v2/persistent/...``), and ``pulsar-admin brokers version`` (``/admin/v2/brokers/version``).
 Authentication is pulsar-admin's ``AuthenticationToken`` (an ``Authorization: Bearer`` header); TLS takes a CA
-file (``--tls-trust-cert-path``) or skips verification (``--tls-allow-insecure``).
+file (``--tls-trust-cert-path``) or skips verification (``--tls-allow-insecure``); a certificate that cannot be
+verified is an `AdminError` that says why and names both options. Simplifies: no client certificate
+(pulsar-admin's ``--tls-cert-file``/``--tls-key-file``).
 
 Library: the standard library's ``urllib.request`` and ``ssl``. A watch makes one GET at a time from one thread
 and needs nothing an HTTP library adds (no pooling, no async, no retries of its own: the watcher decides when to
@@ -31,19 +33,22 @@ ADMIN = "/admin/v2"
 
 
 class AdminError(Exception):
-    """A GET that did not give JSON: ``status`` is the HTTP status (0: no answer: refused, timed out, TLS)."""
+    """A GET that did not give JSON: ``status`` is the HTTP status (0: no answer: refused, timed out, TLS).
 
-    def __init__(self, url: str, status: int, reason: str) -> None:
+    ``permanent``: no answer, and trying again will not change that (a certificate this client cannot verify)."""
+
+    def __init__(self, url: str, status: int, reason: str, *, permanent: bool = False) -> None:
         self.url = url
         self.status = status
         self.reason = reason
+        self.permanent = permanent
         what = f"HTTP {status}" if status else "no answer"
         super().__init__(f"{url}: {what}: {reason}")
 
     @property
     def retryable(self) -> bool:
         """Worth trying again later (a slow or failing broker), as opposed to a request that will never work."""
-        return self.status == 0 or self.status == 429 or self.status >= 500
+        return not self.permanent and (self.status == 0 or self.status == 429 or self.status >= 500)
 
 
 _HINTS = {
@@ -61,7 +66,15 @@ class TlsOptions:
     skip_verify: bool = False
 
     def context(self) -> ssl.SSLContext:
-        ctx = ssl.create_default_context(cafile=self.ca_file)
+        """The client context; a CA file that cannot be read or holds no certificate is a `ValueError`."""
+        try:
+            ctx = ssl.create_default_context(cafile=self.ca_file)
+        except ssl.SSLError as e:
+            raise ValueError(
+                f"--tls-trust-cert-path {self.ca_file}: not a PEM file of CA certificates ({e.reason or e})"
+            ) from None
+        except OSError as e:
+            raise ValueError(f"--tls-trust-cert-path {self.ca_file}: {e.strerror or e}") from None
         if self.skip_verify:
             ctx.check_hostname = False
             ctx.verify_mode = ssl.CERT_NONE
@@ -132,9 +145,9 @@ class AdminClient:
         except urllib.error.HTTPError as e:
             raise AdminError(url, e.code, _reason_of(e)) from None
         except urllib.error.URLError as e:
-            raise AdminError(url, 0, _network_reason(e.reason, self.timeout_s)) from None
+            raise _no_answer(url, e.reason, self.timeout_s) from None
         except (TimeoutError, OSError) as e:
-            raise AdminError(url, 0, _network_reason(e, self.timeout_s)) from None
+            raise _no_answer(url, e, self.timeout_s) from None
         if len(body) > MAX_BODY:
             raise AdminError(url, status, f"the answer is larger than {MAX_BODY // (1024 * 1024)} MiB")
         return url, status, body
@@ -163,7 +176,7 @@ class AdminClient:
         try:
             _url, _status, body = self._fetch(f"{ADMIN}/brokers/version")
         except AdminError as e:
-            if e.status in (401, 403):
+            if e.status in (401, 403) or e.permanent:
                 raise
             return None
         text = body.decode("utf-8", "replace").strip()
@@ -231,14 +244,32 @@ def _reason_of(e: urllib.error.HTTPError) -> str:
     return f"{text} ({hint})" if hint else text
 
 
-def _network_reason(reason: Any, timeout_s: float) -> str:
+def _no_answer(url: str, reason: Any, timeout_s: float) -> AdminError:
+    """The `AdminError` of a GET that got no HTTP answer: what went wrong and what to do about it."""
+    if isinstance(reason, ssl.SSLCertVerificationError):
+        return AdminError(url, 0, _unverified(reason), permanent=True)
     if isinstance(reason, TimeoutError) or "timed out" in str(reason):
-        return f"timed out after {timeout_s:g} s"
+        return AdminError(url, 0, f"timed out after {timeout_s:g} s")
     if isinstance(reason, ssl.SSLError):
-        return f"TLS failed: {reason} (--tls-trust-cert-path CA.pem, or --tls-allow-insecure to skip the check)"
+        return AdminError(
+            url,
+            0,
+            f"TLS failed: {reason.reason or reason} (is this an https port? --tls-trust-cert-path CA.pem "
+            "names the CA to trust, --tls-allow-insecure skips the check)",
+        )
     if isinstance(reason, ConnectionRefusedError):
-        return "connection refused (is the broker's web service on this port?)"
-    return str(reason) or type(reason).__name__
+        return AdminError(url, 0, "connection refused (is the broker's web service on this port?)")
+    return AdminError(url, 0, str(reason) or type(reason).__name__)
+
+
+def _unverified(e: ssl.SSLCertVerificationError) -> str:
+    """Why the broker's certificate was refused, and the pulsar-admin option that fixes it."""
+    why = e.verify_message or e.reason or str(e)
+    if "hostname mismatch" in why.lower() or "ip address mismatch" in why.lower():
+        fix = "connect with a host name the certificate lists, or pass --tls-allow-insecure to skip the check"
+    else:
+        fix = "pass the CA that signed it with --tls-trust-cert-path CA.pem, or --tls-allow-insecure to skip the check"
+    return f"the broker's TLS certificate could not be verified ({why}): {fix}"
 
 
 __all__ = ["AdminClient", "AdminError", "TlsOptions", "TopicName"]

@@ -10,8 +10,8 @@ answered, so `save` writes a timeline file the player, ``pulsarlab export`` and 
 Pacing: the interval is never below `MIN_INTERVAL_S` (0.5 s); a broker that takes longer than the interval to
 answer is polled every twice its answer time, and one that fails is tried again after the interval doubled per
 failure in a row (at most `MAX_BACKOFF_S`); each says so in the poll's status line. A failed poll keeps the last
-good snapshot and findings on screen. A refusal before any good poll (401, 403, 404) ends the watch: it will
-not start working by itself.
+good snapshot and findings on screen. A refusal before any good poll (401, 403, 404, or a TLS certificate the
+client cannot verify) ends the watch: it will not start working by itself.
 
 Simplifies: polls are sequential GETs (a topic's stats and stats-internal are read a few milliseconds apart, not
 atomically, as ``pulsar-admin`` run twice would); times are the watch's own (ms since it started, plus the
@@ -129,8 +129,8 @@ class Watcher:
 
     def poll(self) -> WatchState:
         """Read every selected topic once, diagnose, and add a frame; an `AdminError` before any good poll that
-        a retry will not cure (401, 403, 404) is raised. One poll at a time (a call while the background thread
-        polls waits for it)."""
+        a retry will not cure (401, 403, 404, an unverifiable certificate) is raised. One poll at a time (a call
+        while the background thread polls waits for it)."""
         with self._poll_lock:
             return self._poll()
 
