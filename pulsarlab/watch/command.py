@@ -73,8 +73,11 @@ def read_token(args: argparse.Namespace) -> str | None:
     return args.token or os.environ.get(TOKEN_ENV) or None
 
 
-def run(args: argparse.Namespace, out: Path | None, stream: TextIO = sys.stdout) -> int:
-    """The watch of ``args`` until it ends; 0 when it ran, 1 when the broker refused before any good poll."""
+def run(args: argparse.Namespace, out: Path | None, stream: TextIO | None = None) -> int:
+    """The watch of ``args`` until it ends; 0 when it ran, 1 when the broker refused before any good poll.
+
+    ``stream`` defaults to the ``sys.stdout`` of the call, not of the import (which may have been redirected since)."""
+    stream = stream if stream is not None else sys.stdout
     if args.duration is not None and args.duration <= 0:
         raise ValueError(f"--duration must be > 0 s, got {args.duration}")
     if args.polls is not None and args.polls < 1:
