@@ -70,13 +70,17 @@ class FigureFit(anywidget.AnyWidget):
 
 
 def present_figures() -> None:
-    """Projector-sized text for every figure made from now on: plotly's default template plus a layout font of
-    `PRESENT_FONT_PX` (ticks, axis titles and legends take it; titles `PRESENT_TITLE_PX`). For presenter kernels only."""
-    layout = go.Layout(font=dict(size=PRESENT_FONT_PX), title=dict(font=dict(size=PRESENT_TITLE_PX)))
-    pio.templates[PRESENT_TEMPLATE] = go.layout.Template(layout=layout)
-    base = pio.templates.default or "plotly"
-    if PRESENT_TEMPLATE not in base.split("+"):
-        pio.templates.default = f"{base}+{PRESENT_TEMPLATE}"
+    """Projector-sized text for every figure made from now on: plotly's default template with a layout font of
+    `PRESENT_FONT_PX` (ticks, axis titles and legends take it; titles `PRESENT_TITLE_PX`). For presenter kernels only.
+    Merged once into one named template: a ``"plotly+..."`` default would be merged again for every figure."""
+    base = pio.templates.default
+    if base == PRESENT_TEMPLATE:
+        return
+    template = go.layout.Template(pio.templates[base]) if base else go.layout.Template()
+    template.layout.font.size = PRESENT_FONT_PX
+    template.layout.title.font.size = PRESENT_TITLE_PX
+    pio.templates[PRESENT_TEMPLATE] = template
+    pio.templates.default = PRESENT_TEMPLATE
 
 
 __all__ = ["FIT_CLASS", "PRESENT_FONT_PX", "FigureFit", "present_figures", "responsive"]
