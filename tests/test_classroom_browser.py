@@ -274,8 +274,9 @@ class PresentServer:
         self._log.close()
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def present_server():
+    """One presenter server on lab 04 for the module's page loads (each load runs the lab in a kernel of its own)."""
     server = PresentServer(LAB)
     try:
         server.wait_ready()
@@ -437,17 +438,6 @@ def test_presenter_page_with_many_figures_updates_every_figure_on_each_load(pres
         page.close()
 
 
-@pytest.fixture(scope="module")
-def present_04():
-    """One presenter server on lab 04 for several page loads (each load runs the lab in a kernel of its own)."""
-    server = PresentServer(LAB)
-    try:
-        server.wait_ready()
-        yield server
-    finally:
-        server.stop()
-
-
 _PLAYERS_DRAWN = """() => { const ps = document.querySelectorAll('.pulsarlab-player');
   return ps.length > 0 && Array.from(ps).every(p => p.querySelector('.js-plotly-plot .main-svg')
     && p.querySelector('.widget-readout')); }"""
@@ -485,7 +475,7 @@ def _scrolled_to(page, act) -> int:
 
 
 @pytest.mark.parametrize("screen", SCREENS, ids=lambda v: f"{v['width']}x{v['height']}")
-def test_presenter_one_view_snaps_and_every_player_fits_the_screen(present_04, fresh_pages, screen):
+def test_presenter_one_view_snaps_and_every_player_fits_the_screen(present_server, fresh_pages, screen):
     """``?view=one``: every view is exactly one window high, PageDown and the wheel stop on view boundaries, each
     player's controls, explanation and figures are inside the window (lab 04's second player is 1,166 px tall as
     its views draw it), and figure ticks are drawn at projector size."""
@@ -493,7 +483,9 @@ def test_presenter_one_view_snaps_and_every_player_fits_the_screen(present_04, f
     name = f"present-fit-04-{width}x{height}"
     page, record = fresh_pages(screen)
     # Voilà answers once the lab has run in the page's kernel
-    page.goto(f"{present_04.url}?token={present_04.token}&view=one", wait_until="domcontentloaded", timeout=DRAW_MS)
+    page.goto(
+        f"{present_server.url}?token={present_server.token}&view=one", wait_until="domcontentloaded", timeout=DRAW_MS
+    )
     try:
         page.wait_for_function(_PLAYERS_DRAWN, timeout=DRAW_MS)
     except PlaywrightError:
@@ -542,11 +534,11 @@ def test_presenter_one_view_snaps_and_every_player_fits_the_screen(present_04, f
     assert _page_errors(record) == [], f"page errors: {_page_errors(record)}"
 
 
-def test_presenter_a_click_in_a_player_gives_it_the_keys(present_04, fresh_pages):
+def test_presenter_a_click_in_a_player_gives_it_the_keys(present_server, fresh_pages):
     """A click on a player's figure gives it the keys even when another player fills the window; a click on the
     other's explanation line gives them to that one."""
     page, record = fresh_pages()
-    page.goto(f"{present_04.url}?token={present_04.token}", wait_until="domcontentloaded", timeout=DRAW_MS)
+    page.goto(f"{present_server.url}?token={present_server.token}", wait_until="domcontentloaded", timeout=DRAW_MS)
     page.wait_for_function(_PLAYERS_DRAWN, timeout=DRAW_MS)
     first, second = page.locator(".pulsarlab-player").nth(0), page.locator(".pulsarlab-player").nth(1)
     first.evaluate("e => e.scrollIntoView({block: 'start'})")

@@ -7,21 +7,12 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import plotly.io as pio
 import pytest
+from test_figure_layout import ring_scenario
 
-from pulsarlab.scenarios.key_shared import KeySharedScenario
 from pulsarlab_widgets.fit import PRESENT_FONT_PX, present_figures
 from pulsarlab_widgets.player import Player, render
 from pulsarlab_widgets.views.hash_range import hash_range_view
 from pulsarlab_widgets.views.ring import ring_view
-
-
-def _scenario() -> KeySharedScenario:
-    ring = KeySharedScenario("consistent_hashing", "4.0", points=8)
-    for name in ("c1", "c2", "c3"):
-        ring.add(name)
-    ring.select_keys(["Order-3459134", "key1", "k1"])
-    ring.remove("c2")
-    return ring
 
 
 def _own_heights(player: Player) -> list[int]:
@@ -29,7 +20,7 @@ def _own_heights(player: Player) -> list[int]:
 
 
 def test_a_player_draws_its_frames_at_the_heights_the_page_asks_for():
-    player = Player(_scenario().timeline, [ring_view, hash_range_view], start=2, prefetch=False)
+    player = Player(ring_scenario().timeline, [ring_view, hash_range_view], start=2, prefetch=False)
     own = _own_heights(player)
     assert player.fit.natural == own
     assert [f.layout.height for f in player.figures] == own
@@ -59,5 +50,5 @@ def test_presenter_kernels_draw_figure_text_at_projector_size(default_template):
     present_figures()  # twice (a second import in the kernel) changes nothing more
     assert pio.templates.default == "pulsarlab_present"
     assert pio.templates["pulsarlab_present"].layout.colorway == pio.templates["plotly"].layout.colorway
-    fig = ring_view(_scenario().timeline[2].snapshot, [])
+    fig = ring_view(ring_scenario().timeline[2].snapshot, [])
     assert fig.layout.template.layout.font.size == PRESENT_FONT_PX
