@@ -35,8 +35,14 @@ LAB = LABS / "04-failover.ipynb"
 # figures (its live views and a three-view player over a real client's run on loopback)
 MANY_FIGURE_LABS = [LABS / "08-chunked-messages.ipynb", LABS / "10-watch-your-app.ipynb"]
 PAGE_LOADS = 3
+VIEWPORT = {"width": 1280, "height": 720}
+# a projector and a full-HD screen: presenter mode fits every view and player into each
+SCREENS = [VIEWPORT, {"width": 1920, "height": 1080}]
+# what presenter mode draws figure text at, at least (the page's body text is 22 px)
+PRESENT_FONT_PX = 18
 SERVER_START_S = 90
 DRAW_MS = 60_000
+STEP_MS = 30_000
 
 
 @pytest.fixture(scope="module")
@@ -93,7 +99,7 @@ def browser_page(tmp_path, machine):
 
 @pytest.fixture
 def fresh_pages(machine):
-    """``new_page()`` opens a page in a new browser context (nothing cached from an earlier load) that may load only
+    """``new_page(viewport)`` opens a page in a new browser context (nothing cached from an earlier load) that may load only
     loopback, ``data:`` and ``blob:`` URLs; returns the page and its record of blocked requests and errors. On the
     ``throttled`` machine each page's CPU is throttled (`throttle_cpu`)."""
     executable = chromium_path()
@@ -101,9 +107,9 @@ def fresh_pages(machine):
         browser = pw.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_FLAGS)
         contexts = []
 
-        def new_page():
+        def new_page(viewport=VIEWPORT):
             record: dict[str, list[str]] = {"blocked": [], "errors": []}
-            context = browser.new_context(viewport={"width": 1280, "height": 720})
+            context = browser.new_context(viewport=viewport)
             contexts.append(context)
             page = context.new_page()
             page.set_default_timeout(DRAW_MS * (SLOW_FACTOR if machine == "throttled" else 1))
@@ -268,8 +274,9 @@ class PresentServer:
         self._log.close()
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def present_server():
+    """One presenter server on lab 04 for the module's page loads (each load runs the lab in a kernel of its own)."""
     server = PresentServer(LAB)
     try:
         server.wait_ready()
@@ -429,3 +436,122 @@ def test_presenter_page_with_many_figures_updates_every_figure_on_each_load(pres
         if load == 0:
             page.screenshot(path=str(ARTIFACTS / f"present-{name}.png"))
         page.close()
+
+
+_PLAYERS_DRAWN = """() => { const ps = document.querySelectorAll('.pulsarlab-player');
+  return ps.length > 0 && Array.from(ps).every(p => p.querySelector('.js-plotly-plot .main-svg')
+    && p.querySelector('.widget-readout')); }"""
+# the views of the page (cells with a box): their offsets in the scrolling container and heights
+_VIEWS = """() => { const s = document.getElementById('rendered_cells');
+  const origin = s.getBoundingClientRect().top - s.scrollTop;
+  const views = Array.from(s.querySelectorAll('.jp-Cell')).map(c => c.getBoundingClientRect())
+    .filter(r => r.height > 0).map(r => [Math.round(r.top - origin), Math.round(r.height)]);
+  return {scrollTop: Math.round(s.scrollTop), height: s.clientHeight, views}; }"""
+# a player's boxes as [left, top, right, bottom]: controls, the explanation line, figures
+_PLAYER_BOXES = """p => { const box = e => { const r = e.getBoundingClientRect();
+    return [Math.round(r.left), Math.round(r.top), Math.round(r.right), Math.round(r.bottom)]; };
+  return {player: box(p),
+    controls: Array.from(p.querySelectorAll('button, .widget-slider, .widget-readout, .widget-dropdown'))
+      .filter(e => !e.closest('.js-plotly-plot') && e.getClientRects().length).map(box),
+    label: box(Array.from(p.querySelectorAll('.widget-html-content')).find(e => e.innerText.includes('frame '))),
+    figures: Array.from(p.querySelectorAll('.js-plotly-plot')).map(box),
+    side: p.classList.contains('pl-side')}; }"""
+_INSIDE = f"""([p, w, h]) => {{ const b = ({_PLAYER_BOXES})(p);
+  return [...b.controls, b.label, ...b.figures].every(([l, t, r, bo]) => l >= 0 && t >= 0 && r <= w && bo <= h); }}"""
+_TICK_SIZES = """() => [...new Set(Array.from(document.querySelectorAll('.xtick text, .ytick text'))
+  .map(t => parseFloat(getComputedStyle(t).fontSize)))]"""
+_FRAME = "p => Number(p.querySelector('.widget-readout').innerText.trim())"
+
+
+def _scrolled_to(page, act) -> int:
+    """Do ``act`` (a key press, a wheel turn) and return the scroller's offset once its scrolling has ended."""
+    page.evaluate(
+        "() => { window.__scrolled = undefined; const s = document.getElementById('rendered_cells');"
+        " s.addEventListener('scrollend', () => { window.__scrolled = Math.round(s.scrollTop); }, {once: true}); }"
+    )
+    act()
+    page.wait_for_function("() => window.__scrolled !== undefined", timeout=15_000)
+    return page.evaluate("window.__scrolled")
+
+
+@pytest.mark.parametrize("screen", SCREENS, ids=lambda v: f"{v['width']}x{v['height']}")
+def test_presenter_one_view_snaps_and_every_player_fits_the_screen(present_server, fresh_pages, screen):
+    """``?view=one``: every view is exactly one window high, PageDown and the wheel stop on view boundaries, each
+    player's controls, explanation and figures are inside the window (lab 04's second player is 1,166 px tall as
+    its views draw it), and figure ticks are drawn at projector size."""
+    width, height = screen["width"], screen["height"]
+    name = f"present-fit-04-{width}x{height}"
+    page, record = fresh_pages(screen)
+    # Voilà answers once the lab has run in the page's kernel
+    page.goto(
+        f"{present_server.url}?token={present_server.token}&view=one", wait_until="domcontentloaded", timeout=DRAW_MS
+    )
+    try:
+        page.wait_for_function(_PLAYERS_DRAWN, timeout=DRAW_MS)
+    except PlaywrightError:
+        page.screenshot(path=str(ARTIFACTS / f"{name}-not-drawn.png"))
+        pytest.fail(f"no player drawn; page errors: {_page_errors(record)}")
+
+    state = page.evaluate(_VIEWS)
+    assert state["height"] == height
+    offsets = [top for top, _h in state["views"]]
+    assert [h for _top, h in state["views"]] == [height] * len(offsets), f"views not one screen high: {state}"
+    assert offsets == [k * height for k in range(len(offsets))], f"views do not follow each other: {state}"
+    first = _scrolled_to(page, lambda: page.keyboard.press("PageDown"))
+    assert first in offsets and first > 0, f"PageDown stopped at {first}, not on a view ({offsets[:4]}...)"
+    page.mouse.move(width / 2, height / 2)
+    second = _scrolled_to(page, lambda: page.mouse.wheel(0, 0.7 * height))
+    assert second in offsets and second > first, f"the wheel stopped at {second}, not on the next view"
+
+    players = page.locator(".pulsarlab-player")
+    boxes = []
+    for i in range(players.count()):
+        player = players.nth(i)
+        page.evaluate(
+            "p => { const s = document.getElementById('rendered_cells'); const v = p.closest('.jp-Cell');"
+            " s.scrollTop += v.getBoundingClientRect().top - s.getBoundingClientRect().top; }",
+            player.element_handle(),
+        )
+        try:
+            page.wait_for_function(_INSIDE, arg=[player.element_handle(), width, height], timeout=STEP_MS)
+        except PlaywrightError:
+            page.screenshot(path=str(ARTIFACTS / f"{name}-p{i}-overflows.png"))
+            pytest.fail(f"player {i} does not fit {width}x{height}: {player.evaluate(_PLAYER_BOXES)}")
+        boxes.append(player.evaluate(_PLAYER_BOXES))
+        page.screenshot(path=str(ARTIFACTS / f"{name}-p{i}.png"))
+        # a step changes the explanation (its lines) and the views' heights: the player fits again
+        frame = player.evaluate(_FRAME)
+        page.keyboard.press("ArrowLeft" if frame > 0 else "ArrowRight")
+        page.wait_for_function(f"p => ({_FRAME})(p) !== {frame}", arg=player.element_handle(), timeout=STEP_MS)
+        try:
+            page.wait_for_function(_INSIDE, arg=[player.element_handle(), width, height], timeout=STEP_MS)
+        except PlaywrightError:
+            page.screenshot(path=str(ARTIFACTS / f"{name}-p{i}-overflows-after-a-step.png"))
+            pytest.fail(f"after a step player {i} does not fit {width}x{height}: {player.evaluate(_PLAYER_BOXES)}")
+    ticks = page.evaluate(_TICK_SIZES)
+    (ARTIFACTS / f"{name}.json").write_text(json.dumps({"players": boxes, "tick_px": ticks}))
+    assert ticks and min(ticks) >= PRESENT_FONT_PX, f"tick labels are {ticks} px in presenter mode"
+    assert _page_errors(record) == [], f"page errors: {_page_errors(record)}"
+
+
+def test_presenter_a_click_in_a_player_gives_it_the_keys(present_server, fresh_pages):
+    """A click on a player's figure gives it the keys even when another player fills the window; a click on the
+    other's explanation line gives them to that one."""
+    page, record = fresh_pages()
+    page.goto(f"{present_server.url}?token={present_server.token}", wait_until="domcontentloaded", timeout=DRAW_MS)
+    page.wait_for_function(_PLAYERS_DRAWN, timeout=DRAW_MS)
+    first, second = page.locator(".pulsarlab-player").nth(0), page.locator(".pulsarlab-player").nth(1)
+    first.evaluate("e => e.scrollIntoView({block: 'start'})")
+    first.locator(".js-plotly-plot .nsewdrag").first.click()
+    page.wait_for_function("p => p.contains(document.activeElement)", arg=first.element_handle(), timeout=STEP_MS)
+    second.evaluate("e => e.scrollIntoView({block: 'start'})")  # the second player fills the window now
+    one, two = first.evaluate(_FRAME), second.evaluate(_FRAME)
+    page.keyboard.press("ArrowRight")
+    page.wait_for_function(f"p => ({_FRAME})(p) === {one + 1}", arg=first.element_handle(), timeout=STEP_MS)
+
+    second.locator(".widget-html-content", has_text="frame ").first.click()
+    page.wait_for_function("p => p.contains(document.activeElement)", arg=second.element_handle(), timeout=STEP_MS)
+    page.keyboard.press("ArrowRight")
+    page.wait_for_function(f"p => ({_FRAME})(p) === {two + 1}", arg=second.element_handle(), timeout=STEP_MS)
+    assert first.evaluate(_FRAME) == one + 1, "the key stepped the player that lost the focus too"
+    assert _page_errors(record) == [], f"page errors: {_page_errors(record)}"

@@ -87,14 +87,18 @@ class LiveViews(widgets.VBox):
         self.errors: list[Exception] = []
         frame = self.capture(force=True)
         assert frame is not None
-        self.figures = [responsive(v(frame.snapshot, frame.events)) for v in views]
+        self._drawn = [v(frame.snapshot, frame.events) for v in views]
+        self.figures = [responsive(fig) for fig in self._drawn]
+        self.fit = FigureFit()
+        self.fit.show(self._drawn)
+        self.fit.observe(lambda _change: self._refit(), names="heights")
         self.label = widgets.HTML(self._label(frame))
         rows: list[widgets.Widget] = []
         if title:
             rows.append(widgets.HTML(f"<b>{html.escape(title)}</b>"))
         rows.append(self.label)
         rows.extend(self.figures)
-        rows.append(FigureFit())
+        rows.append(self.fit)
         super().__init__(rows)
         self.add_class(FIT_CLASS)
         if start:
@@ -135,10 +139,20 @@ class LiveViews(widgets.VBox):
             frame = self.capture(force)
             if frame is None:
                 return False
-            for view, fig in zip(self.views, self.figures):
-                sync_figure(fig, view(frame.snapshot, frame.events))
+            self._drawn = [view(frame.snapshot, frame.events) for view in self.views]
+            self.fit.show(self._drawn)
+            self._sync_figures()
             self.label.value = self._label(frame)
             return True
+
+    def _sync_figures(self) -> None:
+        for k, (widget, fig) in enumerate(zip(self.figures, self._drawn)):
+            sync_figure(widget, fig, self.fit.fit_height(k, fig))
+
+    def _refit(self) -> None:
+        """Redraw the figures at the heights the page fits them to (presenter mode)."""
+        with self._render_lock:
+            self._sync_figures()
 
     def _label(self, frame: LiveFrame) -> str:
         return f"<b>live · frame {frame.index}</b> · {html.escape(frame.explanation)}"

@@ -91,13 +91,14 @@ def spare_trace(trace_type: str) -> dict[str, Any]:
     return {"type": trace_type, "visible": False}
 
 
-def sync_figure(widget: go.FigureWidget, fig: go.Figure) -> None:
+def sync_figure(widget: go.FigureWidget, fig: go.Figure, height: int | None = None) -> None:
     """Make a displayed FigureWidget show ``fig`` by sending only what differs: the changed properties of each
     trace and of the layout, removed ones included (a stale annotation, axis setting or template is cleared), in
     one ``batch_update``, so plotly.js redraws once. Traces keep their slots: one of the same type is updated in
     place, one the frame no longer draws becomes a `spare_trace` (deleting it would cost the browser a redraw of
     its own, and the next frame that draws it again another); from the first change of type on, traces are
-    replaced. Afterwards the widget holds ``fig``'s data, then its spares, and ``fig``'s layout."""
+    replaced. Afterwards the widget holds ``fig``'s data, then its spares, and ``fig``'s layout (drawn ``height``
+    px high instead of its own, if given: the presenter's fit, `pulsarlab_widgets.fit.FigureFit`)."""
     new_data = fig._data  # plotly's validated property dicts: compared as plain JSON values, no re-validation
     shared = min(len(widget.data), len(new_data))
     keep = 0
@@ -107,7 +108,8 @@ def sync_figure(widget: go.FigureWidget, fig: go.Figure) -> None:
         widget.data = widget.data[:keep]
     specs = list(new_data[: len(widget.data)]) + [spare_trace(t.type) for t in widget.data[len(new_data) :]]
     edits = [(t, _changed(t._props, spec)) for t, spec in zip(widget.data, specs)]
-    layout_edits = _changed(widget._layout, fig._layout, skip=frozenset())
+    layout = fig._layout if height is None else {**fig._layout, "height": height}
+    layout_edits = _changed(widget._layout, layout, skip=frozenset())
     if any(e for _t, e in edits) or layout_edits:
         free_width = "height" in layout_edits and "width" not in fig._layout
         if free_width:
@@ -189,7 +191,11 @@ class Player(widgets.VBox):
         self._moved = threading.Event()
         last = len(timeline) - 1
 
-        self.figures = [responsive(render(v, timeline, start)) for v in views]
+        self._drawn = [render(v, timeline, start) for v in views]
+        self.figures = [responsive(fig) for fig in self._drawn]
+        self.fit = FigureFit()
+        self.fit.show(self._drawn)
+        self.fit.observe(lambda _change: self._sync_figures(), names="heights")
         self.play = widgets.Play(
             value=start, min=0, max=last, step=1, interval=self.base_interval, description="play", show_repeat=False
         )
@@ -243,7 +249,7 @@ class Player(widgets.VBox):
         rows.append(self.label)
         rows.extend(self.figures)
         rows.append(self.keyboard)
-        rows.append(FigureFit())
+        rows.append(self.fit)
         super().__init__(rows)
         self.add_class("pulsarlab-player")
         self.add_class(FIT_CLASS)
@@ -399,9 +405,15 @@ class Player(widgets.VBox):
         figures = self._figures(i, self._shown)
         self._shown = i
         self._update_label()
-        for fig, new in zip(self.figures, figures):
-            sync_figure(fig, new)
+        self._drawn = figures
+        self.fit.show(figures)
+        self._sync_figures()
         self._draw_ahead()
+
+    def _sync_figures(self) -> None:
+        """Show the frame's figures at the heights the page fits them to."""
+        for k, (widget, fig) in enumerate(zip(self.figures, self._drawn)):
+            sync_figure(widget, fig, self.fit.fit_height(k, fig))
 
     def _on_speed(self, change: dict) -> None:
         self.play.interval = max(20, int(self.base_interval / change["new"]))

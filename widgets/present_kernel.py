@@ -5,14 +5,15 @@ page from the file the server serves (`pulsarlab_widgets.plotly_module`); `pulsa
 with this file as ``PYTHONSTARTUP`` (and ``PULSARLAB_PRESENT=1``) so that any other FigureWidget does the same,
 instead of carrying plotly's 5 MB bundle in its state and missing anywidget's start-up timeout. A static
 ``fig.show()`` is drawn the same way (a FigureWidget): plotly's own mime renderer in a Voilà page draws, then fails
-storing a PNG of the figure back into the output ("setData is not a function"). Outside presenter mode nothing
-changes.
+storing a PNG of the figure back into the output ("setData is not a function"). Figures get projector-sized text
+(`pulsarlab_widgets.fit.present_figures`). Outside presenter mode nothing changes.
 """
 
 from __future__ import annotations
 
 import os
 
+from pulsarlab_widgets.fit import present_figures
 from pulsarlab_widgets.plotly_module import SharedFigureWidget, answer_front_end, module_esm
 
 RENDERER = "pulsarlab_present"
@@ -49,3 +50,4 @@ def share_plotly_module() -> None:
 
 if os.environ.get(PRESENT_ENV) == "1":
     share_plotly_module()
+    present_figures()

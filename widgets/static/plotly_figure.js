@@ -256,6 +256,7 @@ export default () => {
       note.textContent = text;
       note.dataset.kind = kind;
       note.hidden = false;
+      note.style.display = "flex"; // the inline display would win over [hidden] where no stylesheet forces it (Voilà)
     };
     // while plotly loads, the sentence follows where it comes from and whether the kernel is busy
     const state = loader();
@@ -312,6 +313,7 @@ export default () => {
       }
     }
     note.hidden = true;
+    note.style.display = "none";
     note.dataset.kind = "drawn";
     // the kernel sends a figure's whole state again when it is displayed again: draw that state (once per frame)
     let pending = false;
