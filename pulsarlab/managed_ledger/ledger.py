@@ -25,8 +25,13 @@ when a cursor is deleted, and at the broker's periodic check (`BrokerService.che
 time limit (a one-shot timer, not a timer that re-arms forever). Non-durable cursors (readers) hold nothing back
 and are moved past deleted ledgers (`advanceCursorsIfNecessary`).
 
-Simplifies: no BookKeeper (writes complete synchronously, no pending adds, no failures), no entry
-cache, no offload, no periodic time-based rollover task (the periodic check's `rollCurrentLedgerIfFull` included).
+Entries live in memory unless the broker has bookie storage (``lab_entryStorage`` "disk", as `pulsarlab serve`
+runs): then the blocks of entries every cursor has read, or beyond ``managedLedgerCacheSizeMB``, leave memory for
+the ledger's file and are read back from it (`EntryCacheManager`, `BookieStorage`; docs/guide/retention.md#entry-cache),
+and a deleted ledger's file goes with it.
+
+Simplifies: no BookKeeper (writes complete synchronously, no pending adds, no failures), no offload, no periodic
+time-based rollover task (the periodic check's `rollCurrentLedgerIfFull` included).
 ``LedgerInfo.entries``/``size`` hold the true counts for every ledger; stats-internal prints 0 for the
 open ledger as Pulsar's ledger metadata does. ``managedLedgerMinLedgerRolloverTimeMinutes`` defaults to
 0 here (Pulsar's broker default is 10) unless the config sets it, so small labs roll at once, as
