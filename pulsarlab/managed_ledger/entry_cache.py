@@ -8,7 +8,7 @@ has read (`invalidateReadEntriesUntil` the slowest reader's position), and when 
 (`pulsarlab.managed_ledger.bookie_storage`) when a cursor asks for it again (a seek, a redelivery, a reader from the
 earliest position, compaction).
 
-Simplifies: entries move in blocks of 1024 (the ledger's storage blocks) and the block a ledger is still writing
+Simplifies: entries move in blocks of 128 (the ledger's storage blocks) and the block a ledger is still writing
 stays in memory, so the bound is the configured size plus one partial block per managed ledger; eviction runs when
 a block fills, not on a timer (no ``managedLedgerCacheEvictionTimeThresholdMillis``); entries read back are not
 cached again. Without bookie storage (``lab_entryStorage`` "memory", an in-process `Lab`'s default) every entry

@@ -115,6 +115,7 @@ def _config_int(config: dict[str, Any], key: str, default: int, minimum: int) ->
 
 _from_stored = EntryData.from_stored
 _BLOCK = 1024  # stored entries per block
+_CACHE_BLOCK = 128  # with bookie storage: entries per block, the unit that leaves the entry cache
 
 
 class _StoredEntries:
@@ -122,17 +123,18 @@ class _StoredEntries:
 
     A block is a tuple of untracked tuples, which the cyclic garbage collector stops tracking: a full collection
     then walks a few blocks instead of every entry of the ledger (one list of entries costs it a memory access per
-    entry, on each full collection). With bookie storage, the first ``evicted`` entries (whole blocks) left memory
-    for the ledger's file and are read from there."""
+    entry, on each full collection). With bookie storage, blocks are _CACHE_BLOCK entries and the first ``evicted``
+    entries (whole blocks) left memory for the ledger's file and are read from there."""
 
-    __slots__ = ("blocks", "tail", "count", "first_block", "evicted", "block_bytes", "bookie", "ledger_id")
+    __slots__ = ("blocks", "tail", "count", "size", "first_block", "evicted", "block_bytes", "bookie", "ledger_id")
 
     def __init__(self, bookie: BookieStorage | None = None, ledger_id: int = -1) -> None:
         self.blocks: list[tuple] = []
         self.tail: list[tuple] = []
         self.count = 0  # len(): read as an attribute on the per-entry paths (no call)
+        self.size = _BLOCK if bookie is None else _CACHE_BLOCK  # entries per block
         self.first_block = 0  # the block blocks[0] is (the ones before it are in bookie storage)
-        self.evicted = 0  # entries in bookie storage: first_block * _BLOCK
+        self.evicted = 0  # entries in bookie storage: first_block * size
         self.block_bytes: list[int] = []  # with bookie storage: the bytes of each cached block
         self.bookie = bookie
         self.ledger_id = ledger_id
@@ -141,7 +143,7 @@ class _StoredEntries:
         tail = self.tail
         tail.append(stored)
         self.count += 1
-        if len(tail) == _BLOCK:
+        if len(tail) == self.size:
             self.seal_tail()
 
     def seal_tail(self) -> None:
@@ -154,7 +156,7 @@ class _StoredEntries:
 
     def __getitem__(self, i: int) -> tuple:
         """Entry ``i`` (0 <= i < len)."""
-        b, r = divmod(i, _BLOCK)
+        b, r = divmod(i, self.size)
         b -= self.first_block
         blocks = self.blocks
         if b < 0:
@@ -178,7 +180,7 @@ class _StoredEntries:
         freed = sum(self.block_bytes[:blocks])
         del self.block_bytes[:blocks]
         self.first_block += len(gone)
-        self.evicted = min(self.first_block * _BLOCK, self.count)
+        self.evicted = min(self.first_block * self.size, self.count)
         return freed
 
 
@@ -293,7 +295,7 @@ class ManagedLedger:
         tail = stored_entries.tail
         tail.append(data.stored())
         stored_entries.count += 1
-        if len(tail) == _BLOCK:
+        if len(tail) == stored_entries.size:
             stored_entries.seal_tail()
             if self._cache is not None:
                 self._cache_block(stored_entries)
@@ -436,7 +438,7 @@ class ManagedLedger:
             stored = self._entries[lid]
             n = len(stored.block_bytes)
             if lid == slowest[0]:
-                n = min(n, slowest[1] // _BLOCK - stored.first_block)
+                n = min(n, slowest[1] // stored.size - stored.first_block)
             if n > 0:
                 freed += stored.evict(n)
         if freed:
