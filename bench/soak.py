@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != ROOT / "bench"]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from soak_clients import ENTRIES_PER_LEDGER, soak  # noqa: E402
+from soak_clients import soak  # noqa: E402
 
 
 def main() -> None:
@@ -24,7 +24,13 @@ def main() -> None:
     ap.add_argument("--minutes", type=float, default=120.0)
     ap.add_argument("--pairs", type=int, default=100)
     ap.add_argument("--every", type=float, default=60.0, help="seconds between printed samples")
-    ap.add_argument("--entries-per-ledger", type=int, default=ENTRIES_PER_LEDGER)
+    ap.add_argument(
+        "--broker-config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a broker setting for the server (repeatable); none: Pulsar's defaults",
+    )
     args = ap.parse_args()
     last = [-args.every]
 
@@ -33,7 +39,7 @@ def main() -> None:
             last[0] = t
             print(f"t={t:8.0f} s  rss={rss_kib / 1024:8.1f} MiB  sent={sent:>10}  received={received:>10}", flush=True)
 
-    r = soak(args.pairs, args.minutes * 60, args.entries_per_ledger, on_sample=show)
+    r = soak(args.pairs, args.minutes * 60, tuple(args.broker_config), on_sample=show)
     rss = [kib for _, kib in r["rss_kib"]]
     print(
         f"pairs={r['pairs']} seconds={r['seconds']:.0f} sent={r['sent']} received={r['received']} "

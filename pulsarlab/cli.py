@@ -138,7 +138,7 @@ def _config_value(text: str) -> object:
 def _cmd_serve(args: argparse.Namespace) -> int:
     import logging
 
-    from pulsarlab.lab import PULSAR_RETENTION, Lab
+    from pulsarlab.lab import SERVE_BROKER_CONFIG, Lab
     from pulsarlab.serve import serve_forever
 
     overrides = {}
@@ -153,7 +153,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         print(f"--event-window takes a number of events >= 0 (0 keeps all), got {args.event_window}", file=sys.stderr)
         return 2
     try:
-        lab = Lab(version=args.version, seed=args.seed, broker_config={**PULSAR_RETENTION, **overrides})
+        lab = Lab(version=args.version, seed=args.seed, broker_config={**SERVE_BROKER_CONFIG, **overrides})
     except (ValueError, KeyError) as e:
         print(f"pulsarlab serve: {e}", file=sys.stderr)
         return 2

@@ -41,6 +41,9 @@ from pulsarlab.profiles import BROKER_DEFAULTS, Profile, get_profile
 LAB_RETENTION = {"defaultRetentionTimeInMinutes": -1, "defaultRetentionSizeInMB": -1}
 # Pulsar's broker defaults, which `pulsarlab serve` runs with: a ledger goes once every durable cursor consumed it
 PULSAR_RETENTION = {key: BROKER_DEFAULTS[key] for key in LAB_RETENTION}
+# what `pulsarlab serve` runs with: Pulsar's retention, and entries in bookie storage on disk behind a bounded entry
+# cache (pulsarlab.managed_ledger.entry_cache), so a long run stays in flat memory
+SERVE_BROKER_CONFIG = {**PULSAR_RETENTION, "lab_entryStorage": "disk"}
 
 if TYPE_CHECKING:  # pragma: no cover
     from pulsarlab.client.client import Client

@@ -230,3 +230,29 @@ class EntryData:
 
     def __repr__(self) -> str:
         return f"EntryData(metadata={self.metadata!r}, messages={self.messages!r})"
+
+
+# --- entries as plain-value records, for storage outside the process's objects (bookie storage) ---------------------
+MODEL_RECORD = 0  # the kind of record of an entry in `EntryData.stored` tuple form
+# record kind -> the function making an entry's stored form from its record, for entry classes that keep
+# themselves as their stored form (`EntryData.from_stored`); each registers its kind here and has a ``record()``
+RECORD_READERS: dict[int, Callable[[tuple], Any]] = {}
+
+
+def entry_record(stored: Any) -> tuple:
+    """A stored entry (`EntryData.stored`) as a tuple of plain values (ints, strings, bytes, None, dicts and
+    tuples of them: what ``marshal`` writes): ``(kind, ...)``, read back by `entry_from_record`."""
+    if type(stored) is tuple:
+        return (MODEL_RECORD, stored)
+    return stored.record()
+
+
+def entry_from_record(record: tuple) -> Any:
+    """The stored form (`EntryData.stored`) `entry_record` made ``record`` from (an equal entry)."""
+    kind = record[0]
+    if kind == MODEL_RECORD:
+        return record[1]
+    reader = RECORD_READERS.get(kind)
+    if reader is None:
+        raise ValueError(f"no reader for entry records of kind {kind!r}")
+    return reader(record)

@@ -142,6 +142,12 @@ BROKER_DEFAULTS: dict[str, Any] = {
     "defaultRetentionTimeInMinutes": 0,
     "defaultRetentionSizeInMB": 0,
     "retentionCheckIntervalInSeconds": 120,
+    # the entry cache (pulsarlab.managed_ledger.entry_cache): Pulsar sizes it at a fifth of the broker's direct memory
+    # by default; the lab's bound is fixed. It applies with lab_entryStorage "disk" (bookie storage, what `pulsarlab
+    # serve` uses); "memory" keeps every entry in memory (an in-process Lab's default)
+    "managedLedgerCacheSizeMB": 64,
+    "managedLedgerCacheEvictionWatermark": 0.9,
+    "lab_entryStorage": "memory",
     "managedLedgerUnackedRangesOpenCacheSetEnabled": True,
     "dispatcherMaxReadBatchSize": 100,
     "dispatcherMinReadBatchSize": 1,

@@ -5,8 +5,8 @@ of its own (``soak-<i>``), a producer (unbatched, one thread sending synchronous
 thread receiving and acknowledging), each a ``pulsar.Client`` of its own. The server's resident memory is sampled
 every second from /proc. After the producers stop, the consumers drain until every message sent arrived or 60 s
 pass. Returns (and prints, as JSON) the RSS samples, the messages sent and received, the missing and the duplicated
-ones. The server runs with Pulsar's retention defaults (consumed ledgers are trimmed), its default event window and
-``managedLedgerMaxEntriesPerLedger`` = `ENTRIES_PER_LEDGER`.
+ones. The server runs with Pulsar's defaults: 50,000 entries per ledger, consumed ledgers trimmed, entries in bookie
+storage on disk behind a bounded entry cache, its default event window (``broker_config`` adds settings).
 Loopback only.
 """
 
@@ -26,10 +26,6 @@ import pulsar
 
 REPO = Path(__file__).resolve().parents[1]
 DRAIN_S = 60.0
-# The model holds a ledger's entries in memory (BookKeeper's disk in Pulsar) until the ledger is trimmed, so a topic
-# holds up to a ledger's worth: the soak rolls ledgers every 1000 entries (Pulsar's default is 50000) so that the
-# run reaches the steady state where every consumed ledger is deleted.
-ENTRIES_PER_LEDGER = 1000
 
 
 def rss_kib(pid: int) -> int:
@@ -87,12 +83,12 @@ def _quiet_client(url: str) -> pulsar.Client:
 def soak(
     pairs: int,
     seconds: float,
-    entries_per_ledger: int = ENTRIES_PER_LEDGER,
+    broker_config: tuple[str, ...] = (),
     sample_s: float = 1.0,
     on_sample: Any = None,
 ) -> dict[str, Any]:
     """Run the soak; ``on_sample(t, rss_kib, sent, received)`` is called at each sample."""
-    server, url = start_server("--broker-config", f"managedLedgerMaxEntriesPerLedger={entries_per_ledger}")
+    server, url = start_server(*(arg for item in broker_config for arg in ("--broker-config", item)))
     clients: list[pulsar.Client] = []
     stop = threading.Event()
     sent = [0] * pairs
@@ -188,9 +184,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--pairs", type=int, default=100)
     ap.add_argument("--seconds", type=float, default=120.0)
-    ap.add_argument("--entries-per-ledger", type=int, default=ENTRIES_PER_LEDGER)
+    ap.add_argument("--broker-config", action="append", default=[], metavar="KEY=VALUE")
     args = ap.parse_args()
-    print(json.dumps(soak(args.pairs, args.seconds, args.entries_per_ledger)))
+    print(json.dumps(soak(args.pairs, args.seconds, tuple(args.broker_config))))
 
 
 if __name__ == "__main__":

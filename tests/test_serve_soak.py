@@ -1,6 +1,7 @@
 """Soak: 100 producer/consumer pairs of real clients against ``pulsarlab serve`` for 2 minutes (bounded, loopback).
 
-The server trims consumed ledgers (Pulsar's retention defaults) and keeps a window of its event log, so its memory
+The server runs with Pulsar's defaults (50,000 entries per ledger; consumed ledgers trimmed; entries that every cursor
+read leave the bounded entry cache for bookie storage on disk) and keeps a window of its event log, so its memory
 stays flat: RSS at the end is within 1.3x of RSS after the first 30 s. Every message sent arrives once. Asserts the
 memory ratio and the message accounting, never rates (`tests/soak_clients.py`; `bench/soak.py` runs it longer).
 """

@@ -47,6 +47,7 @@ from pulsarlab.errors import (
 )
 from pulsarlab.event_catalogue import broker as ev
 from pulsarlab.event_catalogue.redelivery import REDELIVER_IDS
+from pulsarlab.managed_ledger.entry_cache import EntryCacheManager
 from pulsarlab.managed_ledger.exceptions import ManagedLedgerException
 from pulsarlab.managed_ledger.ledger import LedgerIdAllocator
 from pulsarlab.managed_ledger.position import EARLIEST, LATEST, Position
@@ -188,6 +189,8 @@ class BrokerService:
         self.scheduler = lab.scheduler
         self.events = lab.events
         self.ledger_ids = LedgerIdAllocator()
+        # with ``lab_entryStorage`` "disk": the entry cache and bookie storage every managed ledger shares
+        self.entry_cache = EntryCacheManager.from_config(self.config)
         self.bucket_snapshot_storage = InMemoryBucketSnapshotStorage(self.ledger_ids.next)
         self.delayed_tracker_factory = load_delayed_delivery_tracker_factory(
             self.config, self.profile, self.scheduler, self.bucket_snapshot_storage, self.events
@@ -374,6 +377,8 @@ class BrokerService:
         for sub in list(topic.subscriptions):
             topic.delete_subscription(sub)
         del self._topic_map(topic.name)[topic.name]
+        if isinstance(topic, PersistentTopic):
+            topic.ledger.delete_storage()
 
     def delete_topic(self, name: str) -> None:
         """``pulsar-admin topics delete``: a non-partitioned topic (or one partition) with its subscriptions;

@@ -107,6 +107,7 @@ class PersistentTopic:
             service.config,
             service.ledger_ids,
             service.events if service.events.enabled else None,
+            service.entry_cache,
         )
         self.subscriptions: dict[str, PersistentSubscription] = {}
         self.producers: dict[int, ProducerHandle] = {}

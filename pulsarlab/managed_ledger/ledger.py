@@ -25,8 +25,13 @@ when a cursor is deleted, and at the broker's periodic check (`BrokerService.che
 time limit (a one-shot timer, not a timer that re-arms forever). Non-durable cursors (readers) hold nothing back
 and are moved past deleted ledgers (`advanceCursorsIfNecessary`).
 
-Simplifies: no BookKeeper (writes complete synchronously, no pending adds, no failures), no entry
-cache, no offload, no periodic time-based rollover task (the periodic check's `rollCurrentLedgerIfFull` included).
+Entries live in memory unless the broker has bookie storage (``lab_entryStorage`` "disk", as `pulsarlab serve`
+runs): then the blocks of entries every cursor has read, or beyond ``managedLedgerCacheSizeMB``, leave memory for
+the ledger's file and are read back from it (`EntryCacheManager`, `BookieStorage`; docs/guide/retention.md#entry-cache),
+and a deleted ledger's file goes with it.
+
+Simplifies: no BookKeeper (writes complete synchronously, no pending adds, no failures), no offload, no periodic
+time-based rollover task (the periodic check's `rollCurrentLedgerIfFull` included).
 ``LedgerInfo.entries``/``size`` hold the true counts for every ledger; stats-internal prints 0 for the
 open ledger as Pulsar's ledger metadata does. ``managedLedgerMinLedgerRolloverTimeMinutes`` defaults to
 0 here (Pulsar's broker default is 10) unless the config sets it, so small labs roll at once, as
@@ -46,7 +51,9 @@ from pulsarlab.date_format import format_timestamp
 from pulsarlab.event_catalogue.managed_ledger import ENTRY_WRITTEN, LEDGER_ROLLED
 from pulsarlab.event_catalogue.retention import LEDGERS_TRIMMED
 from pulsarlab.events import UNDECLARED, EventLog
+from pulsarlab.managed_ledger.bookie_storage import BookieStorage
 from pulsarlab.managed_ledger.cursor import ManagedCursor
+from pulsarlab.managed_ledger.entry_cache import EntryCacheManager
 from pulsarlab.managed_ledger.exceptions import (
     CursorNotFoundException,
     LedgerNotExistException,
@@ -108,6 +115,7 @@ def _config_int(config: dict[str, Any], key: str, default: int, minimum: int) ->
 
 _from_stored = EntryData.from_stored
 _BLOCK = 1024  # stored entries per block
+_CACHE_BLOCK = 128  # with bookie storage: entries per block, the unit that leaves the entry cache
 
 
 class _StoredEntries:
@@ -115,20 +123,27 @@ class _StoredEntries:
 
     A block is a tuple of untracked tuples, which the cyclic garbage collector stops tracking: a full collection
     then walks a few blocks instead of every entry of the ledger (one list of entries costs it a memory access per
-    entry, on each full collection)."""
+    entry, on each full collection). With bookie storage, blocks are _CACHE_BLOCK entries and the first ``evicted``
+    entries (whole blocks) left memory for the ledger's file and are read from there."""
 
-    __slots__ = ("blocks", "tail", "count")
+    __slots__ = ("blocks", "tail", "count", "size", "first_block", "evicted", "block_bytes", "bookie", "ledger_id")
 
-    def __init__(self) -> None:
+    def __init__(self, bookie: BookieStorage | None = None, ledger_id: int = -1) -> None:
         self.blocks: list[tuple] = []
         self.tail: list[tuple] = []
         self.count = 0  # len(): read as an attribute on the per-entry paths (no call)
+        self.size = _BLOCK if bookie is None else _CACHE_BLOCK  # entries per block
+        self.first_block = 0  # the block blocks[0] is (the ones before it are in bookie storage)
+        self.evicted = 0  # entries in bookie storage: first_block * size
+        self.block_bytes: list[int] = []  # with bookie storage: the bytes of each cached block
+        self.bookie = bookie
+        self.ledger_id = ledger_id
 
     def append(self, stored: tuple) -> None:
         tail = self.tail
         tail.append(stored)
         self.count += 1
-        if len(tail) == _BLOCK:
+        if len(tail) == self.size:
             self.seal_tail()
 
     def seal_tail(self) -> None:
@@ -141,9 +156,32 @@ class _StoredEntries:
 
     def __getitem__(self, i: int) -> tuple:
         """Entry ``i`` (0 <= i < len)."""
-        b, r = divmod(i, _BLOCK)
+        b, r = divmod(i, self.size)
+        b -= self.first_block
         blocks = self.blocks
+        if b < 0:
+            return self.bookie.read(self.ledger_id, i, i + 1)[0]  # type: ignore[union-attr]
         return blocks[b][r] if b < len(blocks) else self.tail[r]
+
+    def run(self, first: int, end: int) -> list:
+        """Entries ``first .. end-1`` (trusted bounds): the evicted ones in one read of the ledger's file."""
+        evicted = self.evicted
+        if first >= evicted:
+            return [self[i] for i in range(first, end)]
+        out = self.bookie.read(self.ledger_id, first, min(end, evicted))  # type: ignore[union-attr]
+        out.extend(self[i] for i in range(evicted, end))
+        return out
+
+    def evict(self, blocks: int) -> int:
+        """Move the first ``blocks`` cached blocks to bookie storage; returns their bytes."""
+        gone = self.blocks[:blocks]
+        self.bookie.append(self.ledger_id, [stored for block in gone for stored in block])  # type: ignore[union-attr]
+        del self.blocks[:blocks]
+        freed = sum(self.block_bytes[:blocks])
+        del self.block_bytes[:blocks]
+        self.first_block += len(gone)
+        self.evicted = min(self.first_block * self.size, self.count)
+        return freed
 
 
 class _LedgerEntries(Sequence):
@@ -160,13 +198,26 @@ class _LedgerEntries(Sequence):
     def __getitem__(self, i):  # type: ignore[override]
         stored = self._stored
         if isinstance(i, slice):
-            return [_from_stored(stored[j]) for j in range(*i.indices(len(stored)))]
+            start, stop, step = i.indices(len(stored))
+            if step == 1:
+                return [_from_stored(s) for s in stored.run(start, stop)] if start < stop else []
+            return [_from_stored(stored[j]) for j in range(start, stop, step)]
         n = len(stored)
         if i < 0:
             i += n
         if not 0 <= i < n:
             raise IndexError("ledger entry index out of range")
         return _from_stored(stored[i])
+
+    def __iter__(self):
+        stored = self._stored
+        for start in range(0, len(stored), _BLOCK):
+            yield from map(_from_stored, stored.run(start, min(start + _BLOCK, len(stored))))
+
+
+def _stored_size(stored: Any) -> int:
+    """The bytes of an entry in `EntryData.stored` form (its size is the tuple's last item, else an attribute)."""
+    return stored[-1] if type(stored) is tuple else stored.size
 
 
 class ManagedLedger:
@@ -183,6 +234,7 @@ class ManagedLedger:
         config: dict[str, Any],
         ledger_ids: LedgerIdAllocator,
         events: EventLog | None = None,
+        cache: EntryCacheManager | None = None,
     ) -> None:
         if not isinstance(name, str) or not name:
             raise ValueError(f"a managed ledger needs a non-empty name, got {name!r}")
@@ -192,6 +244,9 @@ class ManagedLedger:
         self.events = events
         self._name_sid: int | None = None  # the event log's id of ``name``
         self._ledger_ids = ledger_ids
+        self._cache = cache  # with bookie storage: the broker's entry cache manager (else every entry in memory)
+        self._bookie = cache.storage if cache is not None else None
+        self.cached_bytes = 0  # with bookie storage: the bytes of this managed ledger's cached blocks
         self.max_entries_per_ledger = _config_int(config, "managedLedgerMaxEntriesPerLedger", 50000, 1)
         self._max_ledger_bytes = _config_int(config, "managedLedgerMaxSizePerLedgerMbytes", 2048, 1) * _MB
         self._min_rollover_ms = _config_int(config, "managedLedgerMinLedgerRolloverTimeMinutes", 0, 0) * _MINUTE_MS
@@ -240,8 +295,10 @@ class ManagedLedger:
         tail = stored_entries.tail
         tail.append(data.stored())
         stored_entries.count += 1
-        if len(tail) == _BLOCK:
+        if len(tail) == stored_entries.size:
             stored_entries.seal_tail()
+            if self._cache is not None:
+                self._cache_block(stored_entries)
         self._last_written = (pos, data)
         if size is None:
             size = data.size
@@ -310,7 +367,7 @@ class ManagedLedger:
         self._info[lid] = info
         self._current_id = lid
         self._current_info = info
-        self._current_entries = self._entries[lid] = _StoredEntries()
+        self._current_entries = self._entries[lid] = _StoredEntries(self._bookie, lid)
         self._next_position = make_position(lid, 0)
         self.current_ledger_entries = 0
         self.current_ledger_size = 0
@@ -329,6 +386,9 @@ class ManagedLedger:
         self._current_info.timestamp = self.scheduler.now_ms
         if entries == 0:  # an empty ledger is deleted on close
             self._drop_ledger(closed)
+        elif self._cache is not None and self._current_entries.tail:
+            self._current_entries.seal_tail()  # the closed ledger's last, partial block can leave the cache too
+            self._cache_block(self._current_entries)
         self._open_new_ledger()
         log = self.events
         if log is not None and log.enabled:
@@ -345,7 +405,74 @@ class ManagedLedger:
     def _drop_ledger(self, lid: int) -> None:
         i = self._ids.index(lid)
         del self._ids[i], self.ledgers[i]
-        del self._info[lid], self._entries[lid]
+        del self._info[lid]
+        stored = self._entries.pop(lid)
+        if self._cache is not None:
+            freed = sum(stored.block_bytes)
+            self.cached_bytes -= freed
+            self._cache.shrank(self, freed)
+            self._bookie.delete(lid)  # type: ignore[union-attr]
+
+    # ------------------------------------------------------------------ entry cache (with bookie storage)
+
+    def _cache_block(self, stored: _StoredEntries) -> None:
+        """A block of ``stored`` was sealed: count it in the cache, then `doCacheEviction`'s
+        `invalidateReadEntriesUntil` the slowest reader (the size bound may evict more, see `EntryCacheManager`)."""
+        nbytes = sum(map(_stored_size, stored.blocks[-1]))
+        stored.block_bytes.append(nbytes)
+        self.cached_bytes += nbytes
+        self._evict_read()
+        self._cache.grew(self, nbytes)  # type: ignore[union-attr]
+
+    def _evict_read(self) -> None:
+        """Evict the cached blocks every cursor has read past (all of them when no cursor reads this topic)."""
+        cursors = self.cursors
+        if cursors:
+            slowest = min((c.read_position.ledger_id, c.read_position.entry_id) for c in cursors.values())
+        else:
+            slowest = (self._current_id + 1, 0)
+        freed = 0
+        for lid in self._ids:
+            if lid > slowest[0]:
+                break
+            stored = self._entries[lid]
+            n = len(stored.block_bytes)
+            if lid == slowest[0]:
+                n = min(n, slowest[1] // stored.size - stored.first_block)
+            if n > 0:
+                freed += stored.evict(n)
+        if freed:
+            self.cached_bytes -= freed
+            self._cache.shrank(self, freed)  # type: ignore[union-attr]
+
+    def evict_cached(self, nbytes: int) -> int:
+        """`RangeEntryCacheImpl.evictEntries`: evict at least ``nbytes`` (or all) of the cached blocks, oldest first;
+        returns the bytes freed."""
+        freed = 0
+        for lid in self._ids:
+            stored = self._entries[lid]
+            while stored.block_bytes and freed < nbytes:
+                freed += stored.evict(1)
+            if freed >= nbytes:
+                break
+        if freed:
+            self.cached_bytes -= freed
+            self._cache.shrank(self, freed)  # type: ignore[union-attr]
+        return freed
+
+    def delete_storage(self) -> None:
+        """The topic is deleted: its cached entries and its ledgers' files go."""
+        if self._cache is None:
+            return
+        self._cache.forget(self)
+        self.cached_bytes = 0
+        for lid in self._ids:
+            self._bookie.delete(lid)  # type: ignore[union-attr]
+
+    def in_bookie_storage(self, ledger_id: int) -> int:
+        """How many entries of ``ledger_id`` left the cache for bookie storage (0 without it)."""
+        stored = self._entries.get(ledger_id)
+        return 0 if stored is None else stored.evicted
 
     # ------------------------------------------------------------------ reading
 
@@ -473,6 +600,11 @@ class ManagedLedger:
         if end - first == 1 and last is not None and last[0].entry_id == first and last[0].ledger_id == ledger_id:
             return [last]
         entries = self._entries[ledger_id]
+        if first < entries.evicted:
+            return [
+                (make_position(ledger_id, i), _from_stored(s))
+                for i, s in zip(range(first, end), entries.run(first, end))
+            ]
         return [(make_position(ledger_id, i), _from_stored(entries[i])) for i in range(first, end)]
 
     def _ceiling_ledger(self, ledger_id: int) -> int | None:

@@ -25,7 +25,7 @@ from typing import Any
 
 import google_crc32c
 
-from pulsarlab.messages import EntryData, MessageMetadata
+from pulsarlab.messages import RECORD_READERS, EntryData, MessageMetadata
 from pulsarlab.protocol.acks import ack_set_words
 from pulsarlab.serve.codec import (
     CodecError,
@@ -269,6 +269,16 @@ class WireEntry(EntryData):
         compressed batch is never split."""
         return self
 
+    def record(self) -> tuple:
+        """The entry as plain values (`pulsarlab.messages.entry_record`): its metadata row and its bytes."""
+        return (WIRE_RECORD, self.metadata.as_row(), self.wire, self.checksum, self.plain)
+
+    @classmethod
+    def from_record(cls, record: tuple) -> "WireEntry":
+        """The inverse of `record` (an equal entry, its batch not split yet)."""
+        _, row, wire, checksum, plain = record
+        return cls.from_wire(MessageMetadata.from_row(row), wire, checksum, plain, 0)
+
     def _split(self) -> None:
         wire = self.wire
         meta_end = 4 + _unpack_u32(wire, 0)[0]
@@ -313,6 +323,10 @@ class WireEntry(EntryData):
         if self._rows is None:
             self._split()
         return self._rows  # type: ignore[return-value]
+
+
+WIRE_RECORD = 1  # the kind of `WireEntry.record` (pulsarlab.messages.RECORD_READERS)
+RECORD_READERS[WIRE_RECORD] = WireEntry.from_record
 
 
 # --- model entries written out ------------------------------------------------------------------
