@@ -487,7 +487,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="no progress bar and no metrics table")
     p.set_defaults(func=_cmd_sweep)
     p = sub.add_parser("watch", help="watch a real cluster's topics through its admin REST API (read-only, recorded)")
-    from pulsarlab.watch.command import add_arguments as watch_arguments
+    from pulsarlab.watch.options import add_arguments as watch_arguments
 
     watch_arguments(p)
     p.set_defaults(func=_cmd_watch)

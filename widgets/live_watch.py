@@ -8,7 +8,7 @@ Usage (a notebook)::
     live = WatchViews(watcher)        # display it: it polls in the background and redraws after each poll
     live.stop(); live.player()        # step back through the polls; watcher.save(FILE) records them
 
-Models no Pulsar class (design.md, "Widgets"). Shows the poll's status line (errors and back-off included), the
+Models no Pulsar class (docs/architecture.md, "Above the model"). Shows the poll's status line (errors and back-off included), the
 findings of `pulsarlab.importers.diagnose` with how long each has held and which cleared, the backlog of each
 subscription over the polls, and the views given (by default the cursor with its ack holes, the Key_Shared hash
 ranges with draining hashes and blocked consumers, and each consumer's permits and unacked messages over time),

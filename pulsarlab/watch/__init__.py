@@ -16,23 +16,32 @@ The notebook's live views are `pulsarlab_widgets.live_watch.WatchViews`; the com
 
 from __future__ import annotations
 
-from pulsarlab.watch.admin_client import AdminClient, AdminError, TlsOptions, TopicName
-from pulsarlab.watch.findings import FindingTracker, Tracked
-from pulsarlab.watch.readings import Reading, Selection
-from pulsarlab.watch.watcher import DEFAULT_INTERVAL_S, MIN_INTERVAL_S, PollStatus, Watcher, WatchState
+import importlib
+from typing import Any
 
-__all__ = [
-    "DEFAULT_INTERVAL_S",
-    "MIN_INTERVAL_S",
-    "AdminClient",
-    "AdminError",
-    "FindingTracker",
-    "PollStatus",
-    "Reading",
-    "Selection",
-    "TlsOptions",
-    "TopicName",
-    "Tracked",
-    "WatchState",
-    "Watcher",
-]
+# names load on first use, so `pulsarlab serve` (whose parser names the watch command) imports none of this
+_HOMES = {
+    "AdminClient": "admin_client",
+    "AdminError": "admin_client",
+    "TlsOptions": "admin_client",
+    "TopicName": "admin_client",
+    "FindingTracker": "findings",
+    "Tracked": "findings",
+    "Reading": "readings",
+    "Selection": "readings",
+    "DEFAULT_INTERVAL_S": "options",
+    "MIN_INTERVAL_S": "options",
+    "PollStatus": "watcher",
+    "Watcher": "watcher",
+    "WatchState": "watcher",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'pulsarlab.watch' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"pulsarlab.watch.{home}"), name)
+
+
+__all__ = sorted(_HOMES)

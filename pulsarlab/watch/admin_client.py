@@ -27,7 +27,8 @@ import urllib.request
 from dataclasses import dataclass
 from typing import Any
 
-DEFAULT_TIMEOUT_S = 10.0
+from pulsarlab.watch.options import DEFAULT_TIMEOUT_S
+
 MAX_BODY = 64 * 1024 * 1024  # bytes; a larger answer is refused rather than held in memory
 ADMIN = "/admin/v2"
 

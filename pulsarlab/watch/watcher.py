@@ -37,10 +37,9 @@ from pulsarlab.snapshot.timeline_file import write_timeline
 from pulsarlab.watch.admin_client import AdminClient, AdminError
 from pulsarlab.watch.findings import Changes, FindingTracker, Tracked, format_duration
 from pulsarlab.watch.observed import ObservedSnapshots, profile_for
+from pulsarlab.watch.options import DEFAULT_INTERVAL_S, MIN_INTERVAL_S
 from pulsarlab.watch.readings import Reading, Selection, read_topic
 
-MIN_INTERVAL_S = 0.5
-DEFAULT_INTERVAL_S = 2.0
 MAX_BACKOFF_S = 60.0
 RESOLVE_EVERY = 15  # polls between two listings of a namespace or regex's topics
 
