@@ -464,6 +464,25 @@ def test_key_shared_blocking_joined_at_note_lies_on_no_bar() -> None:
     assert boxes[-1][3] <= plot_h + fig.layout.margin.t - title_lines_px
 
 
+def test_key_shared_blocking_with_nobody_attached_says_so_without_axes() -> None:
+    lab = pl.Lab(version="4.0")
+    client = lab.client()
+    c1 = client.subscribe("t", "s", consumer_type=pl.ConsumerType.KeyShared, consumer_name="c1")
+    c1.close()
+    fig = key_shared_blocking_view(snapshot(lab))
+    assert [a.text for a in fig.layout.annotations] == ["no consumer attached"]
+    assert fig.layout.xaxis.visible is False and fig.layout.yaxis.visible is False
+    no_subscription = key_shared_blocking_view(snapshot(pl.Lab(version="4.0")))
+    assert "no Key_Shared subscription" in no_subscription.layout.annotations[0].text
+
+
+def test_dispatch_timeline_draws_the_model_client_receiver_queue() -> None:
+    lab, _rec = workload("Shared")
+    fig = dispatch_timeline_view(snapshot(lab))
+    assert not [a for a in fig.layout.annotations if a.yref == "y2 domain"]
+    assert any(tr.yaxis == "y2" and len(tr.y) for tr in fig.data)
+
+
 def test_views_fail_clearly_on_the_wrong_snapshot_or_names() -> None:
     lab, _rec = workload("Shared")
     snap = snapshot(lab)
