@@ -458,10 +458,10 @@ def test_key_shared_blocking_joined_at_note_lies_on_no_bar() -> None:
         for bx0, bx1, by0, by1 in bars:
             assert x1 <= bx0 or bx1 <= x0 or y1 <= by0 or by1 <= y0, ((x0, x1, y0, y1), (bx0, bx1, by0, by1))
     assert [n.text.split()[0] for n in notes] == ["c2", "c3"]
-    assert boxes[0][3] <= boxes[1][2]  # one line each, not on top of each other
+    assert boxes[1][3] <= boxes[0][2]  # one line each, top down in the order they joined
     plot_h = fig.layout.height - fig.layout.margin.t - fig.layout.margin.b
-    title_lines_px = 2 * 22 + 10  # the title and its subtitle line under a 10 px pad
-    assert boxes[-1][3] <= plot_h + fig.layout.margin.t - title_lines_px
+    title_bottom_px = fig.layout.margin.t / 2 + 22  # plotly centres the two-line title in the top margin
+    assert boxes[-1][3] <= plot_h + fig.layout.margin.t - title_bottom_px
 
 
 def test_key_shared_blocking_with_nobody_attached_says_so_without_axes() -> None:

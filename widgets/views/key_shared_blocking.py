@@ -251,7 +251,7 @@ def key_shared_blocking_view(
             y=1,
             yref="paper",
             yanchor="bottom",
-            yshift=JOINED_LINE_PX * i + 4,
+            yshift=JOINED_LINE_PX * (len(d.recently_joined) - 1 - i) + 4,  # in the order they joined
             showarrow=False,
             font=dict(size=11, color=REASON_COLORS["recently_joined"]),
         )
@@ -277,7 +277,7 @@ def key_shared_blocking_view(
     fig = go.Figure(
         data=traces,
         layout=go.Layout(
-            title=dict(text=header, y=1, yref="container", yanchor="top", pad=dict(t=10)),
+            title=dict(text=header),
             barmode="overlay",
             xaxis=dict(title=f"sticky key hash [{lo}, {hi}]", range=[lo, hi + 1], showgrid=False),
             yaxis=dict(categoryorder="array", categoryarray=list(reversed(rows_needed)), fixedrange=True),
