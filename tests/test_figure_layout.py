@@ -495,3 +495,27 @@ def test_a_step_before_the_delay_draws_its_frame_itself_and_nothing_is_drawn_ahe
         player._moved.set()  # frame 6's neighbours would hold the kernel's one worker for 600 s: draw them now
         for future in list(player._ahead.values()):
             future.cancelled() or future.result(timeout=60)
+
+
+# one row of ipywidgets controls (28 px and a 2 px margin around it), a line of the label, the player's title row
+CONTROL_ROW_PX = 32
+LABEL_LINE_PX = 20
+LABEL_CHARS_PER_LINE = 150  # a 13 px font (about 7 px a character) in the 1,100 px output area of a 1280 px screen
+
+
+def test_lab_01_ring_player_fits_a_720_px_screen():
+    ring = ring_scenario()
+    player = Player(
+        ring.timeline,
+        [ring_view, hash_range_view],
+        start=ring.timeline.find("key_selected"),
+        title="ring",
+        prefetch=False,
+    )
+    for i in range(len(ring.timeline)):
+        player.jump(i)
+        label_lines = 1 + -(-len(ring.timeline[i].explanation) // LABEL_CHARS_PER_LINE)
+        controls = LABEL_LINE_PX + 2 * CONTROL_ROW_PX + LABEL_LINE_PX * label_lines
+        figures = sum(f.layout.height for f in player.figures)
+        assert controls + figures <= 720, f"frame {i}: {controls} px of controls and {figures} px of figures"
+    assert_legend_clear(player.figures[1])

@@ -402,6 +402,87 @@ def test_key_shared_blocking_3_0_recently_joined() -> None:
     assert snapshot(lab).subscription().dispatcher.recently_joined == ()
 
 
+def _annotation_box(fig: go.Figure, a: Any) -> tuple[float, float, float, float]:
+    """The pixel box (x0, x1, y0, y1; y up from the plot area's bottom) plotly gives annotation ``a`` of ``fig``,
+    its text width estimated at 0.6 em a character."""
+    lay = fig.layout
+    plot_w = lay.width or 700 - lay.margin.l - lay.margin.r
+    plot_h = lay.height - lay.margin.t - lay.margin.b
+    cats = list(lay.yaxis.categoryarray)
+    lo, hi = lay.xaxis.range
+    x = a.x * plot_w if a.xref == "paper" else (a.x - lo) / (hi - lo) * plot_w
+    y = a.y * plot_h if a.yref == "paper" else (cats.index(a.y) + 0.5) / len(cats) * plot_h
+    y += a.yshift or 0
+    w, h = 0.6 * a.font.size * len(a.text), 1.3 * a.font.size
+    y0 = {"bottom": y, "top": y - h}.get(a.yanchor, y - h / 2)
+    return x, x + w, y0, y0 + h
+
+
+def _bar_boxes(fig: go.Figure) -> list[tuple[float, float, float, float]]:
+    """The pixel boxes of every horizontal bar of ``fig`` (plotly's default bargap of 0.2 of a row)."""
+    lay = fig.layout
+    plot_w = lay.width or 700 - lay.margin.l - lay.margin.r
+    plot_h = lay.height - lay.margin.t - lay.margin.b
+    cats = list(lay.yaxis.categoryarray)
+    lo, hi = lay.xaxis.range
+    row_h = plot_h / len(cats)
+    boxes = []
+    for tr in fig.data:
+        if tr.type != "bar":
+            continue
+        for y, base, width in zip(tr.y, tr.base, tr.x):
+            mid = (cats.index(y) + 0.5) * row_h
+            x0 = (base - lo) / (hi - lo) * plot_w
+            boxes.append((x0, x0 + width / (hi - lo) * plot_w, mid - 0.4 * row_h, mid + 0.4 * row_h))
+    return boxes
+
+
+def test_key_shared_blocking_joined_at_note_lies_on_no_bar() -> None:
+    lab = pl.Lab(version="3.0")
+    client = lab.client()
+    ks = pl.ConsumerType.KeyShared
+    client.subscribe("t", "s", consumer_type=ks, consumer_name="c1", lab_ack_group_time_ms=0)
+    p = client.create_producer("t")
+    for i in range(4):
+        p.send(b"%d" % i, partition_key=str(i))
+    client.subscribe("t", "s", consumer_type=ks, consumer_name="c2", lab_ack_group_time_ms=0)
+    client.subscribe("t", "s", consumer_type=ks, consumer_name="c3", lab_ack_group_time_ms=0)
+    for i in range(4, 40):
+        p.send(b"%d" % i, partition_key=str(i))
+    fig = key_shared_blocking_view(snapshot(lab))
+    notes = [a for a in fig.layout.annotations if "joined at" in a.text]
+    bars = _bar_boxes(fig)
+    assert len(notes) == 2 and len(bars) >= 3
+    boxes = [_annotation_box(fig, n) for n in notes]
+    for x0, x1, y0, y1 in boxes:
+        for bx0, bx1, by0, by1 in bars:
+            assert x1 <= bx0 or bx1 <= x0 or y1 <= by0 or by1 <= y0, ((x0, x1, y0, y1), (bx0, bx1, by0, by1))
+    assert [n.text.split()[0] for n in notes] == ["c2", "c3"]
+    assert boxes[1][3] <= boxes[0][2]  # one line each, top down in the order they joined
+    plot_h = fig.layout.height - fig.layout.margin.t - fig.layout.margin.b
+    title_bottom_px = fig.layout.margin.t / 2 + 22  # plotly centres the two-line title in the top margin
+    assert boxes[-1][3] <= plot_h + fig.layout.margin.t - title_bottom_px
+
+
+def test_key_shared_blocking_with_nobody_attached_says_so_without_axes() -> None:
+    lab = pl.Lab(version="4.0")
+    client = lab.client()
+    c1 = client.subscribe("t", "s", consumer_type=pl.ConsumerType.KeyShared, consumer_name="c1")
+    c1.close()
+    fig = key_shared_blocking_view(snapshot(lab))
+    assert [a.text for a in fig.layout.annotations] == ["no consumer attached"]
+    assert fig.layout.xaxis.visible is False and fig.layout.yaxis.visible is False
+    no_subscription = key_shared_blocking_view(snapshot(pl.Lab(version="4.0")))
+    assert "no Key_Shared subscription" in no_subscription.layout.annotations[0].text
+
+
+def test_dispatch_timeline_draws_the_model_client_receiver_queue() -> None:
+    lab, _rec = workload("Shared")
+    fig = dispatch_timeline_view(snapshot(lab))
+    assert not [a for a in fig.layout.annotations if a.yref == "y2 domain"]
+    assert any(tr.yaxis == "y2" and len(tr.y) for tr in fig.data)
+
+
 def test_views_fail_clearly_on_the_wrong_snapshot_or_names() -> None:
     lab, _rec = workload("Shared")
     snap = snapshot(lab)

@@ -8,9 +8,10 @@ from functools import partial
 import pulsar
 from serve_support import RECEIVE_MS, client_for, served_lab, wait_until
 
+from pulsarlab.snapshot.recorder import VIEW_KINDS
 from pulsarlab_widgets.live import LiveViews
 from pulsarlab_widgets.views.cursor import cursor_view
-from pulsarlab_widgets.views.dispatch_timeline import dispatch_timeline_view
+from pulsarlab_widgets.views.dispatch_timeline import CLIENT_QUEUE_UNKNOWN, dispatch_timeline_view
 from pulsarlab_widgets.views.key_shared_blocking import key_shared_blocking_view
 
 TOPIC = "persistent://public/default/live"
@@ -49,13 +50,23 @@ def test_live_views_follow_real_traffic_and_step_back():
             wait_until(lambda: "Cursor" in (live.figures[0].layout.title.text or ""), what="the cursor figure")
             names = {c.name for c in live.frames[-1].snapshot.subscription(TOPIC, "ks").consumers}
             assert names == {"a", "b"}
+            # real clients keep their receiver queues: the panel says so in words instead of staying empty
+            timeline = dispatch_timeline_view(live.frames[-1].snapshot)
+            assert [a.text for a in timeline.layout.annotations if a.yref == "y2 domain"] == [CLIENT_QUEUE_UNKNOWN]
+            assert timeline.layout.yaxis2.visible is False
             assert not live.errors
         finally:
             live.stop()
         assert not live.running
         frames = live.frames
-        assert len(frames) >= 2 and frames[0].event is None and frames[-1].event is not None
-        assert sum(len(f.events) for f in frames) <= len(lab.events)
+        # a frame per event since the views started: the whole run can be stepped
+        seqs = [f.event.seq for f in frames[1:]]
+        with server.lock:
+            drawn = [seq for seq in range(seqs[0], len(lab.events)) if lab.events[seq].kind in VIEW_KINDS]
+        assert frames[0].event is None and seqs == drawn
+        assert [f.index for f in frames] == list(range(len(frames)))
+        acks = [f for f in frames if f.kind == "mark_delete_moved"]
+        assert len(acks) >= 2 and acks[-1].snapshot.subscription(TOPIC, "ks").cursor.mark_delete == (3, 19)
         player = live.player()
         assert len(player.timeline) == len(frames) and player.index == len(frames) - 1
         player.back()
@@ -87,26 +98,33 @@ def test_rendering_never_holds_the_model_lock():
             live.stop()
 
 
-def test_live_views_read_a_windowed_event_log() -> None:
-    """With the log keeping a window (as ``pulsarlab serve --event-window`` does), a frame's events start no earlier
-    than the oldest event kept."""
+def test_live_views_keep_a_frame_per_event_within_the_event_window() -> None:
+    """The live views keep a frame for each of the newest events the views draw (`VIEW_KINDS`), as many as the lab's
+    event window holds (``pulsarlab serve --event-window``) or ``keep_frames``."""
     from pulsarlab.events import _FLUSH_EVENTS
 
     with served_lab() as (lab, server), client_for(server) as client:
         lab.events.set_window(_FLUSH_EVENTS)
-        live = LiveViews(server, [partial(cursor_view, subscription="w")], start=False, max_events=10 * _FLUSH_EVENTS)
-        live.capture(force=True)
+        assert LiveViews(server, [cursor_view], start=False).keep_frames == _FLUSH_EVENTS
+        live = LiveViews(server, [partial(cursor_view, subscription="w")], start=False, keep_frames=40)
         consumer = client.subscribe(TOPIC, "w")
-        p = client.create_producer(TOPIC, batching_enabled=False, block_if_queue_full=True)
-        for i in range(3000):
-            p.send_async(f"m{i}".encode(), None)
-        p.flush()
-        for _ in range(3000):
-            consumer.acknowledge(consumer.receive(30_000))
+        p = client.create_producer(TOPIC, batching_enabled=False)
+        for i in range(100):
+            p.send(f"m{i}".encode())
+        for _ in range(100):
+            consumer.acknowledge(consumer.receive(RECEIVE_MS))
+        wait_until(
+            lambda: live.frames[-1].snapshot.subscription(TOPIC, "w").cursor.mark_delete == (3, 99),
+            what="a frame with every ack",
+        )
+        live.stop()
         with server.lock:
-            assert len(lab.events) > 2 * _FLUSH_EVENTS, len(lab.events)
-            first = lab.events.first_seq
-        assert first > 0
-        frame = live.capture()  # the redelivery history folds what the window still holds
-        assert frame is not None and frame.events[0].seq >= first
-        assert frame.events[-1].seq < len(lab.events) and not live.errors
+            count = len(lab.events)
+            drawn = [seq for seq in range(count) if lab.events[seq].kind in VIEW_KINDS]
+        frames = live.frames
+        assert [f.event.seq for f in frames] == drawn[-40:]
+        assert frames[-1].index == len(drawn)  # the first frame, then one per event drawn
+        assert len(live.recorder) <= 40 + 40 // 8
+        assert live.refresh() and not live.errors
+        player = live.player()
+        assert player.index == 39 and len(player.timeline) == 40

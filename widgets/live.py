@@ -6,17 +6,16 @@ Usage (a notebook, with ``server = pulsarlab.serve.start(lab, port=0)``)::
     live                      # display it; it follows the lab while the app runs
     ...
     live.stop()               # or leave it running; live.refresh() redraws now
-    live.player()             # step back through what just happened (one frame per refresh)
+    live.player()             # step back through what just happened (one frame per event)
 
-Models no Pulsar class (docs/architecture.md). A background thread wakes at most ``max_fps`` times a second; when
-the lab logged events since the last frame it takes a `LabSnapshot` with the server's model lock held (only for
-the snapshot and the new events), then renders and updates the figures outside the lock, so the network loop is
-never held up by plotting. Each refresh is kept as a frame (the last ``keep_frames``), with the per-consumer
-samples the dispatch timeline draws, so `player` gives the ordinary `Player` over them.
-
-Simplifies: frames are taken at refresh granularity, not per event (a `pulsarlab.snapshot.recorder.Recorder` attached to
-the lab records every event, at the cost of a snapshot per event on the network loop); a frame passes the views
-its last ``max_events`` events.
+Models no Pulsar class (docs/architecture.md). A `pulsarlab.snapshot.recorder.Recorder` attached to the lab takes a
+frame per event on the network loop (a `LabSnapshot` with the per-consumer samples the dispatch timeline draws),
+keeping the newest ``keep_frames`` (by default as many as the lab's event window, ``pulsarlab serve
+--event-window``, else `DEFAULT_KEEP_FRAMES`), so `player` steps through the whole run. A background thread wakes
+at most ``max_fps`` times a second; when frames were taken since the last redraw it takes the newest with the
+server's model lock held (only to read the frames), then renders and updates the figures outside the lock, so the
+network loop is never held up by plotting. A redraw passes the views the events since the previous redraw (the
+last ``max_events``).
 """
 
 from __future__ import annotations
@@ -24,31 +23,18 @@ from __future__ import annotations
 import html
 import logging
 import threading
-from collections import deque
-from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
 import ipywidgets as widgets
 
-from pulsarlab.events import Event
-from pulsarlab.snapshot.base import History, Sample
-from pulsarlab.snapshot.lab import LabSnapshot, SnapshotBuilder
+from pulsarlab.snapshot.frame import Frame
+from pulsarlab.snapshot.recorder import VIEW_KINDS, Recorder
 from pulsarlab_widgets.fit import FIT_CLASS, FigureFit, responsive
 from pulsarlab_widgets.player import Player, View, sync_figure
 
 log = logging.getLogger("pulsarlab_widgets.live")
 
-
-@dataclass(frozen=True)
-class LiveFrame:
-    """One refresh: the snapshot, the events logged since the previous frame (the last ``max_events``), the
-    last of them (``event``, for the player's jump-to-kind) and a one-line explanation."""
-
-    index: int
-    snapshot: LabSnapshot
-    events: tuple[Event, ...]
-    event: Event | None
-    explanation: str
+DEFAULT_KEEP_FRAMES = 20_000  # frames kept when the lab's event log keeps every event
 
 
 class LiveViews(widgets.VBox):
@@ -61,7 +47,7 @@ class LiveViews(widgets.VBox):
         views: View | Sequence[View],
         *,
         max_fps: float = 2.0,
-        keep_frames: int = 300,
+        keep_frames: int | None = None,
         max_events: int = 500,
         title: str | None = None,
         start: bool = True,
@@ -76,23 +62,22 @@ class LiveViews(widgets.VBox):
         self.views = views
         self.max_fps = float(max_fps)
         self.max_events = max_events
-        self._builder = SnapshotBuilder(self.lab)
-        self._samples: list[Sample] = []
-        self._frames: deque[LiveFrame] = deque(maxlen=keep_frames)
-        self._count = 0
-        self._seen = -1  # events logged when the last frame was taken (-1: none taken yet)
+        self.keep_frames = keep_frames or self.lab.events.window or DEFAULT_KEEP_FRAMES
+        with server.lock:
+            self.recorder = Recorder(self.lab, VIEW_KINDS, keep=self.keep_frames, initial=False)
+            self.recorder.capture(f"t = {self.lab.now()} ms: the lab as the live views start")
+        self._taken_drawn = 0  # frames taken when the figures were last drawn
         self._render_lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.errors: list[Exception] = []
-        frame = self.capture(force=True)
-        assert frame is not None
-        self._drawn = [v(frame.snapshot, frame.events) for v in views]
+        frame, events = self._newest(force=True)  # type: ignore[misc]
+        self._drawn = [v(frame.snapshot, events) for v in views]
         self.figures = [responsive(fig) for fig in self._drawn]
         self.fit = FigureFit()
         self.fit.show(self._drawn)
         self.fit.observe(lambda _change: self._refit(), names="heights")
-        self.label = widgets.HTML(self._label(frame))
+        self.label = widgets.HTML(self._label(frame, events))
         rows: list[widgets.Widget] = []
         if title:
             rows.append(widgets.HTML(f"<b>{html.escape(title)}</b>"))
@@ -105,44 +90,43 @@ class LiveViews(widgets.VBox):
             self.start()
 
     # --- frames ---------------------------------------------------------------------------------
-    def capture(self, force: bool = False) -> LiveFrame | None:
-        """Take a frame now if the lab logged events since the last one (or always, with ``force``)."""
-        lab = self.lab
+    def _newest(self, force: bool = False) -> tuple[Frame, tuple[Any, ...]] | None:
+        """The newest frame and the events since the last redraw (the last ``max_events``); None when no frame
+        was taken since (unless ``force``)."""
+        rec = self.recorder
         with self.server.lock:
-            n = len(lab.events)
-            if n == self._seen and not force:
+            taken = rec.taken
+            if taken == self._taken_drawn and not force:
                 return None
-            start = max(self._seen + 1 if self._seen >= 0 else n, n - self.max_events, lab.events.first_seq)
-            events = tuple(lab.events[i] for i in range(start, n)) if self._seen >= 0 else ()
-            snap = self._builder.build()
-        self._seen = n
-        self._samples.extend(snap.consumer_samples())
-        snap = replace(snap, history=History(self._samples, len(self._samples)))
-        last = events[-1] if events else None
-        if last is None:
-            text = f"t = {snap.time} ms: the lab as the live views start"
-        else:
-            text = f"t = {snap.time} ms: {len(events)} event(s) since the last frame; last: {last.explain()}"
-        frame = LiveFrame(self._count, snap, events, last, text)
-        self._count += 1
-        self._frames.append(frame)
-        return frame
+            new = min(taken - self._taken_drawn, len(rec), self.max_events)
+            recent = rec[len(rec) - new :]
+            frame = rec[-1]
+        self._taken_drawn = taken
+        return frame, tuple(f.event for f in recent if f.event is not None)
+
+    def capture(self, explanation: str = "") -> Frame:
+        """Add a frame of the state now (no event), e.g. to mark where the app's run ended."""
+        with self.server.lock:
+            return self.recorder.capture(explanation or f"t = {self.lab.now()} ms: taken by hand")
 
     @property
-    def frames(self) -> list[LiveFrame]:
-        """The kept frames, oldest first (a copy)."""
-        return list(self._frames)
+    def frames(self) -> list[Frame]:
+        """The kept frames (one per event, the newest ``keep_frames``), oldest first (a copy)."""
+        with self.server.lock:
+            frames = self.recorder[:]
+        return frames[-self.keep_frames :]
 
     def refresh(self, force: bool = False) -> bool:
-        """Take a frame and redraw every figure; False when nothing happened since the last frame."""
+        """Redraw every figure at the newest frame; False when no frame was taken since the last redraw."""
         with self._render_lock:
-            frame = self.capture(force)
-            if frame is None:
+            newest = self._newest(force)
+            if newest is None:
                 return False
-            self._drawn = [view(frame.snapshot, frame.events) for view in self.views]
+            frame, events = newest
+            self._drawn = [view(frame.snapshot, events) for view in self.views]
             self.fit.show(self._drawn)
             self._sync_figures()
-            self.label.value = self._label(frame)
+            self.label.value = self._label(frame, events)
             return True
 
     def _sync_figures(self) -> None:
@@ -154,24 +138,31 @@ class LiveViews(widgets.VBox):
         with self._render_lock:
             self._sync_figures()
 
-    def _label(self, frame: LiveFrame) -> str:
-        return f"<b>live · frame {frame.index}</b> · {html.escape(frame.explanation)}"
+    def _label(self, frame: Frame, events: tuple[Any, ...]) -> str:
+        since = f" · {len(events)} event(s) since the last redraw" if len(events) > 1 else ""
+        return (
+            f"<b>live · frame {frame.index}</b> · t = {frame.time} ms{since} · last: {html.escape(frame.explanation)}"
+        )
 
     # --- the refresher thread -------------------------------------------------------------------
     def start(self) -> None:
         """Follow the lab in the background (at most ``max_fps`` redraws a second)."""
         if self._thread is not None and self._thread.is_alive():
             return
+        if not self.recorder.recording:
+            raise RuntimeError("these live views were stopped and recorded no frames since: make new LiveViews")
         self._stop.clear()
         self._thread = threading.Thread(target=self._run, name="pulsarlab-live-views", daemon=True)
         self._thread.start()
 
     def stop(self, timeout: float = 5.0) -> None:
-        """Stop following the lab (the figures keep their last state)."""
+        """Stop redrawing and recording (the figures keep their last state, `player` the frames so far)."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout)
             self._thread = None
+        with self.server.lock:
+            self.recorder.close()
 
     @property
     def running(self) -> bool:
@@ -196,7 +187,7 @@ class LiveViews(widgets.VBox):
 
     def __repr__(self) -> str:
         state = "running" if self.running else "stopped"
-        return f"<LiveViews {len(self.views)} view(s), {len(self._frames)} frame(s), {state}>"
+        return f"<LiveViews {len(self.views)} view(s), {len(self.recorder)} frame(s), {state}>"
 
 
-__all__ = ["LiveFrame", "LiveViews"]
+__all__ = ["DEFAULT_KEEP_FRAMES", "LiveViews"]

@@ -98,6 +98,9 @@ class Recorder(Sequence[Frame]):
     (e.g. `VIEW_KINDS`); ``topics`` limits the snapshots to some topics; ``history=False`` leaves out the
     per-consumer samples the dispatch timeline draws. A first frame shows the state when recording starts
     (``initial=False`` to skip it). ``capture(text)`` adds a frame by hand, e.g. after a step of a script.
+    ``keep`` bounds the frames held to the newest ``keep`` (an eighth more between trims; None: all), for a
+    recording that follows a long-running lab (the live views of a served lab); a frame's ``index`` counts every
+    frame taken.
     """
 
     def __init__(
@@ -108,7 +111,10 @@ class Recorder(Sequence[Frame]):
         topics: Iterable[str] | None = None,
         history: bool = True,
         initial: bool = True,
+        keep: int | None = None,
     ) -> None:
+        if keep is not None and (isinstance(keep, bool) or not isinstance(keep, int) or keep < 1):
+            raise ValueError(f"keep must be a number of frames >= 1 (or None), got {keep!r}")
         if not lab.events.enabled:
             raise ValueError("this lab was made with record_events=False: there are no events to record")
         self.lab = lab
@@ -128,6 +134,9 @@ class Recorder(Sequence[Frame]):
         self._keep_history = history
         self._samples: list[Sample] = []
         self._frames: list[Frame] = []
+        self.keep = keep
+        self._trim_at = None if keep is None else keep + max(keep // 8, 1)
+        self.taken = 0  # frames taken, the kept ones and those trimmed
         self._names: dict[str, dict[int, str]] = {"consumer": {}, "subscription": {}, "topic": {}}
         self._seen = 0
         self.errors: list[tuple[int, Exception]] = []  # (event index, error) of frames that could not be taken
@@ -255,8 +264,11 @@ class Recorder(Sequence[Frame]):
         if self._keep_history:
             self._samples.extend(snap.consumer_samples())
             snap = replace(snap, history=History(self._samples, len(self._samples)))
-        frame = Frame(len(self._frames), event.seq if event is not None else snap.event_index, event, snap, explanation)
+        frame = Frame(self.taken, event.seq if event is not None else snap.event_index, event, snap, explanation)
         self._frames.append(frame)
+        self.taken += 1
+        if self._trim_at is not None and len(self._frames) >= self._trim_at:
+            del self._frames[: len(self._frames) - self.keep]  # type: ignore[operator]
         return frame
 
     def explain(self, event: Event) -> str:

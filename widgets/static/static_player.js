@@ -6,7 +6,9 @@
   "use strict";
   if (window.pulsarlabStatic) return;
   var CONFIG = { responsive: true, displaylogo: false };
-  var CONTROLS_PX = 100;
+  // the band under the figure's own bottom margin that holds the buttons and the slider (its ticks and labels)
+  var CONTROLS_PX = 64;
+  var LEGEND_GAP_PX = 8;
 
   function spec(root) {
     return JSON.parse(root.querySelector("script.pl-spec").textContent);
@@ -82,22 +84,35 @@
     var state = { i: s.start, timer: null };
     var frameOf = s.views.map(frames);
 
+    // the height of the first figure's legend as plotly drew it (0 before the first draw): the controls go
+    // under it, however many rows it wraps to at the page's width
+    var legendPx = 0;
+
     function layoutFor(v, i, frame) {
       var layout = copy(frame.layout);
       layout.template = s.views[v].template;
       if (v === 0) {
         var c = controls(n, i, s.indices);
-        // a legend under the plot: the controls go below it
-        var low = layout.legend && layout.legend.y !== undefined && layout.legend.y < 0 ? 45 : 0;
-        c.sliders[0].pad.t += low;
-        c.updatemenus[0].pad.t += low;
+        var height = layout.height || 450;
+        var margin = Object.assign({ t: 100, b: 80 }, layout.margin || {});
+        var plot = Math.max(height - margin.t - margin.b, 1);
+        var legend = layout.legend || {};
+        // a legend hanging under the plot (y < 0): its top is -y * plot px under the plot area
+        var under = legend.y !== undefined && legend.y < 0 && layout.showlegend !== false;
+        var below = Math.max(margin.b, under ? -legend.y * plot + legendPx + LEGEND_GAP_PX : 0);
+        c.sliders[0].pad.t = below;
+        c.updatemenus[0].pad.t = below + 6;
         layout.sliders = c.sliders;
         layout.updatemenus = (layout.updatemenus || []).concat(c.updatemenus);
-        layout.height = (layout.height || 450) + CONTROLS_PX + low;
-        layout.margin = Object.assign({}, layout.margin || {});
-        layout.margin.b = (layout.margin.b === undefined ? 80 : layout.margin.b) + CONTROLS_PX + low;
+        layout.height = height - margin.b + below + CONTROLS_PX;
+        layout.margin = Object.assign({}, margin, { b: below + CONTROLS_PX });
       }
       return layout;
+    }
+
+    function drawnLegendPx(div) {
+      var box = div.querySelector("g.legend");
+      return box ? Math.ceil(box.getBoundingClientRect().height) : 0;
     }
 
     function show(i) {
@@ -107,7 +122,14 @@
       label.innerHTML = s.labels[i];
       views.forEach(function (div, v) {
         var frame = frameOf[v](i);
-        Plotly.react(div, copy(frame.data), layoutFor(v, i, frame), CONFIG);
+        var drawn = Plotly.react(div, copy(frame.data), layoutFor(v, i, frame), CONFIG);
+        if (v !== 0) return;
+        Promise.resolve(drawn).then(function () {
+          var px = drawnLegendPx(div);
+          if (px === legendPx || state.i !== i) return;
+          legendPx = px;  // the legend wraps to another number of rows: move the controls under it
+          Plotly.react(div, copy(frame.data), layoutFor(0, i, frame), CONFIG);
+        });
       });
     }
 

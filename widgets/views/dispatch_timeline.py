@@ -42,6 +42,11 @@ from pulsarlab_widgets.views.style import (
     translucent,
 )
 
+# a served lab's consumers are real clients: their receiver queues live in the application's process
+CLIENT_QUEUE_UNKNOWN = (
+    "the receiver queue is in the client's process: the broker sees only the FLOW permits it grants (above)<br>"
+    "and the messages it dispatched and awaits acks for (below); count receive() calls in the app to see it"
+)
 PANELS = (
     ("permits", "broker permits (availablePermits)"),
     ("receiver_queue", "client receiver queue"),
@@ -186,6 +191,9 @@ def dispatch_timeline_view(
     for row, (field, _label) in enumerate(PANELS, start=1):
         values = [getattr(p, field) for pts in lines.values() for p in pts]
         fig.update_yaxes(count_axis(values), row=row, col=1)
+    if all(p.receiver_queue is None for pts in lines.values() for p in pts):
+        fig.update_yaxes(visible=False, row=2, col=1)
+        fig.add_annotation(text=CLIENT_QUEUE_UNKNOWN, x=0.5, y=0.5, xref="x2 domain", yref="y2 domain", showarrow=False)
     return fig
 
 

@@ -136,8 +136,9 @@ def hash_range_view(snapshot: dict[str, Any], events: Sequence[Any] = (), title:
         rows = [MOVED_ROW, OWNER_ROW]
     top = max([hi] + [e for s, e, _c in assignments])
     n = len(names)
-    height = 240 if len(rows) == 1 else 300
-    margin = dict(l=120, r=20, t=60, b=110)
+    # compact enough that lab 01's ring player (controls, ring and this bar) fits a 720 px screen
+    height = 190 if len(rows) == 1 else 230
+    margin = dict(l=120, r=20, t=45, b=95)
     fig = go.Figure(
         data=traces,
         layout=go.Layout(
@@ -149,7 +150,7 @@ def hash_range_view(snapshot: dict[str, Any], events: Sequence[Any] = (), title:
             yaxis=dict(categoryorder="array", categoryarray=rows, fixedrange=True),
             height=height,
             margin=margin,
-            legend=legend_below(height, margin["t"], margin["b"], gap_px=55),
+            legend=legend_below(height, margin["t"], margin["b"], gap_px=50),
             uniformtext=dict(minsize=9, mode="hide"),
             plot_bgcolor="white",
         ),

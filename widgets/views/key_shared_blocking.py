@@ -54,6 +54,7 @@ REASON_LABELS = {
     "hash_already_blocked_in_this_read": "blocked earlier in the same read",
 }
 NOBODY_ROW = "no consumer"
+JOINED_LINE_PX = 16  # one line of the joined-at notes above the plot area
 
 
 def _pick_key_shared(snap: LabSnapshot, topic: str | None, subscription: str | None) -> SubscriptionSnap | None:
@@ -238,20 +239,25 @@ def key_shared_blocking_view(
     if any(y == NOBODY_ROW for y in traces[-1].y or ()) and NOBODY_ROW not in rows_needed:
         rows_needed.append(NOBODY_ROW)
 
-    annotations = []
-    for cid, at in d.recently_joined:
-        annotations.append(
-            dict(
-                text=f"joined at {fmt_pos(at)}: only entries before it until mark-delete "
-                f"{fmt_pos(sub.cursor.mark_delete)} passes it",
-                x=lo,
-                xanchor="left",
-                y=row(cid),
-                yshift=14,
-                showarrow=False,
-                font=dict(size=10, color=REASON_COLORS["recently_joined"]),
-            )
+    # one line per recently joined consumer above the plot area: inside it the text would lie across the bars of
+    # its own row or of the row above (a bar fills most of its row's height)
+    annotations = [
+        dict(
+            text=f"{names.get(cid, cid)} joined at {fmt_pos(at)}: only entries before it until mark-delete "
+            f"{fmt_pos(sub.cursor.mark_delete)} passes it",
+            x=0,
+            xref="paper",
+            xanchor="left",
+            y=1,
+            yref="paper",
+            yanchor="bottom",
+            yshift=JOINED_LINE_PX * (len(d.recently_joined) - 1 - i) + 4,  # in the order they joined
+            showarrow=False,
+            font=dict(size=11, color=REASON_COLORS["recently_joined"]),
         )
+        for i, (cid, at) in enumerate(d.recently_joined)
+    ]
+    top = 90 + JOINED_LINE_PX * len(annotations)
 
     form = "classic (recently joined consumers)" if d.classic else "PIP-379 (draining hashes)"
     if d.allow_out_of_order:
@@ -267,6 +273,7 @@ def key_shared_blocking_view(
         f"{plural(len(blocked), 'hash', 'hashes')} wait ({plural(waiting_msgs, 'message')}): {detail}"
         f"{' · ' + plural(len(drain), 'draining hash', 'draining hashes') if drain else ''}</sup>"
     )
+    height = 280 + 60 * max(len(rows_needed), 1)
     fig = go.Figure(
         data=traces,
         layout=go.Layout(
@@ -275,9 +282,9 @@ def key_shared_blocking_view(
             xaxis=dict(title=f"sticky key hash [{lo}, {hi}]", range=[lo, hi + 1], showgrid=False),
             yaxis=dict(categoryorder="array", categoryarray=list(reversed(rows_needed)), fixedrange=True),
             annotations=annotations,
-            height=280 + 60 * max(len(rows_needed), 1),
-            margin=dict(l=120, r=20, t=90, b=120),
-            legend=legend_below(280 + 60 * max(len(rows_needed), 1), 90, 120, gap_px=60),
+            height=height + top - 90,
+            margin=dict(l=120, r=20, t=top, b=120),
+            legend=legend_below(height + top - 90, top, 120, gap_px=60),
             plot_bgcolor="white",
         ),
     )
@@ -290,8 +297,9 @@ def key_shared_blocking_view(
             showarrow=False,
             font=dict(color="#555555", size=14),
         )
-        if not fig.data:
-            fig.update_yaxes(showticklabels=False)  # no row to name: plotly would number an empty axis
+        if not rows_needed:  # no row to name: plotly would number an empty axis
+            fig.update_xaxes(visible=False)
+            fig.update_yaxes(visible=False)
     return fig
 
 

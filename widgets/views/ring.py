@@ -52,6 +52,10 @@ def _ticks(lo: int, hi: int) -> tuple[list[float], list[str]]:
     return [_angle(v, lo, hi) for v in values], [f"{v:,}" for v in values]
 
 
+# with the hash-range bar under it (lab 01) the player fits a 720 px screen; the ring's diameter is 270 px
+RING_HEIGHT_PX = 340
+
+
 def ring_view(snapshot: dict[str, Any], events: Sequence[Any] = (), title: str | None = None) -> go.Figure:
     """The figure for one consistent-hashing snapshot; ``events`` (since the last frame) add keys and marks."""
     check_snapshot(snapshot, "ring", "ring_view")
@@ -153,8 +157,8 @@ def ring_view(snapshot: dict[str, Any], events: Sequence[Any] = (), title: str |
                 bgcolor="white",
             ),
             showlegend=True,
-            height=520,
-            margin=dict(l=40, r=40, t=70, b=40),
+            height=RING_HEIGHT_PX,
+            margin=dict(l=30, r=30, t=50, b=20),
         ),
     )
     return fig
