@@ -315,7 +315,8 @@ def _step_every_player(pg, lab: str, timeout_ms: int):
         player = players.nth(index)
         player.scroll_into_view_if_needed()
         before = player.evaluate(PLAYER_STATE_JS)
-        at_end = before["last"] is not None and before["frame"] == before["last"]
+        # the slider's aria-valuemax is noUiSlider's formatted number ("2069.00"), the readout the widget's ("2069")
+        at_end = before["last"] is not None and float(before["frame"]) == float(before["last"])
         _click_step(pg, lab, player, index, back=at_end, timeout_ms=timeout_ms)
         again = _click_step(pg, lab, player, index, back=not at_end, timeout_ms=timeout_ms)
         assert (again["frame"], again["label"]) == (before["frame"], before["label"]), (
