@@ -402,7 +402,9 @@ def test_presenter_page_with_many_figures_updates_every_figure_on_each_load(pres
             page.mouse.move(5, 5)
             if _player_label(player).startswith("frame %s of" % player.evaluate(_LAST_FRAME)):
                 page.keyboard.press("Home")  # a live player opens on its last frame
-                page.wait_for_function("el => el.innerText.includes('frame 0 of')", arg=player.element_handle())
+                page.wait_for_function(
+                    "el => el.innerText.includes('frame 0 of')", arg=player.element_handle(), timeout=DRAW_MS
+                )
                 page.wait_for_timeout(1000)  # let its figures draw frame 0 before taking their picture
             label, before = _player_label(player), _figures_state(player)
             assert before, f"load {load}: player {i} has no figure"
