@@ -98,7 +98,7 @@ test: install chromium lint
 	    timeout $(STRESS_S) $(BIN)/python -c 'while True: pass' & busy="$$busy $$!"; n=$$((n - 1)); \
 	  done; \
 	  test -z "$$busy" || echo "make test: $(STRESS) busy processes beside the tests (at most $(STRESS_S) s):$$busy"; \
-	  $(BIN)/python -m pytest --junitxml=.test-artifacts/junit.xml $(PYTEST_ARGS)
+	  $(BIN)/python -m pytest --junitxml=.test-artifacts/junit.xml --durations=40 $(PYTEST_ARGS)
 
 conformance: $(LAB_STAMP)
 	@test -n "$(GOLDEN)" || { echo "error: no golden files in ../shared/golden/ or tests/golden/" >&2; exit 1; }

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import socket
 import subprocess
@@ -373,13 +374,19 @@ def _figures_state(player) -> list[str]:
     return player.evaluate(f"root => Array.from(root.querySelectorAll('.js-plotly-plot')).map({_FIGURE_SVG})")
 
 
+def _players_made_by(source: str) -> int:
+    """How many players a cell's code shows: ``Player(...)``, ``live.player()`` and a ``ForkView`` (two players)."""
+    return len(re.findall(r"\bPlayer\(|\.player\(", source)) + 2 * len(re.findall(r"\bForkView\(", source))
+
+
 @pytest.mark.parametrize("machine", MODES, indirect=True)
 def test_presenter_page_with_many_figures_updates_every_figure_on_each_load(present_many_figures, fresh_pages):
     """Several players or figures on one page: every FigureWidget's front end loads (no "[anywidget] Failed to
     initialize model."), each player's figures follow →, and plotly's widget code is fetched once per page load."""
     server = present_many_figures
     name = server.lab.name[:2]
-    expected_players = sum("Player(" in c.source for c in nbformat.read(server.lab, as_version=4).cells) or 1
+    cells = nbformat.read(server.lab, as_version=4).cells
+    expected_players = sum(_players_made_by(c.source) for c in cells if c.cell_type == "code")
     url = f"{server.url}?token={server.token}"
     for load in range(PAGE_LOADS):
         page, record = fresh_pages()
