@@ -17,7 +17,7 @@ GOLDEN  := $(or $(wildcard ../shared/golden/*.jsonl),$(wildcard tests/golden/*.j
 PYTEST_ARGS ?=
 # `make test STRESS=4`: the tests with 4 busy processes beside them (a slow, shared machine), stopped when they end
 STRESS  ?= 0
-STRESS_S := 3600
+STRESS_S := 5400
 
 export SPARK_LOCAL_IP := 127.0.0.1
 export PYSPARK_PYTHON := $(abspath $(BIN)/python)
