@@ -26,7 +26,7 @@ export PYSPARK_DRIVER_PYTHON := $(abspath $(BIN)/python)
 NEED_311 = import sys; v = sys.version_info; sys.exit(0 if v >= (3, 11) else \
   f"pulsarlab needs Python 3.11 or newer; {sys.executable} is {v.major}.{v.minor}.{v.micro}. Run: make PYTHON=python3.11 ...")
 
-.PHONY: install lab present site test lint chromium conformance bench clean
+.PHONY: install lab present site test test-fast lint chromium conformance bench clean
 .DELETE_ON_ERROR:
 
 $(BIN)/python:
@@ -99,6 +99,11 @@ test: install chromium lint
 	  done; \
 	  test -z "$$busy" || echo "make test: $(STRESS) busy processes beside the tests (at most $(STRESS_S) s):$$busy"; \
 	  $(BIN)/python -m pytest --junitxml=.test-artifacts/junit.xml --durations=40 $(PYTEST_ARGS)
+
+# the inner loop while changing the model: lint and every test that starts no browser, no Spark, no notebook kernel
+# and no pulsarlab serve (the markers of pyproject.toml); `make test` still runs everything
+test-fast: install lint
+	$(BIN)/python -m pytest -m "not (browser or spark or notebook or serve)" --durations=15 $(PYTEST_ARGS)
 
 conformance: $(LAB_STAMP)
 	@test -n "$(GOLDEN)" || { echo "error: no golden files in ../shared/golden/ or tests/golden/" >&2; exit 1; }

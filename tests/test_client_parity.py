@@ -12,6 +12,8 @@ from serve_support import client_for, served_lab
 import pulsarlab as pl
 from pulsarlab.errors import IllegalArgumentException
 
+pytestmark = pytest.mark.serve
+
 TOPIC = "persistent://public/default/parity"
 PARTITIONED = "persistent://public/default/parity-p"
 WAIT_MS = 5000

@@ -23,6 +23,8 @@ from pulsarlab.lab import PULSAR_RETENTION, SERVE_BROKER_CONFIG
 from pulsarlab.managed_ledger.bookie_storage import BookieStorage
 from pulsarlab.managed_ledger.entry_cache import EntryCacheManager
 
+pytestmark = pytest.mark.serve
+
 TOPIC = "persistent://public/default/t"
 DISK = {"lab_entryStorage": "disk", "managedLedgerCacheSizeMB": 0}
 N = 2500  # 19 full blocks of 128 and a partial one, in a ledger of 3000

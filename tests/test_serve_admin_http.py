@@ -17,6 +17,8 @@ from serve_support import RECEIVE_MS, client_for, quiet_client, served_lab, wait
 from pulsarlab.serve import start
 from pulsarlab.serve.admin_http import MAX_BODY
 
+pytestmark = pytest.mark.serve
+
 NS = "/admin/v2/persistent/public/default"
 
 

@@ -27,6 +27,8 @@ from serve_support import (
 import pulsarlab as pl
 from pulsarlab.snapshot.lab import snapshot
 
+pytestmark = pytest.mark.serve
+
 TOPIC = "persistent://public/default/orders"
 
 

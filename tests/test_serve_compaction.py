@@ -7,6 +7,8 @@ import pulsar
 import pytest
 from serve_support import RECEIVE_MS, client_for, served_lab
 
+pytestmark = pytest.mark.serve
+
 
 def _drain(consumer, wait_ms: int = 300) -> list[tuple[str, bytes]]:
     out = []

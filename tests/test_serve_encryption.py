@@ -13,6 +13,8 @@ import pulsar
 import pytest
 from serve_support import RECEIVE_MS, client_for, served_lab
 
+pytestmark = pytest.mark.serve
+
 TOPIC = "persistent://public/default/secret"
 
 

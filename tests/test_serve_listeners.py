@@ -8,6 +8,8 @@ from serve_support import RECEIVE_MS, client_for, served_lab
 
 from pulsarlab.serve.server import parse_advertised_listeners
 
+pytestmark = pytest.mark.serve
+
 
 def test_an_unknown_listener_name_fails_the_lookup():
     with served_lab() as (lab, server), client_for(server, listener_name="test") as client:

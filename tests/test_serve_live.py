@@ -6,6 +6,7 @@ import threading
 from functools import partial
 
 import pulsar
+import pytest
 from serve_support import RECEIVE_MS, client_for, served_lab, wait_until
 
 from pulsarlab.snapshot.recorder import VIEW_KINDS
@@ -13,6 +14,8 @@ from pulsarlab_widgets.live import LiveViews
 from pulsarlab_widgets.views.cursor import cursor_view
 from pulsarlab_widgets.views.dispatch_timeline import CLIENT_QUEUE_UNKNOWN, dispatch_timeline_view
 from pulsarlab_widgets.views.key_shared_blocking import key_shared_blocking_view
+
+pytestmark = pytest.mark.serve
 
 TOPIC = "persistent://public/default/live"
 

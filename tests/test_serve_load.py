@@ -20,8 +20,11 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+import pytest
 from serve_support import wait_until
 from soak_clients import rss_kib as _rss_kib
+
+pytestmark = pytest.mark.serve
 
 REPO = Path(__file__).resolve().parents[1]
 MESSAGES = 50

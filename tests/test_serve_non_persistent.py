@@ -6,7 +6,10 @@ from __future__ import annotations
 import re
 
 import pulsar
+import pytest
 from serve_support import RECEIVE_MS, client_for, served_lab
+
+pytestmark = pytest.mark.serve
 
 NP = "non-persistent://public/default/rx-np"
 P = "persistent://public/default/rx-p"

@@ -16,9 +16,12 @@ import time
 from datetime import timedelta
 
 import pulsar
+import pytest
 from serve_support import RECEIVE_MS, client_for, cursor_state, run_client_script, served_lab, wait_until
 
 import pulsarlab as pl
+
+pytestmark = pytest.mark.serve
 
 TOPIC = "persistent://public/default/orders"
 

@@ -12,6 +12,8 @@ import pulsar
 import pytest
 from serve_support import RECEIVE_MS, client_for, served_lab, wait_until
 
+pytestmark = pytest.mark.serve
+
 A = pulsar.ProducerAccessMode
 TOPIC = "persistent://public/default/acc"
 

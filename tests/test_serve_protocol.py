@@ -34,6 +34,8 @@ from pulsarlab.serve.commands import (
     Unsubscribe,
 )
 
+pytestmark = pytest.mark.serve
+
 TOPIC = "persistent://public/default/proto"
 
 

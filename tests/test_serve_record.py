@@ -18,6 +18,8 @@ from pulsarlab.serve import start
 from pulsarlab_widgets.player import Player
 from pulsarlab_widgets.views.cursor import cursor_view
 
+pytestmark = pytest.mark.serve
+
 
 def produce_and_consume(client: pulsar.Client, n: int = 6) -> None:
     consumer = client.subscribe("rec", "s", consumer_type=pulsar.ConsumerType.Shared, consumer_name="real-c")

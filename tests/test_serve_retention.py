@@ -4,10 +4,13 @@ against ``lab.admin``, and consumed ledgers trimmed under real clients. Loopback
 from __future__ import annotations
 
 import pulsar
+import pytest
 from serve_support import RECEIVE_MS, client_for, served_lab, wait_until
 from test_serve_admin_http import http
 
 from pulsarlab.lab import PULSAR_RETENTION
+
+pytestmark = pytest.mark.serve
 
 PATH = "/admin/v2/namespaces/public/default/retention"
 

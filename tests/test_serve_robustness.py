@@ -16,6 +16,8 @@ from pulsarlab.protocol.subscription import ConsumerType
 from pulsarlab.serve.commands import CommandType, Flow, ProducerRequest, Send, Subscribe, WireMetadata, encode_command
 from pulsarlab.serve.frames import payload_frame, simple_frame, wire_section
 
+pytestmark = pytest.mark.serve
+
 TOPIC = "persistent://public/default/robust"
 
 

@@ -8,6 +8,8 @@ import pytest
 from pulsar.schema import AvroSchema, Float, Integer, JsonSchema, Record, String, StringSchema
 from serve_support import RECEIVE_MS, client_for, served_lab
 
+pytestmark = pytest.mark.serve
+
 TOPIC = "persistent://public/default/typed"
 
 

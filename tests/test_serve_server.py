@@ -10,6 +10,7 @@ import sys
 import urllib.request
 
 import pulsar
+import pytest
 from serve_support import RECEIVE_MS, REPO, client_for, raw_client, served_lab, wait_until
 
 import pulsarlab as pl
@@ -17,6 +18,8 @@ from pulsarlab.clock import Scheduler
 from pulsarlab.serve.commands import CommandType
 from pulsarlab.serve.realtime import RealTimeDriver
 from pulsarlab.snapshot.recorder import Recorder
+
+pytestmark = pytest.mark.serve
 
 
 class FakeWall:

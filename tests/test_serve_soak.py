@@ -8,7 +8,10 @@ memory ratio and the message accounting, never rates (`tests/soak_clients.py`; `
 
 from __future__ import annotations
 
+import pytest
 from soak_clients import soak
+
+pytestmark = pytest.mark.serve
 
 PAIRS = 100
 SECONDS = 120

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
 from serve_support import raw_client, served_lab
 
 from pulsarlab.serve.commands import CommandType, GetTopicsOfNamespace, TopicsMode
 from pulsarlab.serve.topic_list import answer, filter_topics, topics_hash
+
+pytestmark = pytest.mark.serve
 
 A = "persistent://public/default/orders-a"
 B = "persistent://public/default/orders-b-partition-1"

@@ -12,12 +12,15 @@ from __future__ import annotations
 import threading
 
 import pulsar
+import pytest
 from serve_support import client_for, receive_all, served_lab, wait_until
 
 import pulsarlab as pl
 from pulsarlab.snapshot.lab import SnapshotBuilder
 from pulsarlab.watch import AdminClient, Watcher
 from pulsarlab.watch.reproduce import reproduce
+
+pytestmark = pytest.mark.serve
 
 TOPIC = "persistent://public/default/orders"
 

@@ -23,6 +23,8 @@ from pulsarlab.snapshot.timeline_file import load_timeline
 from pulsarlab.watch import AdminClient, AdminError, TlsOptions, Watcher
 from pulsarlab.watch.command import TOKEN_ENV
 
+pytestmark = pytest.mark.serve
+
 TOKEN = "eyJ-tls-secret-token-never-written"
 TOPIC = "fulfilment-events"
 HANG_GUARD_S = 300  # a subprocess that has not ended by then is a hung watch, not a slow machine
