@@ -1219,6 +1219,7 @@ class Consumer:
                 **self._subscribe_options(),
             )
             impl.connected = True
+            impl.tracker.connection_opened()
         for impl in self._all_impls:
             if impl.queue_size > 0:
                 impl.send_flow(impl.queue_size)
