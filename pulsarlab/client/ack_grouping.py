@@ -3,7 +3,7 @@
 Models `org.apache.pulsar.client.impl.PersistentAcknowledgmentsGroupingTracker` (with `LastCumulativeAck`
 and the batch rules of `MessageIdAdvUtils`) and `NonPersistentAcknowledgmentGroupingTracker`, following
 docs/guide/acknowledgements.md#ack-grouping (grouping, batch ack sets, duplicates, immediate cases, 3.x/4.0/4.1
-defaults) and §9 (an
+defaults) and docs/guide/chunked-messages.md#reassembly (an
 individual ack of a chunked message expands to every chunk id).
 
 * Individual acks collect in ``pending_individual_acks`` (entry-level ids); reaching
