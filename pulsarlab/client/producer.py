@@ -282,7 +282,7 @@ class _PartitionProducer:
                 CHUNK_PUBLISHED,
                 owner._now(),
                 owner._id,
-                events.intern(meta.uuid),
+                events.text_id(meta.uuid),
                 meta.chunk_id,
                 meta.num_chunks_from_msg,
                 entry.size,
