@@ -8,8 +8,10 @@ time travel and Spark analytics read the log; nothing in it is ever rewritten.
 A log may keep only a window of its newest events in memory (`EventLog.set_window`, ``pulsarlab serve
 --event-window``): whole chunks of the oldest events are dropped once more than the window is held. Sequence numbers
 go on counting (``len(log)`` is every event appended), ``first_seq`` is the oldest one kept, and reading an older one
-raises IndexError; iteration, ``since``, ``of_kind``, ``digest`` and the exports cover the kept events. Interned
-strings stay (a served run interns names, not per-message values).
+raises IndexError; iteration, ``since``, ``of_kind``, ``digest`` and the exports cover the kept events. Strings
+go with the events: a text only the dropped events used (a redelivery request's ids, a chunked message's uuid) is
+dropped once such texts outnumber the ones kept, and its id is reused; an id `EventLog.intern` handed out stays
+(its caller may keep it).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import struct
 from array import array
 from bisect import bisect_right
 from dataclasses import dataclass, field
+from itertools import compress
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -77,6 +80,8 @@ _FIELD_NAMES: list[frozenset[str]] = []  # by code
 # missing declared field, 0 for the unused columns)
 _PADS: list[tuple[tuple[int, ...], ...]] = []
 _N_FIELDS: list[int] = []  # by code: the number of declared fields
+_TEXT_FIELDS: list[tuple[bool, ...]] = []  # by code: which of the MAX_FIELDS columns hold string ids (str, json)
+_PRUNE_MIN = 4096  # unpinned strings a windowed log holds before it looks for ones no kept event uses
 _SMALL_FLUSH = 64  # rows fixed up one by one below this many (a numpy pass costs more for a few rows)
 
 
@@ -142,6 +147,8 @@ def event_type(
     _FIELD_NAMES.append(frozenset(f for f, _ in et.fields))
     _PADS.append(_pads(len(et.fields)))
     _N_FIELDS.append(len(et.fields))
+    text = [ftype in ("str", "json") for _, ftype in et.fields]
+    _TEXT_FIELDS.append(tuple(text + [False] * (MAX_FIELDS - len(text))))
     return et
 
 
@@ -188,6 +195,9 @@ class EventLog:
         self._stored = 0  # events in the chunks
         self._strings: list[str] = []
         self._string_ids: dict[str, int] = {}
+        self._pinned: set[int] = set()  # string ids `intern` handed out: they stay while the log lives
+        self._free: list[int] = []  # ids of strings a window dropped, reused
+        self._prune_at = _PRUNE_MIN  # unpinned strings held before a window drop looks for unused ones
         self._listeners: list[Callable[[Event], None]] = []
         # Rows appended but not yet moved into the columns, flat: ``_ROW`` ints per event (time, type code,
         # the six field columns). Extending a list of ints is much cheaper than nine array appends and keeps
@@ -326,6 +336,31 @@ class EventLog:
             drop += 1
         if drop:
             del chunks[:drop], starts[:drop]
+            if len(self._string_ids) - len(self._pinned) > self._prune_at:
+                self._drop_unused_strings()
+
+    def _drop_unused_strings(self) -> None:
+        """Forget the strings no kept event uses and no caller of `intern` holds; their ids are reused."""
+        used: set[int] = set()
+        for chunk in self._chunks:
+            kinds = chunk[1]
+            codes = set(kinds)
+            for j in range(MAX_FIELDS):
+                texts = sum(_TEXT_FIELDS[c][j] for c in codes)
+                if texts == len(codes):  # every event of the chunk has a text there
+                    used.update(chunk[2 + j])
+                elif texts:
+                    used.update(compress(chunk[2 + j], [_TEXT_FIELDS[c][j] for c in kinds]))
+        strings, ids, free = self._strings, self._string_ids, self._free
+        unused = set(range(len(strings)))  # set operations on ints: no tuple per string for the collector
+        unused -= used
+        unused -= self._pinned
+        unused.difference_update(free)
+        for sid in unused:
+            del ids[strings[sid]]
+            strings[sid] = ""
+        free.extend(unused)
+        self._prune_at = max(_PRUNE_MIN, 2 * (len(ids) - len(self._pinned)))
 
     @property
     def first_seq(self) -> int:
@@ -362,7 +397,16 @@ class EventLog:
             raise error
 
     def intern(self, text: str) -> int:
-        """The id a str field stores for ``text`` (for ``append_row``)."""
+        """The id a str field stores for ``text`` (for ``append_row``), kept for as long as the log lives: a
+        caller may hold it for later events (a name, a reason)."""
+        sid = self._encode(text, "str")
+        self._pinned.add(sid)
+        return sid
+
+    def text_id(self, text: str) -> int:
+        """The id of ``text`` for the event about to be appended with ``append_row`` (a per-message value: a
+        redelivery request's ids, a chunked message's uuid), dropped with the events that use it (see
+        `set_window`); do not keep it for later events."""
         return self._encode(text, "str")
 
     def _encode(self, value: Any, ftype: str) -> int:
@@ -380,8 +424,12 @@ class EventLog:
             text = str(value)
         sid = self._string_ids.get(text)
         if sid is None:
-            sid = len(self._strings)
-            self._strings.append(text)
+            if self._free:
+                sid = self._free.pop()
+                self._strings[sid] = text
+            else:
+                sid = len(self._strings)
+                self._strings.append(text)
             self._string_ids[text] = sid
         return sid
 

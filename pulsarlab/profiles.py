@@ -173,6 +173,7 @@ BROKER_DEFAULTS: dict[str, Any] = {
     "subscriptionRedeliveryTrackerEnabled": True,
     "statsUpdateFrequencyInSecs": 60,
     "brokerDeduplicationEnabled": False,
+    "brokerDeduplicationProducerInactivityTimeoutMinutes": 360,
     "topicCompactionRetainNullKey": False,
     "schemaCompatibilityStrategy": "FULL",
 }

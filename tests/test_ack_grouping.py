@@ -334,8 +334,10 @@ def test_disconnected_acks_stay_pending_until_a_later_flush():
     tracker.add_acknowledgment(MessageId(1, 0), 0, CUM)
     sched.advance(300)
     assert wire.sent == [] and tracker.pending_individual_acks == (MessageId(1, 1),)
+    assert sched.run_until_idle(max_timers=10) == 0  # no timer re-arms while nothing can be sent
     wire.connected = True
-    sched.advance(100)
+    tracker.connection_opened()
+    sched.advance(100)  # the fixed-delay task's next tick (construction time + k * group time)
     assert [t for t, _ in wire.sent] == [400, 400]
     assert [c.ack_type for c in wire.commands()] == [CUM, IND]
 
@@ -539,6 +541,8 @@ def test_every_acked_message_is_sent_exactly_once_and_nothing_else(w):
             tracker.flush()
         elif step == "toggle" and w["group_time_ms"] > 0:  # immediate acks while disconnected are lost
             wire.connected = not wire.connected
+            if wire.connected:
+                tracker.connection_opened()
         # nothing un-acked is ever sent
         for cmd in wire.commands():
             assert cmd.ack_type is IND

@@ -159,3 +159,19 @@ def test_reset_cursor_by_time_and_by_message_id_redelivers() -> None:
     assert [again.receive(timeout_millis=0).data() for _ in range(3)] == [b"m2", b"m3", b"m4"]
     with pytest.raises(TypeError):
         lab.admin.topics.reset_cursor("t", "s")
+
+
+def test_reset_cursor_with_a_grouped_ack_pending_lets_the_lab_idle() -> None:
+    # the broker disconnects the consumer; its grouped ack cannot be sent, and the flush timer stops rather than
+    # re-arming every group time (run_until_idle never returned); the ack stays pending, nothing is lost
+    lab = pl.Lab()
+    consumer = lab.client().subscribe("t", "s")
+    ids = _published(lab, "t", 3, gap_ms=10)
+    consumer.acknowledge(consumer.receive(timeout_millis=0))
+    tracker = consumer.ack_tracker()
+    assert len(tracker.pending_individual_acks) == 1
+    lab.admin.topics.reset_cursor("t", "s", message_id=(ids[0].ledger, ids[0].entry))
+    lab.scheduler.run_until_idle(max_timers=100)
+    assert lab.scheduler.pending() == 0
+    assert tracker.pending_individual_acks == (ids[0],) and tracker.lost_acks == 0
+    assert _backlog(lab, "t", "s") == 3

@@ -82,3 +82,26 @@ def test_topics_only_in_existing_namespaces():
     assert lab.admin.namespaces.list("acme") == ["acme/orders"]
     with pytest.raises(NotFoundException):
         lab.service.set_deduplication("acme/nothing", True)
+
+
+def test_names_of_producers_gone_longer_than_the_inactivity_timeout_are_purged():
+    # MessageDeduplication.purgeInactiveProducers (brokerDeduplicationProducerInactivityTimeoutMinutes, 360, checked
+    # every 120 min): an app making a producer per request, each with a new name, added a name to the map forever
+    lab, client = _lab(brokerDeduplicationEnabled=True)
+    for i in range(200):
+        p = client.create_producer("t", producer_name=f"request-{i}")
+        p.send(b"x")
+        p.close()
+        lab.advance(60_000)  # one a minute
+    dedup = lab.service.topics["persistent://public/default/t"].deduplication
+    # at 200 min the last check ran at 120 min: it purged the names gone before 120 - 360 min, none yet
+    assert len(dedup.highest) == 200
+    lab.advance(300 * 60_000)  # t = 500 min; the last check, at 480, purged the names gone before 120 min
+    named = client.create_producer("t", producer_name="request-150")  # gone at 150 min: still known
+    assert named.last_sequence_id() == 0
+    assert len(dedup.highest) == 200 - 120
+    named.close()  # gone at 500 min
+    lab.advance(460 * 60_000)  # t = 960 min: the check then purges every name gone before 600 min
+    again = client.create_producer("t", producer_name="request-150")
+    assert again.last_sequence_id() == -1  # its name was forgotten: the sequence starts over
+    assert set(dedup.highest) == set()

@@ -171,3 +171,23 @@ def test_a_window_keeps_the_newest_events_and_numbers_go_on() -> None:
     assert log.first_seq == first
     with pytest.raises(ValueError):
         log.set_window(0)
+
+
+def test_a_window_drops_the_strings_only_dropped_events_used() -> None:
+    # a served run interns per-message texts (a chunked message's uuid, a redelivery request's ids): the window
+    # bounded the rows but every text stayed in the string table, one per message for the run's life
+    from pulsarlab.event_catalogue.chunk_assignment import CHUNK_PINNED
+    from pulsarlab.events import _FLUSH_EVENTS
+
+    log = EventLog(window=_FLUSH_EVENTS)
+    subscription = log.intern("sub-1")  # an id a caller keeps: it stays
+    n = 40 * _FLUSH_EVENTS
+    for i in range(n):
+        log.append_row(CHUNK_PINNED, i, 1, 2, log.text_id(f"uuid-{i}"), 3, i)
+        if i % 1000 == 0:
+            log.append("consumer_closed", i, consumer=i, reason=f"gone {i}", pending_acks=0)
+    assert len(log._string_ids) < 4 * _FLUSH_EVENTS  # was n + the reasons: every text ever appended
+    kept = list(log)
+    assert all(e.uuid == f"uuid-{e.entry}" for e in kept if e.kind == "chunk_pinned")
+    assert all(e.reason == f"gone {e.consumer}" for e in kept if e.kind == "consumer_closed")
+    assert log.intern("sub-1") == subscription and log._strings[subscription] == "sub-1"

@@ -219,3 +219,31 @@ def test_the_lab_refuses_non_loopback_addresses_unless_asked():
     finally:
         server.stop()
     assert not server.running
+
+
+def test_closed_producer_ids_are_forgotten_after_one_keepalive_interval():
+    # ServerCnx.recentlyClosedProducers: a SEND in flight for a just-closed producer is ignored, and the id is
+    # removed after keepAliveIntervalSeconds; a connection whose client makes and closes a producer per request
+    # kept every id it ever closed (one entry per producer, for the connection's life)
+    from pulsarlab.serve.commands import CloseProducer
+    from pulsarlab.serve.connection import ProtocolViolation, ServerConnection, State
+    from pulsarlab.serve.frames import FrameDecoder
+    from pulsarlab.serve.server import LabServer
+
+    server = LabServer(pl.Lab(), port=0, keepalive_s=30.0)
+    conn = ServerConnection(server)
+    conn.state = State.CONNECTED
+    now = [0.0]
+    conn._now = lambda: now[0]
+    for producer_id in range(500):
+        conn._on_producer(ProducerRequest(topic=TOPIC, producer_id=producer_id, request_id=producer_id), None)
+        conn._on_close_producer(CloseProducer(producer_id=producer_id, request_id=1000 + producer_id), None)
+        now[0] += 1.0  # one producer a second
+    assert len(conn._recently_closed_producers) == 31  # the ones closed in the last 30 s
+
+    (frame,) = FrameDecoder(1 << 20).feed(_send_frame(499, 0, b"late"))
+    conn._handle(frame)  # closed 1 s ago: ignored
+    assert 499 in conn._recently_closed_producers
+    (frame,) = FrameDecoder(1 << 20).feed(_send_frame(0, 0, b"late"))
+    with pytest.raises(ProtocolViolation, match="producer is not ready : 0"):
+        conn._handle(frame)  # closed 499 s ago: forgotten, a protocol error as for any unknown producer

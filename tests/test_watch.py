@@ -299,3 +299,24 @@ def test_format_duration():
         "1 h",
         "2 h 3 min",
     ]
+
+
+def test_an_error_answer_is_read_and_its_connection_closed():
+    import io
+    import urllib.error
+
+    body = io.BytesIO(b'{"reason": "Topic not found"}')
+
+    class Refusing:
+        def open(self, request, timeout):
+            raise urllib.error.HTTPError(request.full_url, 404, "Not Found", {}, body)
+
+    client = AdminClient("http://127.0.0.1:8080")
+    client._opener = Refusing()
+    try:
+        client.get("/admin/v2/persistent/public/default/gone/stats")
+    except AdminError as error:
+        assert "Topic not found" in str(error)
+        assert body.closed  # was left open while the error lived (a socket per failed poll)
+    else:
+        pytest.fail("a 404 answer raises AdminError")

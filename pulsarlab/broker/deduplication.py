@@ -7,9 +7,13 @@ producer name is a duplicate, is not stored, and is acknowledged with message id
 producer connecting with a name the topic has seen learns that name's highest id in PRODUCER_SUCCESS
 (``last_sequence_id``), so the client continues the sequence. A chunked message is recorded at its last chunk.
 
+A name whose last producer left more than ``brokerDeduplicationProducerInactivityTimeoutMinutes`` (360) ago is
+forgotten (`purgeInactiveProducers`) at the broker's check, which runs every third of that time
+(`BrokerService.checkMessageDeduplicationInfo`); the model runs the checks that are due when a producer comes or
+goes, the only times the map is read for a name without a producer, on the grid of the checks from time 0.
+
 Simplifies: persisting is synchronous in the model, so "pushed" and "persisted" are the same map (no
-``MessageDupUnknownException``); the map survives a broker restart (Pulsar recovers it from its snapshot cursor)
-and is never purged for inactive producers.
+``MessageDupUnknownException``); the map survives a broker restart (Pulsar recovers it from its snapshot cursor).
 """
 
 from __future__ import annotations
@@ -22,15 +26,44 @@ if TYPE_CHECKING:  # pragma: no cover
     from pulsarlab.messages import MessageMetadata
 
 DUPLICATE = Position(-1, -1)  # the message id a duplicate's SEND_RECEIPT carries
+INACTIVITY_TIMEOUT_MINUTES = 360  # brokerDeduplicationProducerInactivityTimeoutMinutes
 
 
 class MessageDeduplication:
     """The sequence ids of one topic's producers (kept while deduplication is enabled)."""
 
-    __slots__ = ("highest",)
+    __slots__ = ("highest", "_inactive", "_timeout_ms")
 
-    def __init__(self) -> None:
+    def __init__(self, inactivity_timeout_minutes: int = INACTIVITY_TIMEOUT_MINUTES) -> None:
         self.highest: dict[str, int] = {}
+        self._inactive: dict[str, int] = {}  # inactiveProducers: name -> when its producer left, oldest first
+        self._timeout_ms = inactivity_timeout_minutes * 60_000
+
+    def producer_added(self, producer_name: str, now: int) -> None:
+        """`producerAdded`: the name is active again (the checks due by now ran first)."""
+        self.purge_inactive(now)
+        self._inactive.pop(producer_name, None)
+
+    def producer_removed(self, producer_name: str, now: int) -> None:
+        """`producerRemoved`: the name's producer left at ``now``."""
+        self.purge_inactive(now)
+        self._inactive.pop(producer_name, None)  # re-inserted last: the map stays in leaving order
+        self._inactive[producer_name] = now
+
+    def purge_inactive(self, now: int) -> None:
+        """`purgeInactiveProducers` as the last periodic check at or before ``now`` ran it."""
+        if self._timeout_ms <= 0 or not self._inactive:
+            return
+        every = max(self._timeout_ms // 3, 1)
+        horizon = now // every * every - self._timeout_ms  # the last check's minimumActiveTimestamp
+        expired = []
+        for name, left_at in self._inactive.items():
+            if left_at >= horizon:
+                break
+            expired.append(name)
+        for name in expired:
+            del self._inactive[name]
+            self.highest.pop(name, None)
 
     def is_duplicate(self, producer_name: str, meta: "MessageMetadata", highest_sequence_id: int | None) -> bool:
         """`isDuplicate` + `recordMessagePersisted`: True for a duplicate; else the message's highest sequence

@@ -104,7 +104,7 @@ class ProducerAccess:
         if self.waiting:
             nxt = self.waiting.popleft()
             self._take(nxt, nxt.requested_epoch)
-            topic.producers[nxt.producer_id] = nxt
+            topic.producer_admitted(nxt)
             nxt.ready = True
             if nxt.on_ready is not None:
                 nxt.on_ready(nxt)

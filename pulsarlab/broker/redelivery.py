@@ -23,7 +23,8 @@ Pos = tuple[int, int]
 class MessageRedeliveryController:
     """``redeliveryMessages``: what a Shared / Key_Shared dispatcher must send again, in position order.
 
-    ``allow_out_of_order_delivery=True`` keeps no hash maps, so the set never blocks a hash (§3.3).
+    ``allow_out_of_order_delivery=True`` keeps no hash maps, so the set never blocks a hash
+    (docs/guide/key-shared-ordering.md#out-of-order).
     ``_hashes`` (position -> sticky hash) holds exactly the positions of ``_positions`` in both modes: it answers
     membership and size without a sorted-list call; the hash counts are kept only when hashes are tracked. A
     position added without a hash (`add_unhashed`, a due delayed message) maps to None and blocks no hash.
@@ -137,7 +138,8 @@ class MessageRedeliveryController:
 
 
 class InMemoryRedeliveryTracker:
-    """``InMemoryRedeliveryTracker``: how many times each position was explicitly redelivered (§8.3).
+    """``InMemoryRedeliveryTracker``: how many times each position was explicitly redelivered
+    (docs/guide/redelivery.md#redelivery-count).
 
     Counted only on a client's redeliver request (`increment_and_get`); a consumer leaving only registers its
     pending acks with count 0 (`add_if_absent`). An ack forgets the position; a mark-delete move forgets every
@@ -190,7 +192,8 @@ class InMemoryRedeliveryTracker:
 
 
 class RedeliveryTrackerDisabled:
-    """``RedeliveryTrackerDisabled``: Exclusive and Failover never count redeliveries (§13.7)."""
+    """``RedeliveryTrackerDisabled``: Exclusive and Failover never count redeliveries
+    (docs/guide/redelivery.md#redelivery-count)."""
 
     __slots__ = ()
 

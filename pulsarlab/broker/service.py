@@ -878,7 +878,9 @@ class BrokerService:
                 pending = consumer.pending_acks
                 held = sum(1 for p in ids if p in pending)
                 text = json.dumps([list(p) for p in ids], separators=(",", ":"))
-                events.append_row(REDELIVER_IDS, self.scheduler.now(), consumer.id, len(ids), held, events.intern(text))
+                events.append_row(
+                    REDELIVER_IDS, self.scheduler.now(), consumer.id, len(ids), held, events.text_id(text)
+                )
             d.redeliver_unacknowledged_messages(consumer, ids)
             return
         if events is not None:

@@ -17,7 +17,7 @@ import re
 from typing import TYPE_CHECKING, Any, Callable
 
 from pulsarlab.broker.compaction import CompactedTopic, CompactionStatus, compaction_stats
-from pulsarlab.broker.deduplication import DUPLICATE, MessageDeduplication
+from pulsarlab.broker.deduplication import DUPLICATE, INACTIVITY_TIMEOUT_MINUTES, MessageDeduplication
 from pulsarlab.broker.producer_access import ProducerAccess
 from pulsarlab.date_format import format_timestamp
 from pulsarlab.errors import NotAllowedException
@@ -121,7 +121,10 @@ class PersistentTopic:
         self.compaction_status = CompactionStatus.NOT_RUN
         self.compaction_succeeded_at = 0
         self.deduplication: MessageDeduplication | None = None  # set while deduplication is enabled
-        self.dedup_state = MessageDeduplication()  # kept across disable/enable, as Pulsar's snapshot cursor
+        # kept across disable/enable, as Pulsar's snapshot cursor
+        self.dedup_state = MessageDeduplication(
+            int(service.config.get("brokerDeduplicationProducerInactivityTimeoutMinutes", INACTIVITY_TIMEOUT_MINUTES))
+        )
 
     def add_producer(
         self,
@@ -138,18 +141,25 @@ class PersistentTopic:
         handle.on_ready = on_ready
         handle.on_fenced = on_fenced
         if access_mode is ProducerAccessMode.Shared and not self.access.has_exclusive and not self.access.waiting:
-            self.producers[producer_id] = handle
+            self.producer_admitted(handle)
             return handle
         if self.access.admit(self, handle, topic_epoch):
-            self.producers[producer_id] = handle
+            self.producer_admitted(handle)
         else:
             handle.ready = False
         return handle
+
+    def producer_admitted(self, handle: ProducerHandle) -> None:
+        """The producer has the topic (`internalAddProducer`): its name is active for deduplication."""
+        self.producers[handle.producer_id] = handle
+        self.dedup_state.producer_added(handle.name, self.service.scheduler.now_ms)
 
     def remove_producer(self, handle: ProducerHandle) -> None:
         """`removeProducer`: the producer left (closed, or its connection went)."""
         if self.producers.get(handle.producer_id) is handle:
             del self.producers[handle.producer_id]
+            if all(p.name != handle.name for p in self.producers.values()):
+                self.dedup_state.producer_removed(handle.name, self.service.scheduler.now_ms)
         elif handle.ready or handle.is_fenced:
             return
         self.access.removed(self, handle)

@@ -3,7 +3,7 @@
 Models `org.apache.pulsar.client.impl.PersistentAcknowledgmentsGroupingTracker` (with `LastCumulativeAck`
 and the batch rules of `MessageIdAdvUtils`) and `NonPersistentAcknowledgmentGroupingTracker`, following
 docs/guide/acknowledgements.md#ack-grouping (grouping, batch ack sets, duplicates, immediate cases, 3.x/4.0/4.1
-defaults) and §9 (an
+defaults) and docs/guide/chunked-messages.md#reassembly (an
 individual ack of a chunked message expands to every chunk id).
 
 * Individual acks collect in ``pending_individual_acks`` (entry-level ids); reaching
@@ -28,8 +28,10 @@ cumulative ack are pruned at flush when many pile up.
 
 The flush timer: Pulsar starts a fixed-delay task at construction that runs every group time,
 whether or not anything is pending. The model runs the same instants (construction time + k·group
-time) but arms the timer only while something is pending, so an idle lab can ``run_until_idle``; a
-flush that finds nothing to send has no visible effect in Pulsar either. Simplifies: no transactions,
+time) but arms the timer only while something is pending and the consumer is connected, so an idle lab
+(or one whose consumer the broker disconnected, as a reset-cursor does) can ``run_until_idle``: a flush that
+finds nothing to send, or no connection, has no visible effect in Pulsar either. The consumer calls
+``connection_opened`` when it has a connection again, and the next tick sends what waited. Simplifies: no transactions,
 no ack receipts (``ackReceiptEnabled``; acks complete at once), no interceptors or stats, no list acks
 (``addListAcknowledgment``: call ``add_acknowledgment`` per id), one multi-message command per flush
 (brokers older than protocol v12 are not modelled); an id with a batch index but batch size 0 is
@@ -344,6 +346,12 @@ class AcknowledgmentsGroupingTracker:
         if lost_individual or lost_cum is not None:
             self._lost("flush_and_clean", lost_individual, 0, lost_cum)
 
+    def connection_opened(self) -> None:
+        """The consumer has a connection again (`ConsumerImpl.connectionOpened`): the flush timer runs again if
+        acks wait, so they go out at the fixed-delay task's next tick."""
+        if self._timer is None and (self._pending or self._batch_pending or self._cum_flush_required):
+            self._arm()
+
     def close(self) -> None:
         """Flush, then stop the timer."""
         self._flush("close")
@@ -530,8 +538,8 @@ class AcknowledgmentsGroupingTracker:
             del self._ack_sets[k]
 
     def _arm(self) -> None:
-        if self._closed or not self._grouping:
-            return
+        if self._closed or not self._grouping or not self._is_connected():
+            return  # connection_opened arms it again
         g = self.group_time_ms
         now = self._scheduler.now_ms
         deadline = self._epoch + ((now - self._epoch) // g + 1) * g
@@ -669,6 +677,9 @@ class NonPersistentAcknowledgmentGroupingTracker:
         pass
 
     def flush_and_clean(self) -> None:
+        pass
+
+    def connection_opened(self) -> None:
         pass
 
     def close(self) -> None:

@@ -219,10 +219,10 @@ class ChunkedMessageTracker:
                 CHUNK_RECEIVED,
                 now,
                 self.consumer_id,
-                events.intern(uuid),
+                events.text_id(uuid),
                 chunk_id,
                 num_chunks,
-                events.intern(_pos(msg_id)),
+                events.text_id(_pos(msg_id)),
                 permits,
             )
 

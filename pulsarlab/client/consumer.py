@@ -495,7 +495,7 @@ class _ConsumerImpl:
                 self.parent._id,
                 len(ids),
                 held,
-                events.intern(_ids_json(ids)),
+                events.text_id(_ids_json(ids)),
             )
 
     def redeliver_ids(self, ids: Iterable[MessageId], from_parent: bool = False) -> None:
@@ -1126,7 +1126,12 @@ class Consumer:
         tracked = self._unacked.size() if self._unacked is not None else 0
         if events is not None and (ids or tracked):
             events.append_row(
-                rev.ACK_TIMEOUT_TICK, self._scheduler.now_ms, self._id, len(ids), tracked, events.intern(_ids_json(ids))
+                rev.ACK_TIMEOUT_TICK,
+                self._scheduler.now_ms,
+                self._id,
+                len(ids),
+                tracked,
+                events.text_id(_ids_json(ids)),
             )
 
     def _remove_expired_from_queue(self, ids: list[MessageId]) -> int:
@@ -1219,6 +1224,7 @@ class Consumer:
                 **self._subscribe_options(),
             )
             impl.connected = True
+            impl.tracker.connection_opened()
         for impl in self._all_impls:
             if impl.queue_size > 0:
                 impl.send_flow(impl.queue_size)

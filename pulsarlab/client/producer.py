@@ -1,8 +1,8 @@
 """The producer: sequence ids, batching through the containers, the batch timer, partition routing.
 
 Models the Python ``pulsar.Producer`` over the C++ `ProducerImpl` / `PartitionedProducerImpl`
-(docs/guide/sticky-key-hashing.md#sticky-key,
-§3.4; routing and container rules in `client.routing` and `client.batching`):
+(docs/guide/sticky-key-hashing.md#sticky-key, docs/guide/producer-batching.md#default-batching; routing and container
+rules in `client.routing` and `client.batching`):
 
 * Each partition has its own producer with its own sequence-id counter, starting at
   ``initial_sequence_id + 1`` (0 by default); a ``sequence_id=`` given to ``send`` is used as is and does not
@@ -282,7 +282,7 @@ class _PartitionProducer:
                 CHUNK_PUBLISHED,
                 owner._now(),
                 owner._id,
-                events.intern(meta.uuid),
+                events.text_id(meta.uuid),
                 meta.chunk_id,
                 meta.num_chunks_from_msg,
                 entry.size,

@@ -3,8 +3,8 @@
 Models the routers of pulsar-client-cpp, which the Python ``pulsar-client`` package wraps
 (`RoundRobinMessageRouter`, `SinglePartitionMessageRouter`, `MessageRouterBase`, the hashes
 `BoostHash`, `JavaStringHash`, `Murmur3_32Hash`, and `PartitionedProducerImpl::getMessageRouter` /
-``sendAsync``), read from apache/pulsar-client-cpp (lib/*.cc). Reference §1 covers the broker-side
-hashing; routing is a client rule, so it is documented here:
+``sendAsync``), read from apache/pulsar-client-cpp (lib/*.cc). docs/guide/sticky-key-hashing.md covers the
+broker-side hashing; routing is a client rule, so it is documented here:
 
 * A message with a partition key goes to ``hash(key) % n`` in both built-in modes (the ordering key
   plays no part). The hash is the configured `HashingScheme`; the C++ default, and the only one the

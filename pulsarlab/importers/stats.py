@@ -6,11 +6,13 @@ Models `TopicStatsImpl` (and `PartitionedTopicStatsImpl`'s ``metadata`` / ``part
 
 * 3.x and the 4.x classic Key_Shared dispatcher: consumer ``keyHashRanges`` as ``Range.toString``
   strings ``"[0, 95615212]"``, ``readPositionWhenJoining``, subscription
-  ``consumersAfterMarkDeletePosition`` (consumer name -> join position), §3.1.
+  ``consumersAfterMarkDeletePosition`` (consumer name -> join position),
+  docs/guide/key-shared-ordering.md#recently-joined-consumers.
 * PIP-282 brokers (3.3, as Pulsar's docs for it show): ``lastSentPositionWhenJoining`` on consumers,
   ``lastSentPosition`` and ``individuallySentPositions`` on subscriptions.
 * 4.x (PIP-379): ``keyHashRangeArrays`` ``[[1, 6668], ...]``, ``drainingHashes`` with ``hash``,
-  ``unackMsgs``, ``blockedAttempts``, and the ``drainingHashes*`` counters, §3.2.
+  ``unackMsgs``, ``blockedAttempts``, and the ``drainingHashes*`` counters,
+  docs/guide/key-shared-ordering.md#draining-hashes.
 
 Reads real broker JSON and the lab's own ``lab.admin.topics.stats(t)`` alike: missing fields take
 Pulsar's Java defaults, unknown fields (publishers, rates the lab does not use, fields of newer
@@ -206,7 +208,7 @@ class SubscriptionStats:
     non_contiguous_deleted_messages_ranges_serialized_size: int = 0
     delayed_message_index_size_in_bytes: int = 0
     last_sent_position: Position | None = None  # PIP-282 (3.3)
-    individually_sent_positions: str | None = None  # PIP-282 (3.3), the §7.2 range format
+    individually_sent_positions: str | None = None  # PIP-282 (3.3), individuallyDeletedMessages' range format
     subscription_properties: dict[str, str] = field(default_factory=dict)
     present: frozenset[str] = field(default=frozenset(), compare=False)
     extra: dict[str, Any] = field(default_factory=dict, compare=False)

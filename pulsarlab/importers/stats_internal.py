@@ -5,7 +5,7 @@ Models `PersistentTopicInternalStats` (which extends `ManagedLedgerInternalStats
 `PersistentTopicInternalStats`),
 and ``partitioned-stats-internal`` (`PartitionedTopicInternalStats`: ``metadata`` plus one
 `PersistentTopicInternalStats` per partition). A cursor's ``individuallyDeletedMessages`` string is read
-into `AckRange` s (§7.2 format, `ranges.py`) and can become an `OpenLongPairRangeSet`.
+into `AckRange` s (docs/guide/cursor.md#individually-deleted-messages, `ranges.py`) and can become an `OpenLongPairRangeSet`.
 
 Reads real broker JSON and the lab's own ``lab.admin.topics.stats_internal(t)`` alike: missing fields
 take Pulsar's Java defaults, unknown fields are kept in each object's ``extra``, ``present`` lists the

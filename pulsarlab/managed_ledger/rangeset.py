@@ -1,10 +1,9 @@
 """The cursor's individually-deleted-messages set: acknowledged entry ids kept as per-ledger runs.
 
 Models `OpenLongPairRangeSet` (pulsar-common 9eeffe59, `LongPairRangeSet` cd87d8e5), the set behind
-`ManagedCursorImpl.individualDeletedMessages` with the default
-``managedLedgerUnackedRangesOpenCacheSetEnabled=true`` (docs/guide/cursor.md#mark-delete, golden README §6). Java keeps
-a
-`java.util.BitSet` per ledger and an ack sets one bit. The model keeps per ledger the sorted maximal runs
+`ManagedCursorImpl.individualDeletedMessages` with the default ``managedLedgerUnackedRangesOpenCacheSetEnabled=true``
+(docs/guide/cursor.md#individually-deleted-messages, golden README §6). Java keeps a `java.util.BitSet` per ledger and
+an ack sets one bit. The model keeps per ledger the sorted maximal runs
 of set entries (in blocks of at most ~256 runs) — what the questions asked (first range, size, toString)
 are about, and compact where a bitset is not (entry ids go up to Integer.MAX_VALUE) — plus, like the
 bits, a set of entries acked out of order: O(1) to add, merged into the runs (one by one when few,
@@ -24,12 +23,9 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right, insort
 from itertools import chain
-from typing import TYPE_CHECKING, Iterator
+from typing import Iterator
 
 from pulsarlab.errors import IllegalArgumentException, PulsarError
-
-if TYPE_CHECKING:  # pragma: no cover
-    pass
 
 INT_MAX = 2**31 - 1  # Integer.MAX_VALUE; LongPair.latest is (INT_MAX, INT_MAX)
 EARLIEST = -1  # LongPair.earliest is (-1, -1)

@@ -1,8 +1,8 @@
 """A Key_Shared scenario: consumers join and leave one selector on the virtual clock, every change logged.
 
 Models what a `PersistentStickyKeyDispatcherMultipleConsumers` does to its selector when consumers
-subscribe and close (docs/guide/key-shared-selectors.md#choosing-a-selector, and §1.2/§3.4 for how a batch entry is
-routed). After each operation
+subscribe and close (docs/guide/key-shared-selectors.md#choosing-a-selector, and
+docs/guide/producer-batching.md#default-batching for how a batch entry is routed). After each operation
 the driver diffs the selector's snapshot before and after and appends typed events whose one-line
 explanations say what moved and which Pulsar rule moved it; ``timeline`` replays them frame by frame.
 Simplifications: there is no dispatcher, cursor or message flow here (see pulsarlab.broker); selecting

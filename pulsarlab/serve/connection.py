@@ -37,6 +37,7 @@ import enum
 import logging
 import threading
 import time
+from collections import deque
 from typing import TYPE_CHECKING, Any, Callable
 
 import google_crc32c
@@ -151,7 +152,11 @@ class ServerConnection(asyncio.Protocol):
         self.protocol_version = 0
         self.producers: dict[int, RemoteProducer] = {}
         self.consumers: dict[int, RemoteConsumer] = {}
-        self._recently_closed_producers: set[int] = set()
+        # client producer id -> when it was closed (`ServerCnx.recentlyClosedProducers`): a SEND already in flight
+        # for it is ignored for one keepalive interval, then forgotten
+        self._recently_closed_producers: dict[int, float] = {}
+        self._closing_order: deque[tuple[int, float]] = deque()
+        self._now = time.monotonic
         self._out: list[bytes] = []
         self._out_lock = threading.Lock()
         self._flush_pending = False
@@ -558,7 +563,7 @@ class ServerConnection(asyncio.Protocol):
         producer.request_id = cmd.request_id
         producer.schema_version = schema_version
         self.producers[cmd.producer_id] = producer
-        self._recently_closed_producers.discard(cmd.producer_id)
+        self._recently_closed_producers.pop(cmd.producer_id, None)
         if self.lab.events.enabled:
             self.lab.events.append(
                 ev.PRODUCER_CREATED, self.lab.now(), producer=lab_id, name=name, topic=topic, batching=None
@@ -597,7 +602,7 @@ class ServerConnection(asyncio.Protocol):
         if producer is None:
             return
         del self.producers[producer.client_id]
-        self._recently_closed_producers.add(producer.client_id)
+        self._closed_producer(producer.client_id)
         if self.lab.events.enabled:
             self.lab.events.append(ev.PRODUCER_CLOSED, self.lab.now(), producer=handle.producer_id)
         if handle.topic_epoch is None and handle.access_mode is ProducerAccessMode.WaitForExclusive:
@@ -618,7 +623,8 @@ class ServerConnection(asyncio.Protocol):
         """`ServerCnx.handleSend` + `Producer.publishMessage`: verify, store, answer SEND_RECEIPT."""
         producer = self.producers.get(producer_id)
         if producer is None:
-            if producer_id in self._recently_closed_producers:
+            closed_at = self._recently_closed_producers.get(producer_id)
+            if closed_at is not None and self._now() - closed_at <= self.server.keepalive_s:
                 return
             raise ProtocolViolation(f"Received message, but the producer is not ready : {producer_id}")
         if txn:
@@ -659,8 +665,21 @@ class ServerConnection(asyncio.Protocol):
         producer = self.producers.pop(cmd.producer_id, None)
         if producer is not None:
             self._release_producer(producer)
-            self._recently_closed_producers.add(cmd.producer_id)
+            self._closed_producer(cmd.producer_id)
         self.send(Success(cmd.request_id))
+
+    def _closed_producer(self, producer_id: int) -> None:
+        """Remember a closed producer for one keepalive interval (Pulsar schedules its removal after
+        ``keepAliveIntervalSeconds``); the ones closed longer ago are forgotten now, oldest first."""
+        closed, order = self._recently_closed_producers, self._closing_order
+        now = self._now()
+        closed[producer_id] = now
+        order.append((producer_id, now))
+        horizon = now - self.server.keepalive_s
+        while order[0][1] < horizon:
+            oldest, closed_at = order.popleft()
+            if closed.get(oldest) == closed_at:  # not closed again since (`remove(producerId, epoch)`)
+                del closed[oldest]
 
     def _release_producer(self, producer: RemoteProducer) -> None:
         self.service.unregister_producer(producer.handle)

@@ -1,9 +1,10 @@
 """A picture of one dispatcher's delayed-delivery tracker for the views: what it holds, where, and what it costs.
 
 Models no Pulsar class; it reads `InMemoryDelayedDeliveryTracker` (3.x/4.0 priority queue, 4.1 time buckets) and
-`BucketDelayedDeliveryTracker` (mutable bucket, shared queue, sealed buckets with their segments, reference
-§10.1, §10.2) through their read-only methods, and the bucket snapshot storage (what is stored, not in memory).
-Everything is copied into frozen dataclasses, so a snapshot never changes after it is taken.
+`BucketDelayedDeliveryTracker` (mutable bucket, shared queue, sealed buckets with their segments;
+docs/guide/delayed-delivery.md#in-memory-tracker, #bucket-tracker) through their read-only methods, and the bucket
+snapshot storage (what is stored, not in memory). Everything is copied into frozen dataclasses, so a snapshot never
+changes after it is taken.
 
 A sealed bucket's segment is ``delivered`` (before the loaded one: its indexes were all taken, or skipped as
 already due at a recovery), ``loaded`` (in the shared queue, in memory) or ``stored`` (only in the snapshot

@@ -1,10 +1,11 @@
 """Delayed-delivery trackers at scale: message count x delay spread x tracker (x seed) on Spark DataFrames.
 
-Models no Pulsar class; it runs `pulsarlab.scenarios.delayed_workload.run_tracker_workload` (one tracker alone, reference
-§10.1, §10.2) in Spark workers. The grid is a small DataFrame of (tracker, messages, spread_ms, seed) rows, spread
-over the tasks; each task runs its rows with ``mapInPandas`` and returns their memory, stored bytes and scheduling
-work, so the result equals the local `pulsarlab.scenarios.delayed_workload.sweep` row for row. Only ``mapInPandas`` and
-DataFrame calls are used (no RDD API), so it also runs on Spark Connect.
+Models no Pulsar class; it runs `pulsarlab.scenarios.delayed_workload.run_tracker_workload` (one tracker alone,
+docs/guide/delayed-delivery.md#in-memory-tracker, #bucket-tracker) in Spark workers. The grid is a small DataFrame of
+(tracker, messages, spread_ms, seed) rows, spread over the tasks; each task runs its rows with ``mapInPandas`` and
+returns their memory, stored bytes and scheduling work, so the result equals the local
+`pulsarlab.scenarios.delayed_workload.sweep` row for row. Only ``mapInPandas`` and DataFrame calls are used (no RDD
+API), so it also runs on Spark Connect.
 """
 
 from __future__ import annotations

@@ -144,7 +144,8 @@ class AdminClient:
                 body = response.read(MAX_BODY + 1)
                 status = response.status
         except urllib.error.HTTPError as e:
-            raise AdminError(url, e.code, _reason_of(e)) from None
+            with e:  # an error answer holds its connection open until closed
+                raise AdminError(url, e.code, _reason_of(e)) from None
         except urllib.error.URLError as e:
             raise _no_answer(url, e.reason, self.timeout_s) from None
         except (TimeoutError, OSError) as e:

@@ -10,7 +10,8 @@ docs/guide/delayed-delivery.md#hold-back):
   entry is not sent.
 * ``getMessagesToReplayNow``: first the tracker's due positions (``getScheduledMessages(n)``) join the replay set,
   **without a sticky hash** (so on Key_Shared they do not block their key and are filtered when dispatched).
-* ``shouldPauseDeliveryForDelayTracker``: the fixed-delay look-ahead pauses every read (§10.1).
+* ``shouldPauseDeliveryForDelayTracker``: the fixed-delay look-ahead pauses every read
+  (docs/guide/delayed-delivery.md#in-memory-tracker).
 * 4.1 (time-bucketed in-memory tracker): a position released from its rounded-down bucket while its own
   deliverAt is still after the cutoff is held again when its replay is sent; Pulsar's dispatcher then reads
   again and again until it is due (master rounds up in strict mode, #25996). The model stands for that loop with

@@ -1,9 +1,8 @@
 """What the delayed-delivery trackers' in-memory structures would cost on a broker's JVM.
 
 Models no single Pulsar class: it prices the Java structures the trackers hold
-(docs/guide/delayed-delivery.md#in-memory-tracker,
-§10.2) from the model's contents, so the lab can compare the two trackers' memory the way a broker
-operator would see it. The per-item costs, and where they come from:
+(docs/guide/delayed-delivery.md#in-memory-tracker, #bucket-tracker) from the model's contents, so the lab can compare
+the two trackers' memory the way a broker operator would see it. The per-item costs, and where they come from:
 
 * ``TripleLongPriorityQueue`` (pulsar-common): 3 longs = 24 bytes per tuple in a ``SegmentedLongArray``
   of direct memory. ``bytes_capacity`` replays its growth (48 longs at first; +100% while <= 256 longs,

@@ -485,7 +485,7 @@ class SharedDispatcher:
                             self.scheduler.now_ms,
                             self.subscription.id,
                             c.id,
-                            events.intern(meta.uuid),
+                            events.text_id(meta.uuid),
                             pos.ledger_id,
                             pos.entry_id,
                         )
