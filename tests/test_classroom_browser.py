@@ -35,7 +35,7 @@ LAB = LABS / "04-failover.ipynb"
 # pages with many live FigureWidgets: lab 08 has three players (the most of any lab without Spark); lab 10 has six
 # figures (its live views and a three-view player over a real client's run on loopback)
 MANY_FIGURE_LABS = [LABS / "08-chunked-messages.ipynb", LABS / "10-watch-your-app.ipynb"]
-PAGE_LOADS = 3
+PAGE_LOADS = 2
 VIEWPORT = {"width": 1280, "height": 720}
 # a projector and a full-HD screen: presenter mode fits every view and player into each
 SCREENS = [VIEWPORT, {"width": 1920, "height": 1080}]
