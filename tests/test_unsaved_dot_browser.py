@@ -24,8 +24,8 @@ from test_browser import (
 
 pytestmark = pytest.mark.browser
 
-# lab 01 opens with a Java probe and Spark cells, lab 04 with two players; neither needs Spark to open
-LABS = [p for p in NOTEBOOKS if _lab_id(p) in {"01", "04"}]
+# two labs without Spark (Run All stays short): lab 03 with its cursor views, lab 04 with two players
+LABS = [p for p in NOTEBOOKS if _lab_id(p) in {"03", "04"}]
 
 # The notebook once the kernel has connected: JupyterLab's NotebookPanel writes metadata.language_info (from the
 # kernel's info reply) and metadata.kernelspec (from its spec) in callbacks on `kernel.info` and `kernel.spec`,
