@@ -67,15 +67,16 @@ def test_only_ipykernel_on_the_servers_interpreter_is_predicted(argv, expected):
     assert runs_ipykernel_here(argv) is expected
 
 
+@pytest.mark.notebook  # starts a kernel
 def test_the_predicted_language_info_is_what_the_kernel_reports(kernel_info_reply):
     assert ipykernel_language_info() == kernel_info_reply["language_info"]
 
 
-def test_a_lab_is_served_with_its_kernels_metadata_and_stays_unchanged_on_disk(contents, tmp_path, kernel_info_reply):
+def test_a_lab_is_served_with_its_kernels_metadata_and_stays_unchanged_on_disk(contents, tmp_path):
     stored = (tmp_path / LAB.name).read_bytes()
     spec = KernelSpecManager().get_kernel_spec(KERNEL)
     served = _get(contents, LAB.name)["content"]
-    assert served["metadata"]["language_info"] == kernel_info_reply["language_info"]
+    assert served["metadata"]["language_info"] == ipykernel_language_info()
     # what JupyterLab's NotebookPanel writes from the kernel's spec
     assert served["metadata"]["kernelspec"] == {"name": KERNEL, "display_name": spec.display_name, "language": "python"}
     plain = asyncio.run(AsyncLargeFileManager(root_dir=str(tmp_path)).get(LAB.name))["content"]
