@@ -132,5 +132,5 @@ def test_the_jupyter_server_extension_is_enabled_for_the_environment():
     if not installed.exists():
         pytest.fail(f"{installed} is missing: run make install", pytrace=False)
     config = json.loads(installed.read_text())
-    assert config == {"ServerApp": {"jpserver_extensions": {"pulsarlab_widgets.plotly_server": True}}}
+    assert config["ServerApp"]["jpserver_extensions"]["pulsarlab_widgets.plotly_server"] is True
     assert plotly_server._jupyter_server_extension_points() == [{"module": "pulsarlab_widgets.plotly_server"}]
