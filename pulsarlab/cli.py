@@ -135,13 +135,13 @@ def _config_value(text: str) -> object:
         return text
 
 
-def broker_config_overrides(items: list[str]) -> dict[str, object]:
+def broker_config_overrides(items: list[str], option: str = "--broker-config") -> dict[str, object]:
     """``KEY=VALUE`` broker settings (a value is JSON when it parses, else text); ValueError names a bad item."""
     overrides = {}
     for item in items:
         key, sep, value = item.partition("=")
         if not sep:
-            raise ValueError(f"--broker-config takes KEY=VALUE, got {item!r}")
+            raise ValueError(f"{option} takes KEY=VALUE, got {item!r}")
         overrides[key] = _config_value(value)
     return overrides
 

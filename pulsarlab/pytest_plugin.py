@@ -104,7 +104,7 @@ def pulsarlab_broker(request: pytest.FixtureRequest) -> Iterator["ServerThread"]
     if window < 0:
         raise pytest.UsageError(f"--pulsarlab-event-window takes a number of events >= 0 (0 keeps all), got {window}")
     try:
-        overrides = broker_config_overrides(config.getoption("--pulsarlab-broker-config"))
+        overrides = broker_config_overrides(config.getoption("--pulsarlab-broker-config"), "--pulsarlab-broker-config")
         lab = Lab(version=config.getoption("--pulsarlab-version"), broker_config={**SERVE_BROKER_CONFIG, **overrides})
     except ValueError as e:
         raise pytest.UsageError(f"pulsarlab: {e}") from None
