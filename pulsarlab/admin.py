@@ -102,7 +102,8 @@ class Topics:
         n = self._svc.partition_count(name)
         if n == 0:
             raise NotFoundException("Partitioned Topic not found")
-        parts = {f"{name}-partition-{i}": self._svc.topic_stats(f"{name}-partition-{i}") for i in range(n)}
+        # a partition deleted for inactivity is absent until it is used again
+        parts = {p: self._svc.topic_stats(p) for i in range(n) if self._svc.topic_exists(p := f"{name}-partition-{i}")}
         total: dict[str, Any] = {"metadata": {"partitions": n}}
         for key in ("msgInCounter", "bytesInCounter", "msgOutCounter", "bytesOutCounter", "storageSize"):
             total[key] = sum(p[key] for p in parts.values())

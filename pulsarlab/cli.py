@@ -135,19 +135,28 @@ def _config_value(text: str) -> object:
         return text
 
 
+def broker_config_overrides(items: list[str], option: str = "--broker-config") -> dict[str, object]:
+    """``KEY=VALUE`` broker settings (a value is JSON when it parses, else text); ValueError names a bad item."""
+    overrides = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ValueError(f"{option} takes KEY=VALUE, got {item!r}")
+        overrides[key] = _config_value(value)
+    return overrides
+
+
 def _cmd_serve(args: argparse.Namespace) -> int:
     import logging
 
     from pulsarlab.lab import SERVE_BROKER_CONFIG, Lab
     from pulsarlab.serve import serve_forever
 
-    overrides = {}
-    for item in args.broker_config:
-        key, sep, value = item.partition("=")
-        if not sep:
-            print(f"--broker-config takes KEY=VALUE, got {item!r}", file=sys.stderr)
-            return 2
-        overrides[key] = _config_value(value)
+    try:
+        overrides = broker_config_overrides(args.broker_config)
+    except ValueError as e:
+        print(e, file=sys.stderr)
+        return 2
     logging.basicConfig(level=getattr(logging, args.log_level.upper()), format="%(asctime)s %(message)s")
     if args.event_window < 0:
         print(f"--event-window takes a number of events >= 0 (0 keeps all), got {args.event_window}", file=sys.stderr)

@@ -3,6 +3,11 @@
 Models no Pulsar class: it stands in for wall time, Netty's HashedWheelTimer and the broker's
 executors. Time is integer milliseconds; timers fire exactly at their deadline, earliest first, ties
 in the order they were scheduled (so a scenario is deterministic). Simplification: no timer jitter.
+
+The broker's periodic housekeeping (`BrokerService`'s inactivity monitor) runs on background timers
+(`call_every`): they fire when the clock passes them, like any timer, but do not keep the model busy, so
+`run_until_idle` and a blocking call's wait end when only housekeeping is left, as a real client would not wait
+a minute for the broker's next sweep.
 """
 
 from __future__ import annotations
@@ -31,6 +36,31 @@ class Timer:
         return self.deadline
 
 
+class Periodic:
+    """A background timer that re-arms itself every ``period`` ms until cancelled."""
+
+    def __init__(self, scheduler: "Scheduler", period: int, callback: Callable[[], Any], name: str) -> None:
+        self.scheduler = scheduler
+        self.period = period
+        self.callback = callback
+        self.name = name
+        self.timer: Timer | None = None
+
+    def arm(self) -> None:
+        sched = self.scheduler
+        self.timer = Timer(sched.now_ms + self.period, next(sched._seq), self._tick, self.name)
+        heapq.heappush(sched._background, self.timer)
+
+    def _tick(self) -> None:
+        self.arm()
+        self.callback()
+
+    def cancel(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+
+
 class Scheduler:
     """A heap of timers over a virtual millisecond clock (SimPy-style core, no coroutines)."""
 
@@ -41,6 +71,7 @@ class Scheduler:
         # costs a fraction of the call); only the scheduler moves it
         self.now_ms = start_ms
         self._heap: list[Timer] = []
+        self._background: list[Timer] = []  # periodic housekeeping: fires as time passes, never keeps it busy
         self._seq = itertools.count()
 
     def now(self) -> int:
@@ -59,10 +90,26 @@ class Scheduler:
             raise ValueError(f"delay must be >= 0 ms, got {delay}")
         return self.call_at(self.now_ms + int(delay), callback, name)
 
+    def call_every(self, period: int, callback: Callable[[], Any], name: str = "") -> "Periodic":
+        """Run ``callback`` every ``period`` ms, the first time at now + ``period`` (`scheduleAtFixedRate`), as
+        background housekeeping; ``cancel()`` the answer to stop it."""
+        if not isinstance(period, int) or period <= 0:
+            raise ValueError(f"period must be a positive integer of milliseconds, got {period!r}")
+        periodic = Periodic(self, period, callback, name)
+        periodic.arm()
+        return periodic
+
     def next_deadline(self) -> int | None:
-        """The deadline of the earliest live timer, or None when idle."""
+        """The deadline of the earliest live timer, or None when idle (background housekeeping aside)."""
         self._drop_cancelled()
         return self._heap[0].deadline if self._heap else None
+
+    def next_wake(self) -> int | None:
+        """The deadline of the earliest timer, background housekeeping included (what a real-time driver
+        sleeps until)."""
+        self._drop_cancelled()
+        deadlines = [h[0].deadline for h in (self._heap, self._background) if h]
+        return min(deadlines) if deadlines else None
 
     def pending(self) -> int:
         """How many live timers are waiting."""
@@ -82,11 +129,15 @@ class Scheduler:
         if t < self.now_ms:
             raise ValueError(f"cannot move the clock backwards from {self.now_ms} to {t}")
         fired = 0
+        heap, background = self._heap, self._background
         while True:
             self._drop_cancelled()
-            if not self._heap or self._heap[0].deadline > t:
+            if background and background[0].deadline <= t and (not heap or background[0] < heap[0]):
+                timer = heapq.heappop(background)
+            elif heap and heap[0].deadline <= t:
+                timer = heapq.heappop(heap)
+            else:
                 break
-            timer = heapq.heappop(self._heap)
             self.now_ms = timer.deadline
             timer.callback()
             fired += 1
@@ -112,6 +163,6 @@ class Scheduler:
         return fired
 
     def _drop_cancelled(self) -> None:
-        heap = self._heap
-        while heap and heap[0].cancelled:
-            heapq.heappop(heap)
+        for heap in (self._heap, self._background):
+            while heap and heap[0].cancelled:
+                heapq.heappop(heap)

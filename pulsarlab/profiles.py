@@ -174,6 +174,13 @@ BROKER_DEFAULTS: dict[str, Any] = {
     "statsUpdateFrequencyInSecs": 60,
     "brokerDeduplicationEnabled": False,
     "brokerDeduplicationProducerInactivityTimeoutMinutes": 360,
+    # inactive topic deletion (pulsarlab.broker.inactive_topics; the same in 3.0, 4.0 and 4.1); the duration None is
+    # Pulsar's unset: the frequency
+    "brokerDeleteInactiveTopicsEnabled": True,
+    "brokerDeleteInactiveTopicsFrequencySeconds": 60,
+    "brokerDeleteInactiveTopicsMode": "delete_when_no_subscriptions",
+    "brokerDeleteInactiveTopicsMaxInactiveDurationSeconds": None,
+    "brokerDeleteInactivePartitionedTopicMetadataEnabled": False,
     "topicCompactionRetainNullKey": False,
     "schemaCompatibilityStrategy": "FULL",
 }

@@ -21,6 +21,12 @@ costs no second interpreter's start; and the real client's C++ threads release t
 app's client and the broker share the process well. Options: ``--pulsarlab-version`` (the Pulsar line modelled,
 see ``pulsarlab profiles``), ``--pulsarlab-events N`` (events attached to a failing test, default 200).
 
+The broker runs as ``pulsarlab serve`` does, so a long session stays in flat memory: Pulsar's retention (0/0: a
+ledger goes once every subscription consumed it), entries in bookie storage behind a bounded entry cache, idle
+topics deleted, and a window of the newest events in memory (``--pulsarlab-event-window N``, serve's
+``--event-window`` default; 0 keeps all). ``--pulsarlab-broker-config KEY=VALUE`` (repeatable) changes a setting,
+e.g. ``defaultRetentionTimeInMinutes=-1`` to keep every ledger.
+
 Models no Pulsar class; it is how testcontainers' Pulsar module or an embedded broker is used in a suite.
 """
 
@@ -68,15 +74,41 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="N",
         help=f"events of the lab's log attached to a failing test's report (default {DEFAULT_EVENTS})",
     )
+    group.addoption(
+        "--pulsarlab-event-window",
+        type=int,
+        default=None,
+        metavar="N",
+        help="keep about the newest N events of the lab's log in memory (default: `pulsarlab serve`'s "
+        "--event-window; 0 keeps all)",
+    )
+    group.addoption(
+        "--pulsarlab-broker-config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a broker setting for the lab broker (repeatable; default: what `pulsarlab serve` runs with)",
+    )
 
 
 @pytest.fixture(scope="session")
 def pulsarlab_broker(request: pytest.FixtureRequest) -> Iterator["ServerThread"]:
     """The lab broker for the whole session: binary protocol and admin REST API on free loopback ports."""
-    from pulsarlab.lab import Lab
+    from pulsarlab.cli import DEFAULT_EVENT_WINDOW, broker_config_overrides
+    from pulsarlab.lab import SERVE_BROKER_CONFIG, Lab
     from pulsarlab.serve import start
 
-    lab = Lab(version=request.config.getoption("--pulsarlab-version"))
+    config = request.config
+    window = config.getoption("--pulsarlab-event-window")
+    window = DEFAULT_EVENT_WINDOW if window is None else window
+    if window < 0:
+        raise pytest.UsageError(f"--pulsarlab-event-window takes a number of events >= 0 (0 keeps all), got {window}")
+    try:
+        overrides = broker_config_overrides(config.getoption("--pulsarlab-broker-config"), "--pulsarlab-broker-config")
+        lab = Lab(version=config.getoption("--pulsarlab-version"), broker_config={**SERVE_BROKER_CONFIG, **overrides})
+    except ValueError as e:
+        raise pytest.UsageError(f"pulsarlab: {e}") from None
+    lab.events.set_window(window or None)
     server = start(lab, "127.0.0.1", 0, admin_port=0)
     try:
         yield server
@@ -154,12 +186,18 @@ def _what_happened(record: _TestRecord, limit: int) -> tuple[str, str]:
     lines = []
     if start > record.first_event:
         lines.append(f"... {start - record.first_event} earlier event(s) of this test left out (--pulsarlab-events)")
+    gone = 0
     for seq in range(start, end):
         try:
             event = log[seq]
-        except IndexError:  # a bounded log may have let it go
+        except IndexError:  # the event window let it go
+            gone += 1
             continue
         lines.append(f"#{event.seq} t={event.time}ms {event.kind}: {event.explain()}")
+    if gone:
+        lines.insert(
+            0, f"... {gone} earlier event(s) of this test already left the event window (--pulsarlab-event-window)"
+        )
     if end == record.first_event:
         lines.append("(the lab logged no event during this test)")
     stats = ""

@@ -82,3 +82,23 @@ def test_every_timer_fires_once_at_its_deadline_whatever_the_steps(deadlines, st
     assert sorted(i for _, i in fired) == list(range(len(deadlines)))
     assert all(t == deadlines[i] for t, i in fired)
     assert [t for t, _ in fired] == sorted(t for t, _ in fired)
+
+
+def test_background_timers_fire_as_time_passes_but_never_keep_the_model_busy():
+    s = Scheduler()
+    ticks: list[int] = []
+    periodic = s.call_every(60_000, lambda: ticks.append(s.now()), "checkGC")
+    s.call_later(10, lambda: ticks.append(-s.now()))
+    assert s.next_deadline() == 10 and s.next_wake() == 10 and s.pending() == 1
+    s.run_until_idle()
+    assert ticks == [-10] and s.now() == 10  # only housekeeping is left: idle
+    assert s.next_deadline() is None and s.next_wake() == 60_000
+    # a tie with the sweep: the timer scheduled first fires first (the 120 s sweep is armed by the 60 s one)
+    s.call_at(120_000, lambda: ticks.append(-s.now()))
+    assert s.advance(180_000 - 10) == 4
+    assert ticks == [-10, 60_000, -120_000, 120_000, 180_000]
+    periodic.cancel()
+    s.advance(600_000)
+    assert ticks[-1] == 180_000 and s.next_wake() is None
+    with pytest.raises(ValueError, match="period must be a positive integer"):
+        s.call_every(0, lambda: None)

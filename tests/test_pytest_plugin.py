@@ -101,3 +101,35 @@ def test_a_suite_that_uses_no_fixture_starts_no_broker(pytester):
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     result.assert_outcomes(passed=1, failed=1)
     assert "pulsarlab events" not in result.stdout.str()
+
+
+SETTINGS_SUITE = r"""
+def test_settings(pulsarlab_broker):
+    lab = pulsarlab_broker.lab
+    print("SETTINGS", lab.config["defaultRetentionTimeInMinutes"], lab.config["defaultRetentionSizeInMB"],
+          lab.config["lab_entryStorage"], lab.events.window)
+"""
+
+
+def test_the_lab_broker_runs_with_serves_bounded_defaults_unless_asked(pytester):
+    # what `pulsarlab serve` runs with: Pulsar's retention 0/0, bookie storage, the event window of serve
+    from pulsarlab.cli import DEFAULT_EVENT_WINDOW
+
+    pytester.makepyfile(test_settings=SETTINGS_SUITE)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-s")
+    result.assert_outcomes(passed=1)
+    assert f"SETTINGS 0 0 disk {DEFAULT_EVENT_WINDOW}" in result.stdout.str()
+    result = pytester.runpytest_subprocess(
+        "-p",
+        "no:cacheprovider",
+        "-s",
+        "--pulsarlab-broker-config=defaultRetentionTimeInMinutes=-1",
+        "--pulsarlab-broker-config=defaultRetentionSizeInMB=-1",
+        "--pulsarlab-event-window=0",
+    )
+    result.assert_outcomes(passed=1)
+    assert "SETTINGS -1 -1 disk None" in result.stdout.str()
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--pulsarlab-broker-config=nosuch=1")
+    assert "unknown broker setting 'nosuch'" in result.stderr.str() + result.stdout.str()
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--pulsarlab-broker-config=nosuch")
+    assert "--pulsarlab-broker-config takes KEY=VALUE, got 'nosuch'" in result.stderr.str() + result.stdout.str()

@@ -134,6 +134,10 @@ class SchemaRegistry:
         self.strategy = strategy
         self._versions: dict[str, list[SchemaData]] = {}
 
+    def delete(self, topic: str) -> None:
+        """`deleteSchema`: the topic is deleted, and its schema versions with it."""
+        self._versions.pop(schema_id(topic), None)
+
     def versions(self, topic: str) -> list[SchemaData]:
         return list(self._versions.get(schema_id(topic), ()))
 

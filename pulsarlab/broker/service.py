@@ -27,6 +27,7 @@ from pulsarlab.broker.compaction import COMPACTION_SUBSCRIPTION, CompactionStatu
 from pulsarlab.broker.compaction import compact as compact_topic
 from pulsarlab.broker.delayed.bucket.snapshot import InMemoryBucketSnapshotStorage
 from pulsarlab.broker.delayed.factory import load_delayed_delivery_tracker_factory
+from pulsarlab.broker.inactive_topics import InactivityMonitor
 from pulsarlab.broker.non_persistent import NonPersistentTopic
 from pulsarlab.broker.restart import RestartReport, restart_broker
 from pulsarlab.broker.schema_registry import SchemaData, SchemaRegistry
@@ -206,6 +207,7 @@ class BrokerService:
         self._next_topic = 0
         self.tenancy = Tenancy.standalone(STANDALONE_CLUSTER)
         self.retention_policies("public/default").validate()  # the broker's defaults: refused at start, not per topic
+        self.inactivity_monitor = InactivityMonitor(self)
 
     def restart(self) -> RestartReport:
         """A graceful restart: every topic unloaded and loaded again (`restart.restart_broker`)."""
@@ -249,6 +251,10 @@ class BrokerService:
         return RetentionPolicies(
             self.config.get("defaultRetentionTimeInMinutes", 0), self.config.get("defaultRetentionSizeInMB", 0)
         )
+
+    def topic_retention(self, name: str) -> RetentionPolicies:
+        """The retention a topic (by name) follows."""
+        return self.retention_policies(namespace_of(name))
 
     def _apply_retention(self, topic: PersistentTopic) -> None:
         ledger = getattr(topic, "ledger", None)  # a non-persistent topic stores nothing
@@ -304,8 +310,9 @@ class BrokerService:
         partitioned topic, sorted)."""
         if name in self.partitioned:
             subs: set[str] = set()
-            for i in range(self.partitioned[name]):
-                subs.update(self.topics[f"{name}-partition-{i}"].subscriptions)
+            for partition in self._partitions_or_self(name):
+                if partition in self.topics:  # a partition deleted for inactivity is created again on use
+                    subs.update(self.topics[partition].subscriptions)
             return sorted(subs)
         return list(self.existing_topic(name).subscriptions)
 
@@ -379,6 +386,22 @@ class BrokerService:
         del self._topic_map(topic.name)[topic.name]
         if isinstance(topic, PersistentTopic):
             topic.ledger.delete_storage()
+
+    def drop_inactive_topic(self, topic: PersistentTopic) -> None:
+        """`PersistentTopic.checkGC`'s delete: the topic with its subscriptions, storage and (unless it is a
+        partition) schema."""
+        self._drop_topic(topic)
+        if topic.partition_index < 0:
+            self.schemas.delete(topic.name)
+
+    def drop_partitioned_metadata_if_empty(self, partition: str) -> None:
+        """`tryToDeletePartitionedMetadata`: the partitioned topic's metadata and schema go once none of its
+        partitions is left."""
+        name = partition[: partition.rindex("-partition-")]
+        n = self.partitioned.get(name)
+        if n is not None and not any(p in self.topics for p in self._partitions_or_self(name)):
+            del self.partitioned[name]
+            self.schemas.delete(name)
 
     def delete_topic(self, name: str) -> None:
         """``pulsar-admin topics delete``: a non-partitioned topic (or one partition) with its subscriptions;

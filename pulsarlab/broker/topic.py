@@ -111,6 +111,7 @@ class PersistentTopic:
         )
         self.subscriptions: dict[str, PersistentSubscription] = {}
         self.producers: dict[int, ProducerHandle] = {}
+        self.last_active_ms = service.scheduler.now_ms  # lastActive: loaded, or active at the last checkGC
         self.msg_in_counter = 0
         self.bytes_in_counter = 0
         self.msg_chunk_published = False  # a chunk was stored since the topic was loaded
@@ -261,6 +262,7 @@ class PersistentTopic:
         """The topic is loaded again: the managed ledger is reopened (a new ledger; cursors recover what they
         persisted) and the in-memory counters start from zero, as a new `PersistentTopic` object's do."""
         self.ledger.restart()
+        self.last_active_ms = self.service.scheduler.now_ms
         self.msg_in_counter = 0
         self.bytes_in_counter = 0
 

@@ -15,6 +15,16 @@ from pulsarlab.events import event_type
 TOPIC_CREATED = event_type(
     "topic_created", "topic:int name:str partitions:int", "topic {name} created (id {topic}, partitions {partitions})"
 )
+TOPIC_DELETED_INACTIVE = event_type(
+    "topic_deleted_inactive",
+    "topic:int name:str inactive_ms:int mode:str",
+    "topic {name} deleted due to inactivity (id {topic}, inactive {inactive_ms} ms, {mode})",
+    rule="PersistentTopic.checkGC, run by BrokerService.checkGC every brokerDeleteInactiveTopicsFrequencySeconds "
+    "(60): a topic with no producer and no consumer, and no subscription (delete_when_no_subscriptions) or no "
+    "backlog (delete_when_subscriptions_caught_up), inactive for brokerDeleteInactiveTopicsMaxInactiveDurationSeconds "
+    "(unset: the frequency) and not kept by its retention time (-1 keeps it), is deleted with its ledgers and cursors "
+    "(docs/guide/retention.md#inactive-topics)",
+)
 PRODUCER_CREATED = event_type(
     "producer_created",
     "producer:int name:str topic:str batching:bool",

@@ -4,8 +4,9 @@ Models no Pulsar class: a real broker's timers (Netty's HashedWheelTimer, the di
 time, and so must the lab's `Scheduler` when real clients talk to it. The driver keeps one offset, fixed when
 serving starts, so that virtual time continues from ``lab.now()``: ``virtual = wall_ms - offset_ms``.
 `catch_up` fires every timer due up to the wall clock (called before each batch of frames is handled, so events
-carry the time they happened); `next_wake` tells the network loop when the next timer is due. Wall-clock
-timestamps from clients (publish time, deliver-at time, seek time) move onto the lab clock with `to_virtual`.
+carry the time they happened); `next_wake` tells the network loop when the next timer is due, the broker's
+background housekeeping included. Wall-clock timestamps from clients (publish time, deliver-at time, seek time)
+move onto the lab clock with `to_virtual`.
 
 Simplifies: millisecond resolution; virtual time never goes back, so if something else moved the clock ahead
 of the wall clock (``lab.advance`` while serving), the driver waits until the wall clock catches up.
@@ -51,7 +52,7 @@ class RealTimeDriver:
 
     def next_wake(self) -> float | None:
         """Seconds until the next timer is due by the wall clock (0 when overdue), or None when none is set."""
-        nxt = self.scheduler.next_deadline()
+        nxt = self.scheduler.next_wake()
         if nxt is None:
             return None
         return max(0.0, (nxt + self.offset_ms - self.clock()) / 1000.0)

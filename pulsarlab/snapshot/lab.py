@@ -347,7 +347,8 @@ class LabSnapshot:
         """The partitions of a partitioned topic in partition order, or ``(topic,)`` for a plain topic."""
         for full, n in self.partitioned:
             if full == name or short_topic(full) == name:
-                return tuple(self.topic(f"{full}-partition-{i}") for i in range(n))
+                held = {t.name: t for t in self.topics}  # a partition deleted for inactivity is absent
+                return tuple(held[p] for i in range(n) if (p := f"{full}-partition-{i}") in held)
         return (self.topic(name),)
 
     def subscription(self, topic: str | None = None, name: str | None = None) -> SubscriptionSnap:
