@@ -369,6 +369,11 @@ _LAST_FRAME = r"el => el.innerText.match(/frame \d+ of 0–(\d+)/)[1]"
 _FIGURE_SVG = "d => Array.from(d.querySelectorAll('svg.main-svg')).map(svg => svg.outerHTML).join('')"
 
 
+# every figure of a player has drawn frame f (a Player marks each figure with the frame it sent it: data-frame)
+_FIGURES_AT = """([p, f]) => { const figures = Array.from(p.querySelectorAll('.pulsarlab-figure-widget'));
+  return figures.length > 0 && figures.every(e => e.dataset.frame === String(f)); }"""
+
+
 def _figures_state(player) -> list[str]:
     """What each plotly figure of a player draws: the SVG plotly made of it."""
     return player.evaluate(f"root => Array.from(root.querySelectorAll('.js-plotly-plot')).map({_FIGURE_SVG})")
@@ -412,9 +417,12 @@ def test_presenter_page_with_many_figures_updates_every_figure_on_each_load(pres
             # a single step may leave a view's picture as it was (a publish does not move a cursor), the whole
             # timeline changes every view
             last = int(player.evaluate(_LAST_FRAME))
-            label, before = _player_label(player), _figures_state(player)
+            frame = int(_player_label(player).split("frame ", 1)[1].split()[0])
+            # its figures' pictures once each has drawn the frame the label names
+            page.wait_for_function(_FIGURES_AT, arg=[player.element_handle(), frame], timeout=DRAW_MS)
+            before = _figures_state(player)
             assert before, f"load {load}: player {i} has no figure"
-            target = 0 if label.startswith(f"frame {last} of") else last
+            target = 0 if frame == last else last
             page.keyboard.press("Home" if target == 0 else "End")
             page.wait_for_function(
                 "([el, f]) => el.innerText.includes('frame ' + f + ' of')",
@@ -422,6 +430,7 @@ def test_presenter_page_with_many_figures_updates_every_figure_on_each_load(pres
                 timeout=DRAW_MS,
             )
             try:
+                page.wait_for_function(_FIGURES_AT, arg=[player.element_handle(), target], timeout=DRAW_MS)
                 page.wait_for_function(
                     "([el, old]) => Array.from(el.querySelectorAll('.js-plotly-plot'))"
                     f".map({_FIGURE_SVG}).every((svg, k) => svg !== old[k])",
