@@ -74,7 +74,8 @@ def browser_page(tmp_path, machine):
         browser = pw.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_FLAGS)
         context = browser.new_context(viewport={"width": 1280, "height": 720})
         page = context.new_page()
-        # navigation and actions wait for their event up to this long (a 10 MB page on a busy machine takes a while)
+        # navigation, actions and waits for a condition take up to this long (a 10 MB page on a busy machine takes a
+        # while); the throttled machine's bound is SLOW_FACTOR times longer
         page.set_default_timeout(DRAW_MS * (SLOW_FACTOR if machine == "throttled" else 1))
         if machine == "throttled":
             throttle_cpu(page)
@@ -173,7 +174,6 @@ def test_exported_page_draws_and_steps_offline_without_a_kernel(exported, browse
         page.wait_for_function(
             "() => Array.from(document.querySelectorAll('.pl-view, .pulsarlab-static-figure'))"
             ".every(d => d.querySelector('.main-svg'))",
-            timeout=DRAW_MS,
         )
     except PlaywrightError:
         page.screenshot(path=str(ARTIFACTS / "export-not-drawn.png"), full_page=True)
@@ -190,7 +190,7 @@ def test_exported_page_draws_and_steps_offline_without_a_kernel(exported, browse
     start, before, label = _frame(first), _figure_data(first), first.locator(".pl-label").inner_text()
     first.locator(".updatemenu-button", has_text="play").click()
     page.wait_for_function(
-        "el => Number(el.getAttribute('data-frame')) >= %d" % (start + 2), arg=first.element_handle(), timeout=30_000
+        "el => Number(el.getAttribute('data-frame')) >= %d" % (start + 2), arg=first.element_handle()
     )
     first.locator(".updatemenu-button", has_text="pause").click()
     assert _figure_data(first) != before, "the figures did not change while playing"
@@ -204,7 +204,7 @@ def test_exported_page_draws_and_steps_offline_without_a_kernel(exported, browse
     rail = second.locator(".slider-rail-rect").first.bounding_box()
     page.mouse.click(rail["x"] + rail["width"] - 2, rail["y"] + rail["height"] / 2)
     page.wait_for_function(
-        "el => Number(el.getAttribute('data-frame')) === %d" % (frames - 1), arg=second.element_handle(), timeout=10_000
+        "el => Number(el.getAttribute('data-frame')) === %d" % (frames - 1), arg=second.element_handle()
     )
     after = json.loads(_figure_data(second))
     assert len(after) == 2 and after != json.loads(before)
@@ -309,7 +309,7 @@ def test_presenter_mode_hides_code_and_steps_with_the_arrow_keys(present_server,
 
     page.goto(f"{present_server.url}?token={present_server.token}", wait_until="domcontentloaded")
     try:
-        page.locator(".pulsarlab-player .js-plotly-plot .main-svg").first.wait_for(timeout=DRAW_MS)
+        page.locator(".pulsarlab-player .js-plotly-plot .main-svg").first.wait_for()
     except PlaywrightError:
         page.screenshot(path=str(ARTIFACTS / "present-not-drawn.png"), full_page=True)
         pytest.fail(f"no player drawn; page errors: {record['errors']}\n{present_server.log_path.read_text()[-3000:]}")
@@ -331,24 +331,23 @@ def test_presenter_mode_hides_code_and_steps_with_the_arrow_keys(present_server,
     figure = second.locator(".js-plotly-plot").first
     label = _player_label(second)
     frame = int(label.split("frame ", 1)[1].split()[0])
-    page.wait_for_function(_FIGURES_AT, arg=[second.element_handle(), frame], timeout=DRAW_MS)
+    page.wait_for_function(_FIGURES_AT, arg=[second.element_handle(), frame])
     drawn = figure.inner_html()
     page.keyboard.press("ArrowRight")
     page.wait_for_function(
         "([el, f]) => el.innerText.includes('frame ' + (f + 1) + ' of')",
         arg=[second.element_handle(), frame],
-        timeout=15_000,
     )
     assert _player_label(second) != label
-    page.wait_for_function("([el, old]) => el.innerHTML !== old", arg=[figure.element_handle(), drawn], timeout=15_000)
+    page.wait_for_function("([el, old]) => el.innerHTML !== old", arg=[figure.element_handle(), drawn])
     page.keyboard.press("ArrowLeft")
     page.wait_for_function(
-        "([el, f]) => el.innerText.includes('frame ' + f + ' of')", arg=[second.element_handle(), frame], timeout=15_000
+        "([el, f]) => el.innerText.includes('frame ' + f + ' of')", arg=[second.element_handle(), frame]
     )
     page.keyboard.press("End")
     last = second.evaluate("el => el.innerText.match(/frame \\d+ of 0–(\\d+)/)[1]")
     page.wait_for_function(
-        "([el, f]) => el.innerText.includes('frame ' + f + ' of')", arg=[second.element_handle(), last], timeout=15_000
+        "([el, f]) => el.innerText.includes('frame ' + f + ' of')", arg=[second.element_handle(), last]
     )
     # the first player did not move
     assert _player_label(players.nth(0)) == first_label
@@ -408,7 +407,6 @@ def test_presenter_page_with_many_figures_updates_every_figure_on_each_load(pres
                 "() => { const ps = document.querySelectorAll('.pulsarlab-player');"
                 " return ps.length >= %d && Array.from(ps).every(p => p.querySelector('.js-plotly-plot .main-svg')); }"
                 % expected_players,
-                timeout=DRAW_MS,
             )
         except PlaywrightError:
             page.screenshot(path=str(ARTIFACTS / f"present-{name}-load{load}-not-drawn.png"), full_page=True)
@@ -425,7 +423,7 @@ def test_presenter_page_with_many_figures_updates_every_figure_on_each_load(pres
             last = int(player.evaluate(_LAST_FRAME))
             frame = int(_player_label(player).split("frame ", 1)[1].split()[0])
             # its figures' pictures once each has drawn the frame the label names
-            page.wait_for_function(_FIGURES_AT, arg=[player.element_handle(), frame], timeout=DRAW_MS)
+            page.wait_for_function(_FIGURES_AT, arg=[player.element_handle(), frame])
             before = _figures_state(player)
             assert before, f"load {load}: player {i} has no figure"
             target = 0 if frame == last else last
@@ -433,15 +431,13 @@ def test_presenter_page_with_many_figures_updates_every_figure_on_each_load(pres
             page.wait_for_function(
                 "([el, f]) => el.innerText.includes('frame ' + f + ' of')",
                 arg=[player.element_handle(), target],
-                timeout=DRAW_MS,
             )
             try:
-                page.wait_for_function(_FIGURES_AT, arg=[player.element_handle(), target], timeout=DRAW_MS)
+                page.wait_for_function(_FIGURES_AT, arg=[player.element_handle(), target])
                 page.wait_for_function(
                     "([el, old]) => Array.from(el.querySelectorAll('.js-plotly-plot'))"
                     f".map({_FIGURE_SVG}).every((svg, k) => svg !== old[k])",
                     arg=[player.element_handle(), before],
-                    timeout=DRAW_MS,
                 )
             except PlaywrightError:
                 page.screenshot(path=str(ARTIFACTS / f"present-{name}-load{load}-player{i}-stuck.png"))
