@@ -44,6 +44,8 @@ PRESENT_FONT_PX = 18
 SERVER_START_S = 90
 DRAW_MS = 60_000
 STEP_MS = 30_000
+# Voilà sends a page once the lab has run in the page's kernel: as long as a Run All (lab 10 runs an app of its own)
+RUN_ALL_MS = 300_000
 
 
 @pytest.fixture(scope="module")
@@ -390,7 +392,7 @@ def _players_made_by(source: str) -> int:
 
 
 @pytest.mark.parametrize("machine", MODES, indirect=True)
-def test_presenter_page_with_many_figures_updates_every_figure_on_each_load(present_many_figures, fresh_pages):
+def test_presenter_page_with_many_figures_updates_every_figure_on_each_load(present_many_figures, fresh_pages, machine):
     """Several players or figures on one page: every FigureWidget's front end loads (no "[anywidget] Failed to
     initialize model."), each player's figures follow Home / End, and plotly's widget code is fetched once per page
     load."""
@@ -401,7 +403,9 @@ def test_presenter_page_with_many_figures_updates_every_figure_on_each_load(pres
     url = f"{server.url}?token={server.token}"
     for load in range(PAGE_LOADS):
         page, record = fresh_pages()
-        page.goto(url, wait_until="domcontentloaded")
+        page.goto(
+            url, wait_until="domcontentloaded", timeout=RUN_ALL_MS * (SLOW_FACTOR if machine == "throttled" else 1)
+        )
         try:
             page.wait_for_function(
                 "() => { const ps = document.querySelectorAll('.pulsarlab-player');"
