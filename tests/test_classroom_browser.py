@@ -44,6 +44,8 @@ PRESENT_FONT_PX = 18
 SERVER_START_S = 90
 DRAW_MS = 60_000
 STEP_MS = 30_000
+# Voilà sends a page once the lab has run in the page's kernel: as long as a Run All (lab 10 runs an app of its own)
+RUN_ALL_MS = 300_000
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +76,8 @@ def browser_page(tmp_path, machine):
         browser = pw.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_FLAGS)
         context = browser.new_context(viewport={"width": 1280, "height": 720})
         page = context.new_page()
-        # navigation and actions wait for their event up to this long (a 10 MB page on a busy machine takes a while)
+        # navigation, actions and waits for a condition take up to this long (a 10 MB page on a busy machine takes a
+        # while); the throttled machine's bound is SLOW_FACTOR times longer
         page.set_default_timeout(DRAW_MS * (SLOW_FACTOR if machine == "throttled" else 1))
         if machine == "throttled":
             throttle_cpu(page)
@@ -173,7 +176,6 @@ def test_exported_page_draws_and_steps_offline_without_a_kernel(exported, browse
         page.wait_for_function(
             "() => Array.from(document.querySelectorAll('.pl-view, .pulsarlab-static-figure'))"
             ".every(d => d.querySelector('.main-svg'))",
-            timeout=DRAW_MS,
         )
     except PlaywrightError:
         page.screenshot(path=str(ARTIFACTS / "export-not-drawn.png"), full_page=True)
@@ -190,7 +192,7 @@ def test_exported_page_draws_and_steps_offline_without_a_kernel(exported, browse
     start, before, label = _frame(first), _figure_data(first), first.locator(".pl-label").inner_text()
     first.locator(".updatemenu-button", has_text="play").click()
     page.wait_for_function(
-        "el => Number(el.getAttribute('data-frame')) >= %d" % (start + 2), arg=first.element_handle(), timeout=30_000
+        "el => Number(el.getAttribute('data-frame')) >= %d" % (start + 2), arg=first.element_handle()
     )
     first.locator(".updatemenu-button", has_text="pause").click()
     assert _figure_data(first) != before, "the figures did not change while playing"
@@ -204,7 +206,7 @@ def test_exported_page_draws_and_steps_offline_without_a_kernel(exported, browse
     rail = second.locator(".slider-rail-rect").first.bounding_box()
     page.mouse.click(rail["x"] + rail["width"] - 2, rail["y"] + rail["height"] / 2)
     page.wait_for_function(
-        "el => Number(el.getAttribute('data-frame')) === %d" % (frames - 1), arg=second.element_handle(), timeout=10_000
+        "el => Number(el.getAttribute('data-frame')) === %d" % (frames - 1), arg=second.element_handle()
     )
     after = json.loads(_figure_data(second))
     assert len(after) == 2 and after != json.loads(before)
@@ -309,7 +311,7 @@ def test_presenter_mode_hides_code_and_steps_with_the_arrow_keys(present_server,
 
     page.goto(f"{present_server.url}?token={present_server.token}", wait_until="domcontentloaded")
     try:
-        page.locator(".pulsarlab-player .js-plotly-plot .main-svg").first.wait_for(timeout=DRAW_MS)
+        page.locator(".pulsarlab-player .js-plotly-plot .main-svg").first.wait_for()
     except PlaywrightError:
         page.screenshot(path=str(ARTIFACTS / "present-not-drawn.png"), full_page=True)
         pytest.fail(f"no player drawn; page errors: {record['errors']}\n{present_server.log_path.read_text()[-3000:]}")
@@ -324,31 +326,33 @@ def test_presenter_mode_hides_code_and_steps_with_the_arrow_keys(present_server,
     assert size >= 20, f"markdown text is {size}px, not projector-sized"
 
     # no focus anywhere: the keys go to the player that fills most of the window
+    first_label = _player_label(players.nth(0))
     second = players.nth(1)
     second.evaluate("e => e.scrollIntoView({block: 'start'})")
     page.mouse.move(5, 5)
     figure = second.locator(".js-plotly-plot").first
-    label, drawn = _player_label(second), figure.inner_html()
+    label = _player_label(second)
     frame = int(label.split("frame ", 1)[1].split()[0])
+    page.wait_for_function(_FIGURES_AT, arg=[second.element_handle(), frame])
+    drawn = figure.inner_html()
     page.keyboard.press("ArrowRight")
     page.wait_for_function(
         "([el, f]) => el.innerText.includes('frame ' + (f + 1) + ' of')",
         arg=[second.element_handle(), frame],
-        timeout=15_000,
     )
     assert _player_label(second) != label
-    page.wait_for_function("([el, old]) => el.innerHTML !== old", arg=[figure.element_handle(), drawn], timeout=15_000)
+    page.wait_for_function("([el, old]) => el.innerHTML !== old", arg=[figure.element_handle(), drawn])
     page.keyboard.press("ArrowLeft")
     page.wait_for_function(
-        "([el, f]) => el.innerText.includes('frame ' + f + ' of')", arg=[second.element_handle(), frame], timeout=15_000
+        "([el, f]) => el.innerText.includes('frame ' + f + ' of')", arg=[second.element_handle(), frame]
     )
     page.keyboard.press("End")
     last = second.evaluate("el => el.innerText.match(/frame \\d+ of 0–(\\d+)/)[1]")
     page.wait_for_function(
-        "([el, f]) => el.innerText.includes('frame ' + f + ' of')", arg=[second.element_handle(), last], timeout=15_000
+        "([el, f]) => el.innerText.includes('frame ' + f + ' of')", arg=[second.element_handle(), last]
     )
     # the first player did not move
-    assert "frame 2 of" in _player_label(players.nth(0))
+    assert _player_label(players.nth(0)) == first_label
     page.screenshot(path=str(ARTIFACTS / "present-04.png"))
     # a classroom without internet: the page asks for nothing beyond the presenter, and the play button's icon
     # comes from Voila's own bundle
@@ -369,6 +373,14 @@ _LAST_FRAME = r"el => el.innerText.match(/frame \d+ of 0–(\d+)/)[1]"
 _FIGURE_SVG = "d => Array.from(d.querySelectorAll('svg.main-svg')).map(svg => svg.outerHTML).join('')"
 
 
+# every figure of a player has drawn frame f (a Player marks each figure with the frame it sent it: data-frame)
+_FIGURES_AT = """([p, f]) => { const figures = Array.from(p.querySelectorAll('.pulsarlab-figure-widget'));
+  return figures.length > 0 && figures.every(e => e.dataset.frame === String(f)); }"""
+
+
+_FIGURE_FRAMES = "p => Array.from(p.querySelectorAll('.pulsarlab-figure-widget')).map(e => e.dataset.frame)"
+
+
 def _figures_state(player) -> list[str]:
     """What each plotly figure of a player draws: the SVG plotly made of it."""
     return player.evaluate(f"root => Array.from(root.querySelectorAll('.js-plotly-plot')).map({_FIGURE_SVG})")
@@ -380,7 +392,7 @@ def _players_made_by(source: str) -> int:
 
 
 @pytest.mark.parametrize("machine", MODES, indirect=True)
-def test_presenter_page_with_many_figures_updates_every_figure_on_each_load(present_many_figures, fresh_pages):
+def test_presenter_page_with_many_figures_updates_every_figure_on_each_load(present_many_figures, fresh_pages, machine):
     """Several players or figures on one page: every FigureWidget's front end loads (no "[anywidget] Failed to
     initialize model."), each player's figures follow Home / End, and plotly's widget code is fetched once per page
     load."""
@@ -391,13 +403,14 @@ def test_presenter_page_with_many_figures_updates_every_figure_on_each_load(pres
     url = f"{server.url}?token={server.token}"
     for load in range(PAGE_LOADS):
         page, record = fresh_pages()
-        page.goto(url, wait_until="domcontentloaded")
+        page.goto(
+            url, wait_until="domcontentloaded", timeout=RUN_ALL_MS * (SLOW_FACTOR if machine == "throttled" else 1)
+        )
         try:
             page.wait_for_function(
                 "() => { const ps = document.querySelectorAll('.pulsarlab-player');"
                 " return ps.length >= %d && Array.from(ps).every(p => p.querySelector('.js-plotly-plot .main-svg')); }"
                 % expected_players,
-                timeout=DRAW_MS,
             )
         except PlaywrightError:
             page.screenshot(path=str(ARTIFACTS / f"present-{name}-load{load}-not-drawn.png"), full_page=True)
@@ -412,27 +425,29 @@ def test_presenter_page_with_many_figures_updates_every_figure_on_each_load(pres
             # a single step may leave a view's picture as it was (a publish does not move a cursor), the whole
             # timeline changes every view
             last = int(player.evaluate(_LAST_FRAME))
-            label, before = _player_label(player), _figures_state(player)
+            frame = int(_player_label(player).split("frame ", 1)[1].split()[0])
+            # its figures' pictures once each has drawn the frame the label names
+            page.wait_for_function(_FIGURES_AT, arg=[player.element_handle(), frame])
+            before = _figures_state(player)
             assert before, f"load {load}: player {i} has no figure"
-            target = 0 if label.startswith(f"frame {last} of") else last
+            target = 0 if frame == last else last
             page.keyboard.press("Home" if target == 0 else "End")
             page.wait_for_function(
                 "([el, f]) => el.innerText.includes('frame ' + f + ' of')",
                 arg=[player.element_handle(), target],
-                timeout=DRAW_MS,
             )
             try:
+                page.wait_for_function(_FIGURES_AT, arg=[player.element_handle(), target])
                 page.wait_for_function(
                     "([el, old]) => Array.from(el.querySelectorAll('.js-plotly-plot'))"
                     f".map({_FIGURE_SVG}).every((svg, k) => svg !== old[k])",
                     arg=[player.element_handle(), before],
-                    timeout=DRAW_MS,
                 )
             except PlaywrightError:
                 page.screenshot(path=str(ARTIFACTS / f"present-{name}-load{load}-player{i}-stuck.png"))
                 pytest.fail(
-                    f"load {load}: player {i} went to frame {target} but a figure kept its picture; "
-                    f"page errors: {_page_errors(record)}"
+                    f"load {load}: player {i} went to frame {target} but a figure kept its picture (frames drawn: "
+                    f"{player.evaluate(_FIGURE_FRAMES)}); page errors: {_page_errors(record)}"
                 )
         fetched = page.evaluate(
             "performance.getEntriesByType('resource').filter(e => /pulsarlab\\/static\\/plotly-widget\\.[0-9a-f]{20}\\.js/"

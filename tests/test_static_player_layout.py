@@ -70,8 +70,10 @@ def test_exported_player_controls_sit_under_the_legend_with_no_empty_band(browse
     root.locator(".pl-view svg.main-svg").first.wait_for(timeout=classroom.DRAW_MS)
     root.click(position={"x": 5, "y": 5})
     seen_legend = 0
-    for key in ["Home"] + ["ArrowRight"] * (len(player.timeline) - 1):
+    for frame, key in enumerate(["Home"] + ["ArrowRight"] * (len(player.timeline) - 1)):
         root.press(key)
+        # every view drawn and the controls moved under the legend (after plotly.js drew it: asynchronous)
+        page.wait_for_function("([el, f]) => el.dataset.drawn === String(f)", arg=[root.element_handle(), frame])
         boxes = json.loads(root.evaluate(BOXES_JS))
         fig_bottom = boxes["figure"][1]
         controls_top = min(boxes["buttons"][0], boxes["slider"][0])

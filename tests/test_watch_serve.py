@@ -97,20 +97,24 @@ def test_watch_follows_a_real_client_workload_on_serve(tmp_path):
         nacked: set[str] = set()
         acked: set[str] = set()
         stop = threading.Event()
+        failed: list[Exception] = []
 
         def work() -> None:
-            while not stop.is_set():
-                try:
-                    m = nacker.receive(100)
-                except pulsar.Timeout:
-                    continue
-                text = m.data().decode()
-                if m.redelivery_count() == 0:
-                    nacked.add(text)
-                    nacker.negative_acknowledge(m)
-                else:
-                    nacker.acknowledge(m)
-                    acked.add(text)
+            try:
+                while not stop.is_set():
+                    try:
+                        m = nacker.receive(100)
+                    except pulsar.Timeout:
+                        continue
+                    text = m.data().decode()
+                    if m.redelivery_count() == 0:
+                        nacked.add(text)
+                        nacker.negative_acknowledge(m)
+                    else:
+                        nacker.acknowledge(m)
+                        acked.add(text)
+            except Exception as e:  # noqa: BLE001 - the test reports it, instead of waiting out a dead thread
+                failed.append(e)
 
         worker = threading.Thread(target=work)
         worker.start()
@@ -122,6 +126,7 @@ def test_watch_follows_a_real_client_workload_on_serve(tmp_path):
                 holder.acknowledge(m)
 
             def settled() -> bool:
+                assert failed == [], f"nacker's thread raised {failed}"
                 s = _sub_stats(lab, server)
                 by_name = {c["consumerName"]: c for c in s["consumers"]}
                 return (
@@ -150,6 +155,7 @@ def test_watch_follows_a_real_client_workload_on_serve(tmp_path):
         finally:
             stop.set()
             worker.join(10)
+        assert not worker.is_alive() and failed == [], f"nacker's thread: alive {worker.is_alive()}, raised {failed}"
         state = watcher.poll()
         cleared = {t.finding.rule for t in state.changes.cleared}
         assert {"ack-holes", "draining-hashes"} <= cleared and state.findings == ()

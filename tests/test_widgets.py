@@ -247,6 +247,29 @@ def test_player_drives_several_views_and_the_controls_are_linked():
     assert player.play.interval == 400
 
 
+def test_player_marks_each_figure_with_its_frame_after_sending_the_frames_changes():
+    """The front end shows ``shown_frame`` as the figure's data-frame; it is set after the frame's figure update on
+    the same comm, so it arrives after it, and a figure a step leaves unchanged is marked too."""
+    sc = KeySharedScenario("consistent_hashing", points=4)
+    sc.add("c1")
+    sc.add("c2")
+    player = Player(sc.timeline, [ring_view, hash_range_view], start=2, prefetch=False)
+    assert [f.shown_frame for f in player.figures] == [2, 2]
+    sent: list[tuple[int, str, object]] = []
+    for k, fig in enumerate(player.figures):
+        note = lambda c, k=k: c["new"] is not None and sent.append((k, c["name"], c["new"]))  # noqa: E731
+        fig.observe(note, names=["_py2js_update", "shown_frame"])
+    player.step()
+    names = [[name for j, name, _v in sent if j == k] for k in (0, 1)]
+    # frame 3 adds a ring point to hashes c1 already owned: the ring changes, the hash ranges do not; both get
+    # their mark, last
+    assert names == [["_py2js_update", "shown_frame"], ["shown_frame"]], sent
+    assert [f.shown_frame for f in player.figures] == [3, 3]
+    sent.clear()
+    player.jump(3)  # the slider does not move: nothing is sent
+    assert sent == []
+
+
 def test_player_with_any_timeline_of_snapshot_frames():
     @dataclass
     class Step:

@@ -193,6 +193,8 @@ class Player(widgets.VBox):
 
         self._drawn = [render(v, timeline, start) for v in views]
         self.figures = [responsive(fig) for fig in self._drawn]
+        for widget in self.figures:
+            widget.shown_frame = start
         self.fit = FigureFit()
         self.fit.show(self._drawn)
         self.fit.observe(lambda _change: self._sync_figures(), names="heights")
@@ -411,9 +413,10 @@ class Player(widgets.VBox):
         self._draw_ahead()
 
     def _sync_figures(self) -> None:
-        """Show the frame's figures at the heights the page fits them to."""
+        """Show the frame's figures at the heights the page fits them to, each then marked with the frame shown."""
         for k, (widget, fig) in enumerate(zip(self.figures, self._drawn)):
             sync_figure(widget, fig, self.fit.fit_height(k, fig))
+            widget.shown_frame = self._shown
 
     def _on_speed(self, change: dict) -> None:
         self.play.interval = max(20, int(self.base_interval / change["new"]))

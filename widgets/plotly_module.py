@@ -25,6 +25,7 @@ from typing import Any
 
 import plotly
 import plotly.graph_objects as go
+import traitlets
 
 FIGURE_JS = Path(__file__).with_name("static") / "plotly_figure.js"
 # the front end's custom messages: the kernel fallback (the front end asks, the figure answers with the bundle as a
@@ -82,7 +83,13 @@ def answer_front_end(widget: Any, content: Any, buffers: list) -> None:
 
 
 class SharedFigureWidget(go.FigureWidget):
-    """A plotly FigureWidget that shares the page's one copy of plotly's widget module, loaded in the background."""
+    """A plotly FigureWidget that shares the page's one copy of plotly's widget module, loaded in the background.
+
+    ``shown_frame``: the frame of its owner's timeline the figure shows (a `Player` sets it after sending each frame's
+    changes, on the same comm, so the front end sees it change after plotly.js applied them; None outside a player).
+    The figure's element carries it as ``data-frame`` once drawn: what a page or a test waits on."""
+
+    shown_frame = traitlets.Int(None, allow_none=True).tag(sync=True)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self._esm = module_esm()

@@ -312,9 +312,17 @@ export default () => {
         if (signal.aborted) return undefined;
       }
     }
-    note.hidden = true;
-    note.style.display = "none";
-    note.dataset.kind = "drawn";
+    // drawn: the sentence hidden, and the frame of its player's timeline the figure shows as data-frame (the player
+    // sets shown_frame after that frame's updates, on the same comm, so plotly.js has applied them by now)
+    const shown = () => {
+      note.hidden = true;
+      note.style.display = "none";
+      note.dataset.kind = "drawn";
+      const frame = model.get("shown_frame");
+      if (frame === null || frame === undefined) delete el.dataset.frame;
+      else el.dataset.frame = String(frame);
+    };
+    shown();
     // the kernel sends a figure's whole state again when it is displayed again: draw that state (once per frame)
     let pending = false;
     const redraw = () => {
@@ -325,6 +333,7 @@ export default () => {
         if (signal.aborted) return;
         try {
           draw();
+          shown();
         } catch (e) {
           say(`This figure could not be redrawn (${e && e.message ? e.message : e}). ${AGAIN}`, "error");
         }
@@ -332,6 +341,8 @@ export default () => {
     };
     model.on("change:_widget_data", redraw);
     model.on("change:_widget_layout", redraw);
+    // a redraw still to come marks the figure when it has drawn
+    model.on("change:shown_frame", () => pending || note.dataset.kind !== "drawn" || shown());
     return () => {
       if (view) view.remove();
     };

@@ -120,16 +120,20 @@
       state.i = i;
       root.setAttribute("data-frame", String(i));
       label.innerHTML = s.labels[i];
-      views.forEach(function (div, v) {
+      var draws = views.map(function (div, v) {
         var frame = frameOf[v](i);
         var drawn = Plotly.react(div, copy(frame.data), layoutFor(v, i, frame), CONFIG);
-        if (v !== 0) return;
-        Promise.resolve(drawn).then(function () {
+        if (v !== 0) return drawn;
+        return Promise.resolve(drawn).then(function () {
           var px = drawnLegendPx(div);
-          if (px === legendPx || state.i !== i) return;
+          if (px === legendPx || state.i !== i) return undefined;
           legendPx = px;  // the legend wraps to another number of rows: move the controls under it
-          Plotly.react(div, copy(frame.data), layoutFor(0, i, frame), CONFIG);
+          return Plotly.react(div, copy(frame.data), layoutFor(0, i, frame), CONFIG);
         });
+      });
+      // data-drawn: the frame every view has finished drawing, controls placed (what a page or a test waits on)
+      Promise.all(draws).then(function () {
+        if (state.i === i) root.setAttribute("data-drawn", String(i));
       });
     }
 
