@@ -29,6 +29,7 @@ from pulsarlab.broker.delayed.bucket.snapshot import InMemoryBucketSnapshotStora
 from pulsarlab.broker.delayed.factory import load_delayed_delivery_tracker_factory
 from pulsarlab.broker.inactive_topics import InactivityMonitor
 from pulsarlab.broker.non_persistent import NonPersistentTopic
+from pulsarlab.broker.producers import ProducerRegistry
 from pulsarlab.broker.restart import RestartReport, restart_broker
 from pulsarlab.broker.schema_registry import SchemaData, SchemaRegistry
 from pulsarlab.broker.tenancy import STANDALONE_CLUSTER, Tenancy
@@ -196,6 +197,7 @@ class BrokerService:
             self.config, self.profile, self.scheduler, self.bucket_snapshot_storage, self.events
         )
         self.restarts = 0
+        self.producers = ProducerRegistry(self.events, self.scheduler)
         self.topics: dict[str, PersistentTopic] = {}
         self.non_persistent_topics: dict[str, NonPersistentTopic] = {}  # apart: nothing stored to show or restart
         self.partitioned: dict[str, int] = {}
@@ -399,16 +401,29 @@ class BrokerService:
         topic_epoch: int | None = None,
         on_ready: Any = None,
         on_fenced: Any = None,
+        created_on: str | None = None,
+        batching: bool | None = None,
     ) -> ProducerHandle:
         """PRODUCER; with ``initial_subscription`` (CommandProducer's ``initial_subscription_name``) that
         subscription is created at the earliest position of the topic if it does not exist yet. The access mode
         may refuse it (``ProducerBusy`` / ``ProducerFenced``) or queue it (``WaitForExclusive``: the handle is
         not ``ready`` until ``on_ready(handle)``); a producer fenced out later hears ``on_fenced(handle,
         reason)`` (`producer_access`). ``handle.topic.last_published_sequence_id(name)`` is what
-        PRODUCER_SUCCESS reports (deduplication)."""
-        handle = self.get_topic(topic).add_producer(producer_id, name, access_mode, topic_epoch, on_ready, on_fenced)
+        PRODUCER_SUCCESS reports (deduplication). The broker logs the producer's creation and, when it is
+        unregistered or fenced out, its close (`producers.ProducerRegistry`): ``created_on`` is the topic the
+        application created it on when that is not ``topic`` (the in-process client's partitioned producer), and
+        ``batching`` whether it batches, as its client says (None: not told, as on the wire)."""
+        registry = self.producers
+
+        def fenced(handle: ProducerHandle, reason: str) -> None:
+            registry.removed(handle)
+            if on_fenced is not None:
+                on_fenced(handle, reason)
+
+        handle = self.get_topic(topic).add_producer(producer_id, name, access_mode, topic_epoch, on_ready, fenced)
         if initial_subscription:
             handle.topic.get_or_create_subscription(initial_subscription, InitialPosition.Earliest.name)
+        registry.added(handle, created_on, batching)
         return handle
 
     def create_initial_subscription(self, topic: str, subscription: str) -> None:
@@ -419,7 +434,9 @@ class BrokerService:
             self.get_topic(name).get_or_create_subscription(subscription, InitialPosition.Latest.name)
 
     def unregister_producer(self, handle: ProducerHandle) -> None:
+        """CLOSE_PRODUCER, or the producer's connection went."""
         handle.topic.remove_producer(handle)
+        self.producers.removed(handle)
 
     def publish(self, handle: ProducerHandle, entry: Any, highest_sequence_id: int | None = None):
         """SEND: the entry's position, or ``-1:-1`` for a duplicate (deduplication)."""

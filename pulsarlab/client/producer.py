@@ -204,6 +204,8 @@ class _PartitionProducer:
                 topic_epoch=topic_epoch,
                 on_ready=owner._got_topic,
                 on_fenced=owner._fenced_out,
+                created_on=owner._topic,
+                batching=owner._batching_enabled,
             )
         except BrokerProducerFenced as e:
             raise ProducerFenced(str(e)) from None
@@ -442,15 +444,6 @@ class Producer:
         self._check_size = self._check_size_java if java else self._check_size_cpp
         self._topic = lab.service.normalize(topic)
         partitions = lab.service.ensure_topic(self._topic)
-        if self._events.enabled:
-            self._events.append(
-                ev.PRODUCER_CREATED,
-                self._now(),
-                producer=self._id,
-                name=self._name,
-                topic=self._topic,
-                batching=self._batching_enabled,
-            )
         names = (
             [(self._topic, -1)] if partitions == 0 else [(f"{self._topic}-partition-{i}", i) for i in range(partitions)]
         )
@@ -679,8 +672,6 @@ class Producer:
         self._closed = True
         for p in self._partitions:
             self._service.unregister_producer(p.handle)
-        if self._events.enabled:
-            self._events.append(ev.PRODUCER_CLOSED, self._now(), producer=self._id)
 
     def crash(self) -> None:
         """Lab extension: the producer's process dies. The open batch and the chunks not yet on the wire are
