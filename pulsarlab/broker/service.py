@@ -60,6 +60,7 @@ from pulsarlab.managed_ledger.ledger import LedgerIdAllocator
 from pulsarlab.managed_ledger.position import EARLIEST, LATEST, Position
 from pulsarlab.managed_ledger.retention import RetentionPolicies
 from pulsarlab.protocol.acks import AckCommand
+from pulsarlab.protocol.handles import ConsumerConnection
 from pulsarlab.protocol.producer_access import ProducerAccessMode
 from pulsarlab.protocol.server_errors import ServerError
 from pulsarlab.protocol.subscription import ConsumerKeySharedPolicy, ConsumerType, InitialPosition, KeySharedMode
@@ -445,7 +446,7 @@ class BrokerService:
     # --- SUBSCRIBE -----------------------------------------------------------------------------
     def subscribe(
         self,
-        cnx: Any,
+        cnx: ConsumerConnection,
         *,
         consumer_id: int,
         topic: str,
@@ -504,7 +505,7 @@ class BrokerService:
     def _subscribe(
         self,
         t: PersistentTopic,
-        cnx: Any,
+        cnx: ConsumerConnection,
         consumer_id: int,
         subscription: str,
         sub_type: ConsumerType,

@@ -69,6 +69,7 @@ from pulsarlab.event_catalogue import broker as ev
 from pulsarlab.event_catalogue.chunking import CHUNK_PUBLISHED, MESSAGE_TOO_BIG_EVENT, PRODUCER_CRASHED
 from pulsarlab.events import UNDECLARED
 from pulsarlab.ids import MessageId, trusted_message_id
+from pulsarlab.protocol.handles import RegisteredProducer
 from pulsarlab.protocol.producer_access import ProducerAccessMode
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -183,12 +184,12 @@ class _PartitionProducer:
         self.wire_timer = None
         self.handle = self._register(None)
         # ProducerImpl.handleCreateProducer: with no initial sequence id, continue the broker's (deduplication)
-        last = self.handle.topic.last_published_sequence_id(owner._name)
+        last = self.handle.last_published_sequence_id()
         if owner._initial_sequence_id == -1 and last >= 0:
             self.last_sequence_id_published = last
             self.next_sequence_id = last + 1
 
-    def _register(self, topic_epoch: int | None) -> Any:
+    def _register(self, topic_epoch: int | None) -> RegisteredProducer:
         owner = self.owner
         if owner._schema_data is not None:  # PRODUCER's schema: kept by the broker, or refused
             try:

@@ -571,7 +571,7 @@ class ServerConnection(asyncio.Protocol):
             ProducerSuccess(
                 request_id=request_id,
                 producer_name=producer.name,
-                last_sequence_id=handle.topic.last_published_sequence_id(producer.name),
+                last_sequence_id=handle.last_published_sequence_id(),
                 schema_version=None if producer.schema_version is None else _version(producer.schema_version),
                 topic_epoch=handle.topic_epoch,
                 producer_ready=None if handle.ready else False,
