@@ -68,6 +68,7 @@ def test_a_refused_producer_is_not_logged():
     assert [f["name"] for k, f in _lifecycle(lab) if k == "producer_created"] == ["holder"]
 
 
+@pytest.mark.serve
 def test_a_producer_through_serve_is_logged_created_and_closed_once():
     with served_lab() as (lab, server), client_for(server) as client:
         producer = client.create_producer(TOPIC, producer_name="remote")
@@ -81,6 +82,7 @@ def test_a_producer_through_serve_is_logged_created_and_closed_once():
     assert closed == {"producer": created["producer"]}
 
 
+@pytest.mark.serve
 def test_a_producer_fenced_through_serve_is_logged_closed_once():
     with served_lab() as (lab, server), client_for(server) as client:
         client.create_producer(TOPIC, producer_name="p1", access_mode=pulsar.ProducerAccessMode.Exclusive)

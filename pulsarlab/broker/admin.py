@@ -35,6 +35,7 @@ from pulsarlab.protocol.subscription import InitialPosition
 
 if TYPE_CHECKING:  # pragma: no cover
     from pulsarlab.broker.service import BrokerService
+    from pulsarlab.broker.subscription import PersistentSubscription
 
 
 class BrokerAdmin:
@@ -282,7 +283,7 @@ class BrokerAdmin:
             if name.startswith(prefix):
                 self._svc.apply_namespace_policies(topic)
 
-    def _subscriptions_named(self, name: str, subscription: str) -> list[Any]:
+    def _subscriptions_named(self, name: str, subscription: str) -> list[PersistentSubscription]:
         """The subscription on the topic, or on each partition of a partitioned topic that has it."""
         topics = [self._svc.existing_topic(p) for p in self._svc.partitions_or_self(name)]
         subs = [t.subscriptions[subscription] for t in topics if subscription in t.subscriptions]

@@ -22,6 +22,7 @@ from pulsarlab.event_catalogue import broker as ev
 if TYPE_CHECKING:  # pragma: no cover
     from pulsarlab.broker.subscription import PersistentSubscription
     from pulsarlab.protocol.handles import ConsumerConnection
+    from pulsarlab.protocol.subscription import ConsumerType
 
 AVG_PERCENT = 0.9  # Consumer.avgPercent: weight of the old average
 _DISPATCHED = ev.DISPATCHED
@@ -41,7 +42,7 @@ class Consumer:
         consumer_id: int,
         name: str,
         priority: int,
-        sub_type: Any,
+        sub_type: ConsumerType,
         subscription: "PersistentSubscription",
         cnx: "ConsumerConnection",
         max_unacked_messages: int,

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from pulsarlab.broker.delayed.bucket.snapshot import InMemoryBucketSnapshotStorage
 from pulsarlab.broker.delayed.factory import load_delayed_delivery_tracker_factory
@@ -67,7 +67,9 @@ from pulsarlab.protocol.subscription import ConsumerKeySharedPolicy, ConsumerTyp
 
 if TYPE_CHECKING:
     from pulsarlab.broker.consumer import Consumer
+    from pulsarlab.broker.subscription import PersistentSubscription
     from pulsarlab.lab import Lab
+    from pulsarlab.messages import EntryData
 
 
 def normalize_topic(name: str) -> str:
@@ -371,7 +373,7 @@ class BrokerService:
         return self.schemas.get(topic, version)
 
     # --- what the admin resources ask of the subscriptions ---------------------------------------
-    def disconnect_consumers(self, sub: Any, reason: str) -> None:
+    def disconnect_consumers(self, sub: PersistentSubscription, reason: str) -> None:
         """Every consumer of the subscription closed by the broker (``reason`` is their close reason) and its
         connection told (``cnx.closed_by_broker()``: a real client re-subscribes)."""
         for c in list(sub.consumers()):
@@ -380,7 +382,9 @@ class BrokerService:
             if closed is not None:
                 closed()
 
-    def reset_subscription(self, sub: Any, position: Position, reason: str = "reset cursor") -> Position:
+    def reset_subscription(
+        self, sub: PersistentSubscription, position: Position, reason: str = "reset cursor"
+    ) -> Position:
         """`PersistentSubscription.resetCursor`: consumers are disconnected (a real client re-subscribes), the
         cursor reads again from ``position``; ``reason`` is the consumers' close reason ("seek" for a client's
         seek)."""
@@ -400,8 +404,8 @@ class BrokerService:
         *,
         access_mode: ProducerAccessMode = ProducerAccessMode.Shared,
         topic_epoch: int | None = None,
-        on_ready: Any = None,
-        on_fenced: Any = None,
+        on_ready: Callable[[ProducerHandle], None] | None = None,
+        on_fenced: Callable[[ProducerHandle, str], None] | None = None,
         created_on: str | None = None,
         batching: bool | None = None,
     ) -> ProducerHandle:
@@ -439,7 +443,7 @@ class BrokerService:
         handle.topic.remove_producer(handle)
         self.producers.removed(handle)
 
-    def publish(self, handle: ProducerHandle, entry: Any, highest_sequence_id: int | None = None):
+    def publish(self, handle: ProducerHandle, entry: EntryData, highest_sequence_id: int | None = None) -> Position:
         """SEND: the entry's position, or ``-1:-1`` for a duplicate (deduplication)."""
         return handle.topic.publish(handle, entry, highest_sequence_id)
 

@@ -532,11 +532,11 @@ class Producer:
     def is_connected(self) -> bool:
         return not self._closed and not self._fenced and not self._waiting
 
-    def _got_topic(self, handle: Any) -> None:
+    def _got_topic(self, handle: RegisteredProducer) -> None:
         """A ``WaitForExclusive`` partition producer got the topic (its second PRODUCER_SUCCESS)."""
         self._waiting = max(0, self._waiting - 1)
 
-    def _fenced_out(self, handle: Any, reason: str) -> None:
+    def _fenced_out(self, handle: RegisteredProducer, reason: str) -> None:
         """Another producer fenced this one out (``ExclusiveWithFencing``): later sends fail."""
         self._fenced = True
 
