@@ -84,11 +84,13 @@ chromium:
 	  command -v chromium >/dev/null 2>&1 || { echo "error: chromium is still missing after apt-get install" >&2; exit 1; }; \
 	fi
 
-# ruff (lint + format) and the import contracts of pyproject.toml (the layers of docs/architecture.md)
+# ruff (lint + format), the import contracts of pyproject.toml (the layers of docs/architecture.md) and mypy, strict,
+# on the packages [tool.mypy] lists
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
+	$(BIN)/mypy
 
 test: install chromium lint
 	@mkdir -p .test-artifacts
@@ -114,4 +116,4 @@ bench: install
 	@set -e; for b in $(wildcard bench/*.py); do echo "== $$b"; $(BIN)/python "$$b"; done
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis .test-artifacts site spark-warehouse metastore_db derby.log build dist
+	rm -rf $(VENV) .pytest_cache .mypy_cache .hypothesis .test-artifacts site spark-warehouse metastore_db derby.log build dist

@@ -1,9 +1,9 @@
 """Typed exceptions that carry Pulsar's Java exception class and message text.
 
-Models the exceptions of `BrokerServiceException`, `PulsarClientException` and the JDK ones Pulsar
-throws. Each Python class records the fully-qualified Java class it stands for (``java_class``) and
-how Pulsar delivered it (``via``: thrown, or a failed future) so conformance checks and learners see
-the same thing a Java caller would.
+Models the exceptions of `BrokerServiceException`, `PulsarClientException`, `PulsarAdminException` (what the
+broker's admin resources answer, `pulsarlab.broker.admin`) and the JDK ones Pulsar throws. Each Python class
+records the fully-qualified Java class it stands for (``java_class``) and how Pulsar delivered it (``via``:
+thrown, or a failed future) so conformance checks and learners see the same thing a Java caller would.
 """
 
 from __future__ import annotations
@@ -106,6 +106,41 @@ class Timeout(PulsarClientException):
     """No message arrived in time (the Python client's ``pulsar.Timeout``)."""
 
     java_class = "org.apache.pulsar.client.api.PulsarClientException$TimeoutException"
+
+
+def _admin(name: str) -> str:
+    return f"org.apache.pulsar.client.admin.PulsarAdminException${name}"
+
+
+class NotFoundException(PulsarError):
+    """What pulsar-admin raises for a 404 answer (and the wire's ``TopicNotFound``)."""
+
+    java_class = _admin("NotFoundException")
+
+
+class ConflictException(PulsarError):
+    """pulsar-admin's 409: the resource already exists, or is still in use."""
+
+    java_class = _admin("ConflictException")
+
+
+class PreconditionFailedException(PulsarError):
+    """pulsar-admin's 412: a name or value the broker refuses."""
+
+    java_class = _admin("PreconditionFailedException")
+
+
+class BadRequestException(PulsarError):
+    """What pulsar-admin raises for a 400 answer (a `PulsarAdminException` caused by JAX-RS's `BadRequestException`),
+    e.g. an invalid retention policy."""
+
+    java_class = "org.apache.pulsar.client.admin.PulsarAdminException"
+
+
+class MethodNotAllowedException(PulsarError):
+    """An admin operation Pulsar refuses for this kind of resource (HTTP 405)."""
+
+    java_class = _admin("NotAllowedException")
 
 
 def error_from_java(java_class: str) -> type[PulsarError]:

@@ -33,9 +33,9 @@ def test_latest_value_per_key_empty_value_deletes_keyless_dropped():
     p = client.create_producer("t")
     for key, value in [("k1", b"a"), ("k2", b"b"), ("k1", b"c"), ("k3", b"x"), ("k3", b""), (None, b"nokey")]:
         p.send(value, partition_key=key)
-    assert lab.service.compaction_status(T)["status"] == "NOT_RUN"
-    lab.service.compact(T)
-    assert lab.service.compaction_status(T) == {"status": "SUCCESS", "lastError": ""}
+    assert lab.admin.topics.compaction_status(T)["status"] == "NOT_RUN"
+    lab.admin.topics.trigger_compaction(T)
+    assert lab.admin.topics.compaction_status(T) == {"status": "SUCCESS", "lastError": ""}
     result = lab.service.topics[T].compacted
     assert result.horizon == Position(3, 5)
     assert result.positions == (Position(3, 1), Position(3, 2))
@@ -53,7 +53,7 @@ def test_retain_null_key_keeps_keyless_messages():
     p.send(b"no key")
     p.send(b"v1", partition_key="k")
     p.send(b"v2", partition_key="k")
-    lab.service.compact(T)
+    lab.admin.topics.trigger_compaction(T)
     assert lab.service.topics[T].compacted.positions == (Position(3, 0), Position(3, 2))
 
 
@@ -63,7 +63,7 @@ def test_a_batch_keeps_only_its_latest_messages():
     for key, value in [("a", b"1"), ("b", b"2"), ("a", b"3"), ("c", b"4")]:
         p.send_async(value, None, partition_key=key)
     p.flush()
-    lab.service.compact(T)
+    lab.admin.topics.trigger_compaction(T)
     assert lab.service.topics[T].compacted.masks == (0b1110,)
     view = client.subscribe("t", "view", is_read_compacted=True, initial_position=pl.InitialPosition.Earliest)
     assert [(k, v) for k, v, _ in _drain(view)] == [("b", b"2"), ("a", b"3"), ("c", b"4")]
@@ -73,7 +73,7 @@ def test_a_reader_position_after_the_horizon_reads_the_topic():
     lab, client = _lab()
     p = client.create_producer("t")
     p.send(b"old", partition_key="k")
-    lab.service.compact(T)
+    lab.admin.topics.trigger_compaction(T)
     c = client.subscribe("t", "late", is_read_compacted=True)  # Latest: after the horizon
     p.send(b"new", partition_key="k")
     assert _drain(c) == [("k", b"new", "3:1:-1")]
@@ -112,7 +112,7 @@ def test_compacted_reads_survive_trimming_and_the_compactor_holds_what_it_has_no
     p = client.create_producer("t", batching_enabled=False)
     for key, value in [("k1", b"a"), ("k2", b"b"), ("k1", b"c"), ("k2", b"d"), ("k3", b"e")]:
         p.send(value, partition_key=key)
-    lab.service.compact(T)  # horizon 5:0 (ledgers 3: a b, 4: c d, 5: e)
+    lab.admin.topics.trigger_compaction(T)  # horizon 5:0 (ledgers 3: a b, 4: c d, 5: e)
     assert _drain_acked(everyone) == 5
     lab.run_until_idle()
     ledgers = [led["ledgerId"] for led in lab.admin.topics.stats_internal("t")["ledgers"]]
@@ -127,7 +127,7 @@ def test_compacted_reads_survive_trimming_and_the_compactor_holds_what_it_has_no
     assert _drain_acked(everyone) == 3
     lab.run_until_idle()
     assert [led["ledgerId"] for led in lab.admin.topics.stats_internal("t")["ledgers"]] == [5, 6, 7]
-    lab.service.compact(T)  # reads the previous compacted view and the entries after it
+    lab.admin.topics.trigger_compaction(T)  # reads the previous compacted view and the entries after it
     result = lab.service.topics[T].compacted
     assert result.removed == 3  # k1 = c, k3 = e and k1 = f, left out in this round (the first round's not again)
     late = client.create_reader("t", pl.MessageId.earliest, is_read_compacted=True)
@@ -141,7 +141,7 @@ def test_a_trim_leaves_a_compacted_reader_where_it_is():
     p = client.create_producer("t", batching_enabled=False)
     for key, value in [("k1", b"a"), ("k2", b"b"), ("k1", b"c")]:  # ledger 3: a b, ledger 4: c
         p.send(value, partition_key=key)
-    lab.service.compact(T)  # horizon 4:0
+    lab.admin.topics.trigger_compaction(T)  # horizon 4:0
     # a zero queue: the reader reads nothing before the trim below
     reader = client.create_reader("t", pl.MessageId.earliest, is_read_compacted=True, receiver_queue_size=0)
     assert _drain_acked(everyone) == 3

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import pulsarlab as pl
-from pulsarlab.broker.service import ConflictException, NotFoundException
+from pulsarlab.errors import ConflictException, NotFoundException
 
 
 def _lab(**config):
@@ -15,7 +15,7 @@ def _lab(**config):
 
 def test_duplicates_are_acked_with_minus_one_and_not_stored():
     lab, client = _lab()
-    lab.service.set_deduplication("public/default", True)
+    lab.admin.namespaces.set_deduplication_status("public/default", True)
     c = client.subscribe("t", "s", initial_position=pl.InitialPosition.Earliest)
     p = client.create_producer("t", producer_name="p")
     ids = [str(p.send(f"m{i}".encode(), sequence_id=i)) for i in range(3)]
@@ -70,18 +70,18 @@ def test_topics_only_in_existing_namespaces():
     with pytest.raises(NotFoundException, match="Namespace does not exist"):
         client.create_producer("acme/orders/t")
     with pytest.raises(NotFoundException, match="Tenant does not exist"):
-        lab.service.create_namespace("acme/orders")
-    lab.service.create_tenant("acme")
-    lab.service.create_namespace("acme/orders")
+        lab.admin.namespaces.create_namespace("acme/orders")
+    lab.admin.tenants.create_tenant("acme")
+    lab.admin.namespaces.create_namespace("acme/orders")
     with pytest.raises(ConflictException, match="Namespace already exists"):
-        lab.service.create_namespace("acme/orders")
+        lab.admin.namespaces.create_namespace("acme/orders")
     with pytest.raises(ConflictException, match="Tenant already exist"):
-        lab.service.create_tenant("acme")
+        lab.admin.tenants.create_tenant("acme")
     assert str(client.create_producer("acme/orders/t").send(b"x")) == "3:0:-1"
     assert lab.admin.tenants.list() == ["acme", "public"]
     assert lab.admin.namespaces.list("acme") == ["acme/orders"]
     with pytest.raises(NotFoundException):
-        lab.service.set_deduplication("acme/nothing", True)
+        lab.admin.namespaces.set_deduplication_status("acme/nothing", True)
 
 
 def test_names_of_producers_gone_longer_than_the_inactivity_timeout_are_purged():

@@ -114,7 +114,7 @@ def test_a_reader_from_earliest_and_compaction_read_evicted_entries() -> None:
     memory = pl.Lab(broker_config={"managedLedgerMaxEntriesPerLedger": 3000})
     _publish(memory)
     for each in (lab, memory):
-        each.service.compact(TOPIC)
+        each.admin.topics.trigger_compaction(TOPIC)
     compacted = lab.service.topics[TOPIC].compacted
     assert compacted.positions == memory.service.topics[TOPIC].compacted.positions
     assert len(compacted.positions) == 7  # the last message of each key (keyless ones are not retained)

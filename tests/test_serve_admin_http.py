@@ -78,8 +78,8 @@ def test_clusters_tenants_namespaces(served) -> None:
     assert http(server, "GET", "/admin/v2/namespaces/nobody") == (404, {"reason": "Tenant does not exist"})
     assert http(server, "PUT", "/admin/v2/persistent/acme/orders/t1") == (404, {"reason": "Namespace does not exist"})
     with server.lock:
-        lab.service.create_tenant("acme")
-        lab.service.create_namespace("acme/orders")
+        lab.admin.tenants.create_tenant("acme")
+        lab.admin.namespaces.create_namespace("acme/orders")
     assert http(server, "PUT", "/admin/v2/persistent/acme/orders/t1")[0] == 204
     assert http(server, "GET", "/admin/v2/tenants") == (200, ["acme", "public"])
     assert http(server, "GET", "/admin/v2/namespaces/acme") == (200, ["acme/orders"])

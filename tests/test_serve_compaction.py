@@ -23,8 +23,8 @@ def _drain(consumer, wait_ms: int = 300) -> list[tuple[str, bytes]]:
 
 def _compact(server, topic: str) -> dict:
     with server.lock:
-        server.lab.service.compact(topic)
-        return server.lab.service.compaction_status(topic)
+        server.lab.admin.topics.trigger_compaction(topic)
+        return server.lab.admin.topics.compaction_status(topic)
 
 
 def test_read_compacted_consumer_sees_latest_per_key_then_the_tail():
@@ -37,7 +37,7 @@ def test_read_compacted_consumer_sees_latest_per_key_then_the_tail():
         p.send(None, partition_key="k3")  # a null value: deletes k3
         p.send(b"no key")
         with server.lock:
-            assert lab.service.compaction_status(topic) == {"status": "NOT_RUN", "lastError": ""}
+            assert lab.admin.topics.compaction_status(topic) == {"status": "NOT_RUN", "lastError": ""}
         assert _compact(server, topic) == {"status": "SUCCESS", "lastError": ""}
         p.send(b"tail", partition_key="k1")
         view = client.subscribe(topic, "view", is_read_compacted=True)

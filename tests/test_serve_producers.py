@@ -71,7 +71,7 @@ def test_exclusive_with_fencing_fences_the_old_producer():
 def test_deduplication_drops_repeated_sequence_ids_and_reports_the_last_one():
     with served_lab() as (lab, server), client_for(server) as client:
         with server.lock:
-            lab.service.set_deduplication("public/default", True)
+            lab.admin.namespaces.set_deduplication_status("public/default", True)
         topic = "persistent://public/default/dedup"
         p = client.create_producer(topic, producer_name="named")
         assert p.last_sequence_id() == -1
@@ -104,7 +104,7 @@ def test_sequence_continues_after_reconnection_only_with_deduplication():
         p.close()
         assert client.create_producer(topic, producer_name="n").last_sequence_id() == -1
         with server.lock:
-            lab.service.set_deduplication("public/default", True)
+            lab.admin.namespaces.set_deduplication_status("public/default", True)
         p = client.create_producer(topic, producer_name="m")
         for _ in range(4):
             p.send(b"x")
@@ -119,8 +119,8 @@ def test_a_missing_tenant_or_namespace_is_topic_not_found():
         with pytest.raises(pulsar.TopicNotFound):
             client.subscribe("persistent://acme/orders/t", "s")
         with server.lock:
-            lab.service.create_tenant("acme")
-            lab.service.create_namespace("acme/orders")
+            lab.admin.tenants.create_tenant("acme")
+            lab.admin.namespaces.create_namespace("acme/orders")
         client.create_producer("persistent://acme/orders/t").send(b"now it exists")
         with server.lock:
             assert lab.admin.topics.list("acme/orders") == ["persistent://acme/orders/t"]
@@ -130,7 +130,7 @@ def test_a_custom_router_and_the_partition_in_received_message_ids():
     topic = "persistent://public/default/routed"
     with served_lab() as (lab, server), client_for(server) as client:
         with server.lock:
-            lab.service.create_partitioned_topic(topic, 5)
+            lab.admin.topics.create_partitioned_topic(topic, 5)
 
         def router(msg, partitions):
             return 3 if msg.value().startswith(b"a") else 1

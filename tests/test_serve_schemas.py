@@ -72,7 +72,7 @@ def test_compatible_evolution_is_a_new_version_incompatible_is_refused():
 def test_schemas_belong_to_the_partitioned_topic():
     with served_lab() as (lab, server), client_for(server) as client:
         with server.lock:
-            lab.service.create_partitioned_topic("persistent://public/default/parts", 2)
+            lab.admin.topics.create_partitioned_topic("persistent://public/default/parts", 2)
         client.create_producer("persistent://public/default/parts", schema=StringSchema())
         with pytest.raises(pulsar.IncompatibleSchema):
             client.create_producer("persistent://public/default/parts-partition-1", schema=JsonSchema(User))

@@ -21,6 +21,8 @@ from pulsarlab.event_catalogue import broker as ev
 
 if TYPE_CHECKING:  # pragma: no cover
     from pulsarlab.broker.subscription import PersistentSubscription
+    from pulsarlab.protocol.handles import ConsumerConnection
+    from pulsarlab.protocol.subscription import ConsumerType
 
 AVG_PERCENT = 0.9  # Consumer.avgPercent: weight of the old average
 _DISPATCHED = ev.DISPATCHED
@@ -40,9 +42,9 @@ class Consumer:
         consumer_id: int,
         name: str,
         priority: int,
-        sub_type: Any,
+        sub_type: ConsumerType,
         subscription: "PersistentSubscription",
-        cnx: Any,
+        cnx: "ConsumerConnection",
         max_unacked_messages: int,
         key_shared_mode: str | None = None,
         allow_out_of_order_delivery: bool = False,
@@ -98,6 +100,10 @@ class Consumer:
     def avg_messages_per_entry_int(self) -> int:
         """``getAvgMessagesPerEntry``: the rounded average (0 before anything was sent)."""
         return int(self.avg_messages_per_entry + 0.5)
+
+    def has_more_entries(self) -> bool:
+        """Whether the subscription's cursor has entries it has not read (`ManagedCursor.hasMoreEntries`)."""
+        return self.subscription.cursor.has_more_entries()
 
     # --- FLOW ---------------------------------------------------------------------------------------
     def flow_permits(self, n: int) -> None:

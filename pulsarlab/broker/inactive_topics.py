@@ -99,7 +99,7 @@ def retained(service: "BrokerService", topic: "PersistentTopic", now: int) -> bo
     """`shouldTopicBeRetained`: the retention time keeps an idle topic (negative: forever)."""
     if getattr(topic, "non_persistent", False):
         return False
-    minutes = service.topic_retention(topic.name).retention_time_in_minutes
+    minutes = topic.ledger.retention.retention_time_in_minutes  # the namespace's, else the broker's defaults
     return minutes < 0 or now - topic.last_active_ms < minutes * 60_000
 
 
@@ -130,7 +130,7 @@ class InactivityMonitor:
 
     def _delete(self, topic: "PersistentTopic", now: int) -> None:
         service = self.service
-        service.drop_inactive_topic(topic)
+        service.remove_topic(topic, drop_schema=topic.partition_index < 0)
         if service.events.enabled:
             service.events.append(
                 TOPIC_DELETED_INACTIVE,

@@ -5,8 +5,10 @@ Models `BrokerService` (topic lookup and auto-creation, partitioned-topic metada
 CLOSE_CONSUMER arrive as method calls with the command's fields; MESSAGE and ACTIVE_CONSUMER_CHANGE go back through
 the consumer's ``cnx`` (the client-side object). These methods are the only way in for the lab's client, the
 binary-protocol front end (`pulsarlab.serve`, which also asks for GET_LAST_MESSAGE_ID, CONSUMER_STATS, readers'
-non-durable subscriptions, SEEK and GET_TOPICS_OF_NAMESPACE) and ``lab.admin``; what they return to a caller
-outside the broker is a handle to pass back or a read-only result. `client_error_code` maps the model's
+non-durable subscriptions, SEEK and GET_TOPICS_OF_NAMESPACE) and the broker's admin resources
+(`pulsarlab.broker.admin`, behind ``lab.admin``: tenants, namespaces, topic and subscription administration,
+compaction, cursor moves); what they return to a caller outside the broker is a handle to pass back or a
+read-only result. `client_error_code` maps the model's
 exceptions to the wire's `ServerError` as `BrokerServiceException.getClientErrorCode` does.
 
 Topic names are normalised as `TopicName` does: ``orders`` -> ``persistent://public/default/orders``;
@@ -21,31 +23,35 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from pulsarlab.broker.compaction import COMPACTION_SUBSCRIPTION, CompactionStatus
-from pulsarlab.broker.compaction import compact as compact_topic
 from pulsarlab.broker.delayed.bucket.snapshot import InMemoryBucketSnapshotStorage
 from pulsarlab.broker.delayed.factory import load_delayed_delivery_tracker_factory
 from pulsarlab.broker.inactive_topics import InactivityMonitor
 from pulsarlab.broker.non_persistent import NonPersistentTopic
+from pulsarlab.broker.producers import ProducerRegistry
 from pulsarlab.broker.restart import RestartReport, restart_broker
 from pulsarlab.broker.schema_registry import SchemaData, SchemaRegistry
-from pulsarlab.broker.tenancy import STANDALONE_CLUSTER, NamespacePolicies, Tenancy, TenantInfo, valid_name
+from pulsarlab.broker.tenancy import STANDALONE_CLUSTER, Tenancy
 from pulsarlab.broker.topic import PersistentTopic, ProducerHandle, partition_index_of
+from pulsarlab.errors import BadRequestException as BadRequestException  # re-exported (moved to errors.py)
 from pulsarlab.errors import (
+    ConflictException,
     ConsumerAssignException,
     ConsumerBusyException,
     IllegalArgumentException,
     IncompatibleSchemaException,
     NamingException,
     NotAllowedException,
+    NotFoundException,
+    PreconditionFailedException,
     ProducerBusyException,
     ProducerFencedException,
     PulsarError,
     ServerMetadataException,
     SubscriptionBusyException,
 )
+from pulsarlab.errors import MethodNotAllowedException as MethodNotAllowedException  # re-exported (idem)
 from pulsarlab.event_catalogue import broker as ev
 from pulsarlab.event_catalogue.redelivery import REDELIVER_IDS
 from pulsarlab.managed_ledger.entry_cache import EntryCacheManager
@@ -54,38 +60,16 @@ from pulsarlab.managed_ledger.ledger import LedgerIdAllocator
 from pulsarlab.managed_ledger.position import EARLIEST, LATEST, Position
 from pulsarlab.managed_ledger.retention import RetentionPolicies
 from pulsarlab.protocol.acks import AckCommand
+from pulsarlab.protocol.handles import ConsumerConnection
 from pulsarlab.protocol.producer_access import ProducerAccessMode
 from pulsarlab.protocol.server_errors import ServerError
 from pulsarlab.protocol.subscription import ConsumerKeySharedPolicy, ConsumerType, InitialPosition, KeySharedMode
 
 if TYPE_CHECKING:
     from pulsarlab.broker.consumer import Consumer
+    from pulsarlab.broker.subscription import PersistentSubscription
     from pulsarlab.lab import Lab
-
-
-class NotFoundException(PulsarError):
-    java_class = "org.apache.pulsar.client.admin.PulsarAdminException$NotFoundException"
-
-
-class ConflictException(PulsarError):
-    java_class = "org.apache.pulsar.client.admin.PulsarAdminException$ConflictException"
-
-
-class PreconditionFailedException(PulsarError):
-    java_class = "org.apache.pulsar.client.admin.PulsarAdminException$PreconditionFailedException"
-
-
-class BadRequestException(PulsarError):
-    """What pulsar-admin raises for a 400 answer (a `PulsarAdminException` caused by JAX-RS's `BadRequestException`),
-    e.g. an invalid retention policy."""
-
-    java_class = "org.apache.pulsar.client.admin.PulsarAdminException"
-
-
-class MethodNotAllowedException(PulsarError):
-    """An admin operation Pulsar refuses for this kind of resource (HTTP 405)."""
-
-    java_class = "org.apache.pulsar.client.admin.PulsarAdminException$NotAllowedException"
+    from pulsarlab.messages import EntryData
 
 
 def normalize_topic(name: str) -> str:
@@ -140,6 +124,25 @@ def client_error_code(error: BaseException) -> ServerError:
     if isinstance(error, IllegalArgumentException) and str(error).startswith("Invalid topic"):
         return ServerError.InvalidTopicName
     return ServerError.UnknownError
+
+
+def default_retention(config: dict[str, Any]) -> RetentionPolicies:
+    """The broker's ``defaultRetentionTimeInMinutes`` / ``defaultRetentionSizeInMB``: the retention of a topic whose
+    namespace sets none."""
+    return RetentionPolicies(config.get("defaultRetentionTimeInMinutes", 0), config.get("defaultRetentionSizeInMB", 0))
+
+
+def position_after_publish_time(topic: PersistentTopic, publish_time: int) -> Position:
+    """`PersistentMessageFinder`: the position after the newest entry published before ``publish_time``
+    (`MessageImpl.isEntryPublishedEarlierThan` is ``entryTimestamp < timestamp``), so an entry published in that
+    very millisecond is read again."""
+    ml = topic.ledger
+    for info in reversed(list(ml.ledgers)):
+        entries = ml.entries_of(info.ledger_id)
+        for e in range(len(entries) - 1, -1, -1):
+            if entries[e].metadata.publish_time < publish_time:
+                return Position(info.ledger_id, e + 1)
+    return ml.first_position()
 
 
 def message_id_position(ledger: int, entry: int) -> Position:
@@ -197,6 +200,7 @@ class BrokerService:
             self.config, self.profile, self.scheduler, self.bucket_snapshot_storage, self.events
         )
         self.restarts = 0
+        self.producers = ProducerRegistry(self.events, self.scheduler)
         self.topics: dict[str, PersistentTopic] = {}
         self.non_persistent_topics: dict[str, NonPersistentTopic] = {}  # apart: nothing stored to show or restart
         self.partitioned: dict[str, int] = {}
@@ -206,7 +210,7 @@ class BrokerService:
         self._next_subscription = 0
         self._next_topic = 0
         self.tenancy = Tenancy.standalone(STANDALONE_CLUSTER)
-        self.retention_policies("public/default").validate()  # the broker's defaults: refused at start, not per topic
+        default_retention(self.config).validate()  # the broker's defaults: refused at start, not per topic
         self.inactivity_monitor = InactivityMonitor(self)
 
     def restart(self) -> RestartReport:
@@ -231,37 +235,24 @@ class BrokerService:
         """A registered namespace (``public/default`` from the start, others once created)."""
         return namespace in self.tenancy.namespaces
 
-    def deduplication_enabled(self, namespace: str) -> bool:
-        """The namespace's ``deduplicationEnabled``, else the broker's ``brokerDeduplicationEnabled``."""
+    def apply_namespace_policies(self, topic: PersistentTopic) -> None:
+        """A topic follows its namespace's policies (else the broker's defaults): ``deduplicationEnabled`` (else
+        ``brokerDeduplicationEnabled``) and the retention (else ``defaultRetention*``,
+        `BrokerService.getManagedLedgerConfig`), which its ledger then keeps (``topic.ledger.retention``); called when
+        the topic is created and, by the admin resources (`pulsarlab.broker.admin`), when a policy changes."""
+        namespace = namespace_of(topic.name)
         policies = self.tenancy.namespaces.get(namespace)
         if policies is not None and policies.deduplication_enabled is not None:
-            return policies.deduplication_enabled
-        return bool(self.config.get("brokerDeduplicationEnabled", False))
-
-    def _apply_deduplication(self, topic: PersistentTopic) -> None:
-        on = self.deduplication_enabled(namespace_of(topic.name))
+            on = policies.deduplication_enabled
+        else:
+            on = bool(self.config.get("brokerDeduplicationEnabled", False))
         topic.deduplication = topic.dedup_state if on else None
-
-    def retention_policies(self, namespace: str) -> RetentionPolicies:
-        """The retention a topic of the namespace follows: the namespace's policy, else the broker's defaults
-        (`BrokerService.getManagedLedgerConfig`)."""
-        policies = self.tenancy.namespaces.get(namespace)
-        if policies is not None and policies.retention_policies is not None:
-            return policies.retention_policies
-        return RetentionPolicies(
-            self.config.get("defaultRetentionTimeInMinutes", 0), self.config.get("defaultRetentionSizeInMB", 0)
-        )
-
-    def topic_retention(self, name: str) -> RetentionPolicies:
-        """The retention a topic (by name) follows."""
-        return self.retention_policies(namespace_of(name))
-
-    def _apply_retention(self, topic: PersistentTopic) -> None:
         ledger = getattr(topic, "ledger", None)  # a non-persistent topic stores nothing
         if ledger is not None:
-            ledger.set_retention(self.retention_policies(namespace_of(topic.name)))
+            retention = policies.retention_policies if policies is not None else None
+            ledger.set_retention(retention if retention is not None else default_retention(self.config))
 
-    def _check_namespace(self, name: str) -> None:
+    def check_namespace(self, name: str) -> None:
         """A topic is only created in a registered namespace (``TopicNotFound`` on the wire)."""
         if namespace_of(name) not in self.tenancy.namespaces:
             raise NotFoundException("Namespace does not exist")
@@ -293,11 +284,6 @@ class BrokerService:
             out.extend(n for n in self.non_persistent_topics if n.startswith(prefix))
         return sorted(out)
 
-    def partitioned_topics_of_namespace(self, namespace: str) -> list[str]:
-        """``pulsar-admin topics list-partitioned-topics``: the partitioned topics of the namespace, sorted."""
-        prefix = f"persistent://{namespace}/"
-        return sorted(n for n in self.partitioned if n.startswith(prefix))
-
     def existing_topic(self, name: str) -> PersistentTopic:
         """The topic (or partition) of a normalised name, without auto-creation; NotFoundException if absent."""
         t = self._topic_map(name).get(name)
@@ -305,35 +291,17 @@ class BrokerService:
             raise NotFoundException("Topic not found")
         return t
 
-    def subscriptions_of(self, name: str) -> list[str]:
-        """``pulsar-admin topics subscriptions``: a topic's subscriptions (the union over the partitions of a
-        partitioned topic, sorted)."""
-        if name in self.partitioned:
-            subs: set[str] = set()
-            for partition in self._partitions_or_self(name):
-                if partition in self.topics:  # a partition deleted for inactivity is created again on use
-                    subs.update(self.topics[partition].subscriptions)
-            return sorted(subs)
-        return list(self.existing_topic(name).subscriptions)
-
-    def topic_stats(self, name: str) -> dict[str, Any]:
-        """``pulsar-admin topics stats`` (`TopicStatsImpl`) of a topic or partition."""
-        return self.existing_topic(name).stats()
-
-    def topic_stats_internal(self, name: str) -> dict[str, Any]:
-        """``pulsar-admin topics stats-internal`` (`PersistentTopicInternalStats`) of a topic or partition."""
-        return self.existing_topic(name).stats_internal()
-
-    def _create_topic(self, name: str, partitions: int = 0) -> PersistentTopic:
-        self._check_namespace(name)
+    def create_topic(self, name: str) -> PersistentTopic:
+        """Load a new topic (or partition) of a normalised name in a registered namespace, with its namespace's
+        policies (`BrokerService.createPersistentTopic`)."""
+        self.check_namespace(name)
         kind = NonPersistentTopic if name.startswith("non-persistent://") else PersistentTopic
         topic = kind(self, name, self._next_topic)
-        self._apply_deduplication(topic)
-        self._apply_retention(topic)
+        self.apply_namespace_policies(topic)
         self._next_topic += 1
         self._topic_map(name)[name] = topic
         if self.events.enabled:
-            self.events.append(ev.TOPIC_CREATED, self.scheduler.now(), topic=topic.id, name=name, partitions=partitions)
+            self.events.append(ev.TOPIC_CREATED, self.scheduler.now(), topic=topic.id, name=name, partitions=0)
         return topic
 
     def ensure_topic(self, name: str) -> int:
@@ -341,7 +309,7 @@ class BrokerService:
         if name in self.partitioned:
             return self.partitioned[name]
         if name not in self._topic_map(name):
-            self._create_topic(name)
+            self.create_topic(name)
         return 0
 
     def get_topic(self, name: str) -> PersistentTopic:
@@ -349,49 +317,24 @@ class BrokerService:
         if topic is None:
             if name in self.partitioned:
                 raise PreconditionFailedException(f"{name} is a partitioned topic; use one of its partitions")
-            topic = self._create_topic(name)
+            topic = self.create_topic(name)
         return topic
 
-    def create_partitioned_topic(self, name: str, partitions: int) -> None:
-        if not isinstance(partitions, int) or isinstance(partitions, bool) or partitions <= 0:
-            raise PreconditionFailedException("The number of partitions must be more than 0")
-        if name in self.partitioned or name in self.topics:
-            raise ConflictException("This topic already exists")
-        if partition_index_of(name) >= 0:
-            raise PreconditionFailedException("Partitioned Topic Name should not contain '-partition-'")
-        self._check_namespace(name)
-        self.partitioned[name] = partitions
-        if self.events.enabled:
-            self.events.append(ev.TOPIC_CREATED, self.scheduler.now(), topic=-1, name=name, partitions=partitions)
-        for i in range(partitions):
-            self._create_topic(f"{name}-partition-{i}")
-
-    def create_non_partitioned_topic(self, name: str) -> None:
-        if name in self.partitioned or name in self.topics:
-            raise ConflictException("This topic already exists")
-        self._create_topic(name)
-
-    def _partitions_or_self(self, name: str) -> list[str]:
+    def partitions_or_self(self, name: str) -> list[str]:
+        """The partitions of a partitioned topic, else the name itself."""
         n = self.partitioned.get(name, 0)
         return [f"{name}-partition-{i}" for i in range(n)] if n else [name]
 
-    def _refuse_if_in_use(self, topic: PersistentTopic) -> None:
-        """`PersistentTopic.delete` without force: a topic with producers or connected consumers stays."""
-        if topic.producers or any(sub.consumers() for sub in topic.subscriptions.values()):
-            raise PreconditionFailedException("Topic has active producers/subscriptions")
-
-    def _drop_topic(self, topic: PersistentTopic) -> None:
+    def remove_topic(self, topic: PersistentTopic, *, drop_schema: bool = False) -> None:
+        """A deleted topic: its subscriptions deleted, the topic dropped, its ledgers deleted
+        (`PersistentTopic.delete`, `BrokerService.removeTopicFromCache`); ``drop_schema``: its schema too (as
+        `PersistentTopic.checkGC` deletes an inactive non-partitioned topic's)."""
         for sub in list(topic.subscriptions):
             topic.delete_subscription(sub)
         del self._topic_map(topic.name)[topic.name]
         if isinstance(topic, PersistentTopic):
             topic.ledger.delete_storage()
-
-    def drop_inactive_topic(self, topic: PersistentTopic) -> None:
-        """`PersistentTopic.checkGC`'s delete: the topic with its subscriptions, storage and (unless it is a
-        partition) schema."""
-        self._drop_topic(topic)
-        if topic.partition_index < 0:
+        if drop_schema:
             self.schemas.delete(topic.name)
 
     def drop_partitioned_metadata_if_empty(self, partition: str) -> None:
@@ -399,90 +342,23 @@ class BrokerService:
         partitions is left."""
         name = partition[: partition.rindex("-partition-")]
         n = self.partitioned.get(name)
-        if n is not None and not any(p in self.topics for p in self._partitions_or_self(name)):
+        if n is not None and not any(p in self.topics for p in self.partitions_or_self(name)):
             del self.partitioned[name]
             self.schemas.delete(name)
-
-    def delete_topic(self, name: str) -> None:
-        """``pulsar-admin topics delete``: a non-partitioned topic (or one partition) with its subscriptions;
-        refused while it has producers or connected consumers (no ``force`` in the model)."""
-        topic = self.existing_topic(name)
-        self._refuse_if_in_use(topic)
-        self._drop_topic(topic)
-
-    def delete_partitioned_topic(self, name: str) -> None:
-        """``pulsar-admin topics delete-partitioned-topic``: the metadata and every partition, refused while
-        any partition is in use."""
-        if name not in self.partitioned:
-            raise NotFoundException("Partitioned topic does not exist")
-        parts = [self.topics[p] for p in self._partitions_or_self(name) if p in self.topics]
-        for topic in parts:
-            self._refuse_if_in_use(topic)
-        for topic in parts:
-            self._drop_topic(topic)
-        del self.partitioned[name]
-
-    def update_partitions(self, name: str, partitions: int) -> None:
-        """``pulsar-admin topics update-partitioned-topic``: more partitions only (new ones start empty)."""
-        if name not in self.partitioned:
-            raise NotFoundException("Partitioned topic does not exist")
-        if not isinstance(partitions, int) or isinstance(partitions, bool) or partitions <= 0:
-            raise PreconditionFailedException("The number of partitions must be more than 0")
-        current = self.partitioned[name]
-        if partitions <= current:
-            raise ConflictException(
-                f"Number of partitions can only be increased, current {current}, requested {partitions}"
-            )
-        for i in range(current, partitions):
-            self._create_topic(f"{name}-partition-{i}")
-        self.partitioned[name] = partitions
-
-    def create_subscription(self, name: str, subscription: str, position: Position | tuple[int, int]) -> None:
-        """``pulsar-admin topics create-subscription``: a durable subscription at ``position`` (earliest,
-        latest or an entry; on every partition of a partitioned topic); 409 if it exists."""
-        if not subscription:
-            raise PreconditionFailedException("Subscription name is not valid")
-        if isinstance(position, tuple):
-            position = message_id_position(*position)
-        topics = [self.existing_topic(p) for p in self._partitions_or_self(name)]
-        if any(subscription in t.subscriptions for t in topics):
-            raise ConflictException("Subscription already exists for topic")
-        for t in topics:
-            initial = InitialPosition.Earliest.name if position == EARLIEST else InitialPosition.Latest.name
-            sub = t.get_or_create_subscription(subscription, initial)
-            if position not in (EARLIEST, LATEST):
-                sub.cursor.reset_cursor(position)
-
-    def delete_subscription(self, name: str, subscription: str, force: bool = False) -> None:
-        """``pulsar-admin topics unsubscribe``: refused while consumers are connected unless ``force``, which
-        disconnects them first (a real client then re-subscribes, as with Pulsar)."""
-        topics = [self.existing_topic(p) for p in self._partitions_or_self(name)]
-        subs = [t.subscriptions[subscription] for t in topics if subscription in t.subscriptions]
-        if not subs:
-            raise NotFoundException("Subscription not found")
-        if not force and any(s.consumers() for s in subs):
-            raise PreconditionFailedException("Subscription has active connected consumers")
-        for s in subs:
-            for c in list(s.consumers()):
-                self._close_consumer(c, "subscription deleted")
-                closed = getattr(c.cnx, "closed_by_broker", None)
-                if closed is not None:
-                    closed()
-            self._delete_subscription_if_present(s.topic.name, s.name)
 
     # --- schemas -------------------------------------------------------------------------------
     def add_schema(self, topic: str, schema: SchemaData) -> int:
         """A producer's schema (PRODUCER, GET_OR_CREATE_SCHEMA): its version on the topic, stored if new and
         compatible, else `IncompatibleSchemaException` (`schema_registry`)."""
-        self._check_namespace(topic)
+        self.check_namespace(topic)
         return self.schemas.put_if_absent(topic, schema)
 
     def check_consumer_schema(self, topic: str, schema: SchemaData) -> None:
         """A consumer's schema (SUBSCRIBE): compatible with the topic's, or the topic's first if it is idle (no
         producers, no connected consumers, no entries)."""
-        self._check_namespace(topic)
+        self.check_namespace(topic)
         idle = True
-        for name in self._partitions_or_self(topic):
+        for name in self.partitions_or_self(topic):
             t = self.topics.get(name)
             if t is not None and (
                 t.producers
@@ -496,225 +372,27 @@ class BrokerService:
         """GET_SCHEMA (``pulsar-admin schemas get``): ``(version, schema)``, the latest without ``version``."""
         return self.schemas.get(topic, version)
 
-    # --- compaction ----------------------------------------------------------------------------
-    def compact(self, name: str) -> None:
-        """``pulsar-admin topics compact`` (every partition of a partitioned topic): runs at once
-        (`compaction.compact`); 409 "Compaction already in progress" cannot happen in the model."""
-        retain = bool(self.config.get("topicCompactionRetainNullKey", False))
-        for t in [self.existing_topic(p) for p in self._partitions_or_self(name)]:
-            t.compaction_status = CompactionStatus.RUNNING
-            try:
-                t.compacted = compact_topic(t, retain)
-            except Exception:
-                t.compaction_status = CompactionStatus.ERROR
-                raise
-            t.compaction_status = CompactionStatus.SUCCESS
-            t.compaction_succeeded_at = self.scheduler.now_ms
-            t.ledger.hold(COMPACTION_SUBSCRIPTION, t.compacted.horizon)  # the compactor's cursor acks to the horizon
-
-    def compaction_status(self, name: str) -> dict[str, str]:
-        """``pulsar-admin topics compaction-status``: `LongRunningProcessStatus` as JSON (``status``,
-        ``lastError``); over the partitions of a partitioned topic, the least advanced one."""
-        order = [CompactionStatus.ERROR, CompactionStatus.NOT_RUN, CompactionStatus.RUNNING, CompactionStatus.SUCCESS]
-        states = [self.existing_topic(p).compaction_status for p in self._partitions_or_self(name)]
-        status = min(states, key=order.index)
-        return {"status": status.value, "lastError": ""}
-
-    # --- tenants and namespaces (admin) -------------------------------------------------------
-    def known_namespaces(self) -> set[str]:
-        """Registered namespaces and every namespace a topic lives in (``tenant/ns``)."""
-        out = set(self.tenancy.namespaces)
-        for name in (*self.topics, *self.partitioned):
-            tenant, namespace = name.split("://", 1)[1].split("/")[:2]
-            out.add(f"{tenant}/{namespace}")
-        return out
-
-    def known_tenants(self) -> set[str]:
-        return set(self.tenancy.tenants) | {ns.split("/")[0] for ns in self.known_namespaces()}
-
-    def create_tenant(
-        self, tenant: str, admin_roles: Sequence[str] = (), allowed_clusters: Sequence[str] = (STANDALONE_CLUSTER,)
-    ) -> None:
-        """``pulsar-admin tenants create`` (`TenantsBase.createTenant`)."""
-        clusters = list(allowed_clusters)
-        if not clusters or any(not isinstance(c, str) or not c.strip() for c in clusters):
-            raise PreconditionFailedException("Clusters can not be empty")
-        if any(c != STANDALONE_CLUSTER for c in clusters):
-            raise PreconditionFailedException(f"Clusters do not exist: {sorted(set(clusters) - {STANDALONE_CLUSTER})}")
-        if not valid_name(tenant):
-            raise PreconditionFailedException("Tenant name is not valid")
-        if tenant in self.known_tenants():
-            raise ConflictException("Tenant already exist")
-        self.tenancy.tenants[tenant] = TenantInfo(tuple(admin_roles), tuple(clusters))
-
-    def tenant_info(self, tenant: str) -> TenantInfo:
-        """``pulsar-admin tenants get``; a tenant known only from its topics has the standalone cluster."""
-        info = self.tenancy.tenants.get(tenant)
-        if info is not None:
-            return info
-        if tenant in self.known_tenants():
-            return TenantInfo((), (STANDALONE_CLUSTER,))
-        raise NotFoundException("Tenant does not exist")
-
-    def delete_tenant(self, tenant: str) -> None:
-        """``pulsar-admin tenants delete`` (no ``force``): refused while the tenant has namespaces."""
-        if tenant not in self.known_tenants():
-            raise NotFoundException("Tenant doesn't exist")
-        if any(ns.split("/")[0] == tenant for ns in self.known_namespaces()):
-            raise ConflictException("The tenant still has active namespaces")
-        self.tenancy.tenants.pop(tenant, None)
-
-    def create_namespace(self, namespace: str) -> None:
-        """``pulsar-admin namespaces create`` (`NamespacesBase.internalCreateNamespace`)."""
-        parts = namespace.split("/") if isinstance(namespace, str) else []
-        if len(parts) != 2 or not all(valid_name(p) for p in parts):
-            raise PreconditionFailedException("Namespace name is not valid")
-        if parts[0] not in self.known_tenants():
-            raise NotFoundException("Tenant does not exist")
-        if namespace in self.known_namespaces():
-            raise ConflictException("Namespace already exists")
-        self.tenancy.namespaces[namespace] = NamespacePolicies()
-
-    def delete_namespace(self, namespace: str) -> None:
-        """``pulsar-admin namespaces delete`` (no ``force``): refused while it has topics."""
-        if namespace not in self.known_namespaces():
-            raise NotFoundException("Namespace does not exist")
-        if self.topics_of_namespace(namespace) or self.partitioned_topics_of_namespace(namespace):
-            raise ConflictException("Cannot delete non empty namespace")
-        self.tenancy.namespaces.pop(namespace, None)
-
-    def _namespace_policies(self, namespace: str) -> NamespacePolicies:
-        if namespace not in self.known_namespaces():
-            raise NotFoundException("Namespace does not exist")
-        return self.tenancy.namespaces.setdefault(namespace, NamespacePolicies())
-
-    def deduplication(self, namespace: str) -> bool | None:
-        """``namespaces get-deduplication``: the namespace's ``deduplicationEnabled`` (None: not set)."""
-        return self._namespace_policies(namespace).deduplication_enabled
-
-    def set_deduplication(self, namespace: str, enabled: bool | None) -> None:
-        """``namespaces set-deduplication`` (True/False) or ``remove-deduplication`` (None)."""
-        if enabled is not None and not isinstance(enabled, bool):
-            raise IllegalArgumentException(f"deduplication is true, false or None, not {enabled!r}")
-        self._namespace_policies(namespace).deduplication_enabled = enabled
-        prefix = f"persistent://{namespace}/"
-        for name, topic in self.topics.items():  # the topics follow at once
-            if name.startswith(prefix):
-                self._apply_deduplication(topic)
-
-    def retention(self, namespace: str) -> RetentionPolicies | None:
-        """``namespaces get-retention``: the namespace's `RetentionPolicies` (None: not set)."""
-        return self._namespace_policies(namespace).retention_policies
-
-    def set_retention(self, namespace: str, policy: RetentionPolicies | None) -> None:
-        """``namespaces set-retention`` (a policy) or ``remove-retention`` (None; `NamespacesBase.internalSetRetention`
-        with null): validated as `validateRetentionPolicies` does (BadRequestException with Pulsar's text); the
-        namespace's topics follow at once, and their next trim applies it."""
-        if policy is not None:
-            if not isinstance(policy, RetentionPolicies):
-                raise BadRequestException(f"Invalid retention policy: {policy!r}")
-            try:
-                policy.validate()
-            except ValueError as e:
-                raise BadRequestException(str(e)) from None
-        self._namespace_policies(namespace).retention_policies = policy
-        prefix = f"persistent://{namespace}/"
-        for name, topic in self.topics.items():
-            if name.startswith(prefix):
-                self._apply_retention(topic)
-
-    # --- subscription cursor moves (admin) ----------------------------------------------------
-    def _subscriptions_named(self, name: str, subscription: str) -> list[Any]:
-        """The subscription on the topic, or on each partition of a partitioned topic that has it."""
-        topics = [self.existing_topic(p) for p in self._partitions_or_self(name)]
-        subs = [t.subscriptions[subscription] for t in topics if subscription in t.subscriptions]
-        if not subs:
-            raise NotFoundException("Subscription not found")
-        return subs
-
-    def skip_messages(self, name: str, subscription: str, n: int) -> None:
-        """``topics skip`` (`PersistentSubscription.skipMessages`): the next ``n`` unacknowledged entries are
-        acknowledged; consumers stay connected. Refused on a partitioned topic, as Pulsar does."""
-        if name in self.partitioned:
-            raise MethodNotAllowedException("Skip messages on a partitioned topic is not allowed")
-        if not isinstance(n, int) or isinstance(n, bool) or n < 0:
-            raise PreconditionFailedException(f"The number of messages to skip must be >= 0, got {n!r}")
-        for sub in self._subscriptions_named(name, subscription):
-            sub.cursor.skip_entries(n)
-
-    def skip_all(self, name: str, subscription: str) -> None:
-        """``topics clear-backlog`` / ``skip-all`` (`PersistentSubscription.clearBacklog`): everything published
-        so far is acknowledged (on every partition of a partitioned topic), and the dispatcher drops its delayed
-        messages (`clearDelayedMessages`: a bucket tracker deletes its snapshots and their cursor properties)."""
-        for sub in self._subscriptions_named(name, subscription):
-            sub.cursor.clear_backlog()
-            clear_delayed = getattr(sub.dispatcher, "clear_delayed_messages", None)  # Shared and Key_Shared only
-            if clear_delayed is not None:
-                clear_delayed()
-
-    def expire_messages(self, name: str, subscription: str, seconds: int) -> None:
-        """``topics expire-messages`` (`PersistentMessageExpiryMonitor.expireMessages`): the mark-delete position
-        moves to the newest entry whose publish time is more than ``seconds`` before now (lab clock)."""
-        if not isinstance(seconds, int) or isinstance(seconds, bool) or seconds < 0:
-            raise PreconditionFailedException(f"The expiry time must be >= 0 seconds, got {seconds!r}")
-        now = self.scheduler.now()
-        for sub in self._subscriptions_named(name, subscription):
-            cursor = sub.cursor
-            found = self._newest_published_before(sub.topic, now - seconds * 1000, cursor.mark_delete_position)
-            if found is not None:
-                cursor.advance_mark_delete(found)
-
-    @staticmethod
-    def _newest_published_before(topic: PersistentTopic, cutoff: int, after: Position) -> Position | None:
-        """The newest entry after ``after`` with ``publish_time + ttl < now`` (`MessageImpl.isEntryExpired`)."""
-        ml = topic.ledger
-        stop = (after.ledger_id, after.entry_id)
-        for info in reversed(list(ml.ledgers)):
-            if info.ledger_id < after.ledger_id:
-                break
-            entries = ml.entries_of(info.ledger_id)
-            for e in range(len(entries) - 1, -1, -1):
-                if (info.ledger_id, e) <= stop:
-                    return None
-                if entries[e].metadata.publish_time < cutoff:
-                    return ml.position_of(info.ledger_id, e)
-        return None
-
-    def _reset_subscription(self, sub: Any, position: Position, reason: str = "reset cursor") -> Position:
-        """`PersistentSubscription.resetCursor`: consumers are disconnected (a real client re-subscribes), the
-        cursor reads again from ``position``; ``reason`` is the consumers' close reason ("seek" for a client's
-        seek)."""
+    # --- what the admin resources ask of the subscriptions ---------------------------------------
+    def disconnect_consumers(self, sub: PersistentSubscription, reason: str) -> None:
+        """Every consumer of the subscription closed by the broker (``reason`` is their close reason) and its
+        connection told (``cnx.closed_by_broker()``: a real client re-subscribes)."""
         for c in list(sub.consumers()):
             self._close_consumer(c, reason)
             closed = getattr(c.cnx, "closed_by_broker", None)
             if closed is not None:
                 closed()
+
+    def reset_subscription(
+        self, sub: PersistentSubscription, position: Position, reason: str = "reset cursor"
+    ) -> Position:
+        """`PersistentSubscription.resetCursor`: consumers are disconnected (a real client re-subscribes), the
+        cursor reads again from ``position``; ``reason`` is the consumers' close reason ("seek" for a client's
+        seek)."""
+        self.disconnect_consumers(sub, reason)
         read = sub.cursor.reset_cursor(position)
         if sub.dispatcher is not None:
             sub.dispatcher.on_cursor_rewound()
         return read
-
-    def reset_cursor_to_time(self, name: str, subscription: str, timestamp: int) -> None:
-        """``topics reset-cursor --time``: each partition's subscription reads again from the first entry
-        published at or after ``timestamp`` (lab clock, ms)."""
-        if not isinstance(timestamp, int) or isinstance(timestamp, bool):
-            raise PreconditionFailedException(f"The timestamp must be an integer (ms), got {timestamp!r}")
-        for sub in self._subscriptions_named(name, subscription):
-            self._reset_subscription(sub, self._position_after_publish_time(sub.topic, timestamp))
-
-    def reset_cursor_to_position(
-        self, name: str, subscription: str, message_id: tuple[int, int], excluded: bool = False
-    ) -> None:
-        """``topics reset-cursor --messageId``: read again from the message id (``excluded``: from the entry
-        after it). Refused on a partitioned topic (reset one of its partitions)."""
-        if name in self.partitioned:
-            raise MethodNotAllowedException("Reset-cursor at position is not allowed for partitioned-topic")
-        position = message_id_position(*message_id)
-        for sub in self._subscriptions_named(name, subscription):
-            target = position
-            if excluded and position not in (EARLIEST, LATEST):
-                target = sub.topic.ledger.next_valid_position(position)
-            self._reset_subscription(sub, target)
 
     # --- SEND ----------------------------------------------------------------------------------
     def register_producer(
@@ -726,18 +404,31 @@ class BrokerService:
         *,
         access_mode: ProducerAccessMode = ProducerAccessMode.Shared,
         topic_epoch: int | None = None,
-        on_ready: Any = None,
-        on_fenced: Any = None,
+        on_ready: Callable[[ProducerHandle], None] | None = None,
+        on_fenced: Callable[[ProducerHandle, str], None] | None = None,
+        created_on: str | None = None,
+        batching: bool | None = None,
     ) -> ProducerHandle:
         """PRODUCER; with ``initial_subscription`` (CommandProducer's ``initial_subscription_name``) that
         subscription is created at the earliest position of the topic if it does not exist yet. The access mode
         may refuse it (``ProducerBusy`` / ``ProducerFenced``) or queue it (``WaitForExclusive``: the handle is
         not ``ready`` until ``on_ready(handle)``); a producer fenced out later hears ``on_fenced(handle,
         reason)`` (`producer_access`). ``handle.topic.last_published_sequence_id(name)`` is what
-        PRODUCER_SUCCESS reports (deduplication)."""
-        handle = self.get_topic(topic).add_producer(producer_id, name, access_mode, topic_epoch, on_ready, on_fenced)
+        PRODUCER_SUCCESS reports (deduplication). The broker logs the producer's creation and, when it is
+        unregistered or fenced out, its close (`producers.ProducerRegistry`): ``created_on`` is the topic the
+        application created it on when that is not ``topic`` (the in-process client's partitioned producer), and
+        ``batching`` whether it batches, as its client says (None: not told, as on the wire)."""
+        registry = self.producers
+
+        def fenced(handle: ProducerHandle, reason: str) -> None:
+            registry.removed(handle)
+            if on_fenced is not None:
+                on_fenced(handle, reason)
+
+        handle = self.get_topic(topic).add_producer(producer_id, name, access_mode, topic_epoch, on_ready, fenced)
         if initial_subscription:
             handle.topic.get_or_create_subscription(initial_subscription, InitialPosition.Earliest.name)
+        registry.added(handle, created_on, batching)
         return handle
 
     def create_initial_subscription(self, topic: str, subscription: str) -> None:
@@ -748,16 +439,18 @@ class BrokerService:
             self.get_topic(name).get_or_create_subscription(subscription, InitialPosition.Latest.name)
 
     def unregister_producer(self, handle: ProducerHandle) -> None:
+        """CLOSE_PRODUCER, or the producer's connection went."""
         handle.topic.remove_producer(handle)
+        self.producers.removed(handle)
 
-    def publish(self, handle: ProducerHandle, entry: Any, highest_sequence_id: int | None = None):
+    def publish(self, handle: ProducerHandle, entry: EntryData, highest_sequence_id: int | None = None) -> Position:
         """SEND: the entry's position, or ``-1:-1`` for a duplicate (deduplication)."""
         return handle.topic.publish(handle, entry, highest_sequence_id)
 
     # --- SUBSCRIBE -----------------------------------------------------------------------------
     def subscribe(
         self,
-        cnx: Any,
+        cnx: ConsumerConnection,
         *,
         consumer_id: int,
         topic: str,
@@ -816,7 +509,7 @@ class BrokerService:
     def _subscribe(
         self,
         t: PersistentTopic,
-        cnx: Any,
+        cnx: ConsumerConnection,
         consumer_id: int,
         subscription: str,
         sub_type: ConsumerType,
@@ -926,23 +619,10 @@ class BrokerService:
         if isinstance(position, tuple):
             position = message_id_position(*position)
         if publish_time is not None:
-            position = self._position_after_publish_time(sub.topic, publish_time)
+            position = position_after_publish_time(sub.topic, publish_time)
         if position is None:
             raise IllegalArgumentException("reset_cursor needs a position or a publish time")
-        return self._reset_subscription(sub, position, "seek")
-
-    @staticmethod
-    def _position_after_publish_time(topic: PersistentTopic, publish_time: int) -> Position:
-        """`PersistentMessageFinder`: the position after the newest entry published before ``publish_time``
-        (`MessageImpl.isEntryPublishedEarlierThan` is ``entryTimestamp < timestamp``), so an entry published in
-        that very millisecond is read again."""
-        ml = topic.ledger
-        for info in reversed(list(ml.ledgers)):
-            entries = ml.entries_of(info.ledger_id)
-            for e in range(len(entries) - 1, -1, -1):
-                if entries[e].metadata.publish_time < publish_time:
-                    return Position(info.ledger_id, e + 1)
-        return ml.first_position()
+        return self.reset_subscription(sub, position, "seek")
 
     def close_consumer(self, consumer: Consumer, reason: str = "closed") -> None:
         """CLOSE_CONSUMER (or the consumer's connection went): the consumer leaves its subscription, and a

@@ -7,7 +7,7 @@ models ``deduplicationEnabled`` (None: not set, the broker's ``brokerDeduplicati
 apply). Names are
 checked as `NamedEntity.checkName` does (letters, digits, ``_ - = : .``). Simplifies: one cluster; a standalone
 broker's ``public`` tenant and ``public/default`` namespace exist from the start; a topic is only created in a
-registered namespace (else ``TopicNotFound``, `BrokerService._check_namespace`).
+registered namespace (else ``TopicNotFound``, `BrokerService.check_namespace`).
 """
 
 from __future__ import annotations

@@ -85,6 +85,11 @@ class ProducerHandle:
         self.on_ready: Callable[["ProducerHandle"], None] | None = None
         self.on_fenced: Callable[["ProducerHandle", str], None] | None = None
 
+    def last_published_sequence_id(self) -> int:
+        """PRODUCER_SUCCESS' ``last_sequence_id`` for this producer's name (`last_published_sequence_id` of the
+        topic)."""
+        return self.topic.last_published_sequence_id(self.name)
+
     def fenced(self, reason: str) -> None:
         """Another producer fenced this one out (`Producer.close` from `ExclusiveWithFencing`)."""
         self.is_fenced = True

@@ -101,6 +101,7 @@ from pulsarlab.messages import ROW_ORDERING_KEY as _ROW_ORDERING_KEY
 from pulsarlab.messages import ROW_PARTITION_KEY as _ROW_PARTITION_KEY
 from pulsarlab.messages import ROW_PROPERTIES as _ROW_PROPERTIES
 from pulsarlab.protocol.acks import AckType
+from pulsarlab.protocol.handles import SubscribedConsumer
 from pulsarlab.protocol.subscription import ConsumerKeySharedPolicy, ConsumerType, InitialPosition
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -279,7 +280,7 @@ class _ConsumerImpl:
             events=lab.events if lab.events.enabled else None,
             consumer_name=parent._name,
         )
-        self.broker_consumer = None
+        self.broker_consumer: SubscribedConsumer | None = None
         self.chunk_tracker: ChunkedMessageTracker | None = None  # made at the first chunk
         self.chunked_ids: dict[MessageId, tuple[MessageId, ...]] = {}  # unAckedChunkedMessageIdSequenceMap
         self.nacks: NegativeAcksTracker | None = None  # created at the first negative ack

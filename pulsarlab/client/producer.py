@@ -69,6 +69,7 @@ from pulsarlab.event_catalogue import broker as ev
 from pulsarlab.event_catalogue.chunking import CHUNK_PUBLISHED, MESSAGE_TOO_BIG_EVENT, PRODUCER_CRASHED
 from pulsarlab.events import UNDECLARED
 from pulsarlab.ids import MessageId, trusted_message_id
+from pulsarlab.protocol.handles import RegisteredProducer
 from pulsarlab.protocol.producer_access import ProducerAccessMode
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -183,12 +184,12 @@ class _PartitionProducer:
         self.wire_timer = None
         self.handle = self._register(None)
         # ProducerImpl.handleCreateProducer: with no initial sequence id, continue the broker's (deduplication)
-        last = self.handle.topic.last_published_sequence_id(owner._name)
+        last = self.handle.last_published_sequence_id()
         if owner._initial_sequence_id == -1 and last >= 0:
             self.last_sequence_id_published = last
             self.next_sequence_id = last + 1
 
-    def _register(self, topic_epoch: int | None) -> Any:
+    def _register(self, topic_epoch: int | None) -> RegisteredProducer:
         owner = self.owner
         if owner._schema_data is not None:  # PRODUCER's schema: kept by the broker, or refused
             try:
@@ -204,6 +205,8 @@ class _PartitionProducer:
                 topic_epoch=topic_epoch,
                 on_ready=owner._got_topic,
                 on_fenced=owner._fenced_out,
+                created_on=owner._topic,
+                batching=owner._batching_enabled,
             )
         except BrokerProducerFenced as e:
             raise ProducerFenced(str(e)) from None
@@ -442,15 +445,6 @@ class Producer:
         self._check_size = self._check_size_java if java else self._check_size_cpp
         self._topic = lab.service.normalize(topic)
         partitions = lab.service.ensure_topic(self._topic)
-        if self._events.enabled:
-            self._events.append(
-                ev.PRODUCER_CREATED,
-                self._now(),
-                producer=self._id,
-                name=self._name,
-                topic=self._topic,
-                batching=self._batching_enabled,
-            )
         names = (
             [(self._topic, -1)] if partitions == 0 else [(f"{self._topic}-partition-{i}", i) for i in range(partitions)]
         )
@@ -538,11 +532,11 @@ class Producer:
     def is_connected(self) -> bool:
         return not self._closed and not self._fenced and not self._waiting
 
-    def _got_topic(self, handle: Any) -> None:
+    def _got_topic(self, handle: RegisteredProducer) -> None:
         """A ``WaitForExclusive`` partition producer got the topic (its second PRODUCER_SUCCESS)."""
         self._waiting = max(0, self._waiting - 1)
 
-    def _fenced_out(self, handle: Any, reason: str) -> None:
+    def _fenced_out(self, handle: RegisteredProducer, reason: str) -> None:
         """Another producer fenced this one out (``ExclusiveWithFencing``): later sends fail."""
         self._fenced = True
 
@@ -679,8 +673,6 @@ class Producer:
         self._closed = True
         for p in self._partitions:
             self._service.unregister_producer(p.handle)
-        if self._events.enabled:
-            self._events.append(ev.PRODUCER_CLOSED, self._now(), producer=self._id)
 
     def crash(self) -> None:
         """Lab extension: the producer's process dies. The open batch and the chunks not yet on the wire are

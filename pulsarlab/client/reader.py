@@ -98,8 +98,7 @@ class Reader:
         if consumer._queue:
             return True
         return any(
-            impl.broker_consumer is not None and impl.broker_consumer.subscription.cursor.has_more_entries()
-            for impl in consumer._all_impls
+            impl.broker_consumer is not None and impl.broker_consumer.has_more_entries() for impl in consumer._all_impls
         )
 
     def seek(self, messageid: Any) -> None:

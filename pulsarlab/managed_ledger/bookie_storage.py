@@ -33,7 +33,7 @@ class BookieStorage:
 
     def __init__(self, parent: str | os.PathLike[str] | None = None) -> None:
         self.path = Path(tempfile.mkdtemp(prefix="pulsarlab-bookie-", dir=parent))
-        self._ends: dict[int, array] = {}  # per ledger, the file offset where each stored entry ends
+        self._ends: dict[int, array[int]] = {}  # per ledger, the file offset where each stored entry ends
         self._finalizer = weakref.finalize(self, shutil.rmtree, str(self.path), True)
 
     def _file(self, ledger_id: int) -> str:

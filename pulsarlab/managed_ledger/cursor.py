@@ -95,7 +95,7 @@ def _next_set_bit(bits: int) -> int:
 
 def _initial_position_name(value: Any) -> str:
     name = getattr(value, "name", value)
-    if name in ("Latest", "Earliest"):
+    if isinstance(name, str) and name in ("Latest", "Earliest"):
         return name
     raise IllegalArgumentException(f"initial position must be 'Latest' or 'Earliest', got {value!r}")
 
@@ -470,7 +470,7 @@ class ManagedCursor:
                 sid = self._event_sid(log)
                 new_l, new_e = new.ledger_id, new.entry_id
                 append_row = log.append_row
-                for l, e in acked:  # type: ignore[union-attr]
+                for l, e in acked:
                     if l > new_l or (l == new_l and e > new_e):
                         append_row(INDIVIDUALLY_DELETED, now, sid, l, e, UNDECLARED, UNDECLARED, UNDECLARED)
             if new is not md:
@@ -684,7 +684,9 @@ class ManagedCursor:
     def is_closed(self) -> bool:
         return self._closed
 
-    def _persisted_state(self) -> tuple[Position, dict[str, int], list[tuple[int, int, int, int]], dict]:
+    def _persisted_state(
+        self,
+    ) -> tuple[Position, dict[str, int], list[tuple[int, int, int, int]], dict[tuple[int, int], int]]:
         """What a graceful close persists: mark-delete, properties, ranges and ack sets up to the limits."""
         config = self._ledger.config
         max_ranges = config.get("managedLedgerMaxUnackedRangesToPersist", DEFAULT_MAX_UNACKED_RANGES_TO_PERSIST)
@@ -693,7 +695,7 @@ class ManagedCursor:
             ranges.append(raw)
             if len(ranges) > max_ranges:  # Java stops after adding range max + 1
                 break
-        batch: dict = {}
+        batch: dict[tuple[int, int], int] = {}
         if self._batch:
             max_batch = config.get(
                 "managedLedgerMaxBatchDeletedIndexToPersist", DEFAULT_MAX_BATCH_DELETED_INDEX_TO_PERSIST
@@ -703,7 +705,11 @@ class ManagedCursor:
         return self.mark_delete_position, dict(self.properties), ranges, batch
 
     def _recover(
-        self, position: Position, properties: dict[str, int], ranges: list[tuple[int, int, int, int]], batch: dict
+        self,
+        position: Position,
+        properties: dict[str, int],
+        ranges: list[tuple[int, int, int, int]],
+        batch: dict[tuple[int, int], int],
     ) -> None:
         """`recover` + `recoveredCursor`: rebuild the cursor from its persisted state after a reload."""
         ml = self._ledger

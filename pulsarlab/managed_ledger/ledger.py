@@ -42,9 +42,9 @@ returns new, equal `EntryData` objects, so the many stored entries stay out of t
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 from pulsarlab.clock import Scheduler
 from pulsarlab.date_format import format_timestamp
@@ -114,6 +114,7 @@ def _config_int(config: dict[str, Any], key: str, default: int, minimum: int) ->
 
 
 _from_stored = EntryData.from_stored
+StoredEntry = tuple[Any, ...]  # an entry in `EntryData.stored` form
 _BLOCK = 1024  # stored entries per block
 _CACHE_BLOCK = 128  # with bookie storage: entries per block, the unit that leaves the entry cache
 
@@ -129,8 +130,8 @@ class _StoredEntries:
     __slots__ = ("blocks", "tail", "count", "size", "first_block", "evicted", "block_bytes", "bookie", "ledger_id")
 
     def __init__(self, bookie: BookieStorage | None = None, ledger_id: int = -1) -> None:
-        self.blocks: list[tuple] = []
-        self.tail: list[tuple] = []
+        self.blocks: list[tuple[StoredEntry, ...]] = []
+        self.tail: list[StoredEntry] = []
         self.count = 0  # len(): read as an attribute on the per-entry paths (no call)
         self.size = _BLOCK if bookie is None else _CACHE_BLOCK  # entries per block
         self.first_block = 0  # the block blocks[0] is (the ones before it are in bookie storage)
@@ -139,7 +140,7 @@ class _StoredEntries:
         self.bookie = bookie
         self.ledger_id = ledger_id
 
-    def append(self, stored: tuple) -> None:
+    def append(self, stored: StoredEntry) -> None:
         tail = self.tail
         tail.append(stored)
         self.count += 1
@@ -154,28 +155,35 @@ class _StoredEntries:
     def __len__(self) -> int:
         return self.count
 
-    def __getitem__(self, i: int) -> tuple:
+    def __getitem__(self, i: int) -> StoredEntry:
         """Entry ``i`` (0 <= i < len)."""
         b, r = divmod(i, self.size)
         b -= self.first_block
         blocks = self.blocks
         if b < 0:
-            return self.bookie.read(self.ledger_id, i, i + 1)[0]  # type: ignore[union-attr]
+            return self._bookie().read(self.ledger_id, i, i + 1)[0]  # type: ignore[no-any-return]
         return blocks[b][r] if b < len(blocks) else self.tail[r]
 
-    def run(self, first: int, end: int) -> list:
+    def _bookie(self) -> BookieStorage:
+        """The bookie storage the evicted entries are in (only a ledger with bookie storage evicts)."""
+        bookie = self.bookie
+        if bookie is None:
+            raise RuntimeError(f"ledger {self.ledger_id} keeps its entries in memory: none was evicted")
+        return bookie
+
+    def run(self, first: int, end: int) -> list[StoredEntry]:
         """Entries ``first .. end-1`` (trusted bounds): the evicted ones in one read of the ledger's file."""
         evicted = self.evicted
         if first >= evicted:
             return [self[i] for i in range(first, end)]
-        out = self.bookie.read(self.ledger_id, first, min(end, evicted))  # type: ignore[union-attr]
+        out = self._bookie().read(self.ledger_id, first, min(end, evicted))
         out.extend(self[i] for i in range(evicted, end))
         return out
 
     def evict(self, blocks: int) -> int:
         """Move the first ``blocks`` cached blocks to bookie storage; returns their bytes."""
         gone = self.blocks[:blocks]
-        self.bookie.append(self.ledger_id, [stored for block in gone for stored in block])  # type: ignore[union-attr]
+        self._bookie().append(self.ledger_id, [stored for block in gone for stored in block])
         del self.blocks[:blocks]
         freed = sum(self.block_bytes[:blocks])
         del self.block_bytes[:blocks]
@@ -184,7 +192,7 @@ class _StoredEntries:
         return freed
 
 
-class _LedgerEntries(Sequence):
+class _LedgerEntries(Sequence[EntryData]):
     """A read-only view of one ledger's stored entries, made into `EntryData` objects as they are read."""
 
     __slots__ = ("_stored",)
@@ -195,7 +203,13 @@ class _LedgerEntries(Sequence):
     def __len__(self) -> int:
         return len(self._stored)
 
-    def __getitem__(self, i):  # type: ignore[override]
+    @overload
+    def __getitem__(self, i: int) -> EntryData: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[EntryData]: ...
+
+    def __getitem__(self, i: int | slice) -> EntryData | list[EntryData]:
         stored = self._stored
         if isinstance(i, slice):
             start, stop, step = i.indices(len(stored))
@@ -209,7 +223,7 @@ class _LedgerEntries(Sequence):
             raise IndexError("ledger entry index out of range")
         return _from_stored(stored[i])
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[EntryData]:
         stored = self._stored
         for start in range(0, len(stored), _BLOCK):
             yield from map(_from_stored, stored.run(start, min(start + _BLOCK, len(stored))))
@@ -217,7 +231,8 @@ class _LedgerEntries(Sequence):
 
 def _stored_size(stored: Any) -> int:
     """The bytes of an entry in `EntryData.stored` form (its size is the tuple's last item, else an attribute)."""
-    return stored[-1] if type(stored) is tuple else stored.size
+    size: int = stored[-1] if type(stored) is tuple else stored.size
+    return size
 
 
 class ManagedLedger:

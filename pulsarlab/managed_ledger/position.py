@@ -44,8 +44,8 @@ class Position:
 
 
 _new = object.__new__
-_set_ledger_id = Position.ledger_id.__set__  # type: ignore[attr-defined]
-_set_entry_id = Position.entry_id.__set__  # type: ignore[attr-defined]
+_set_ledger_id = Position.__dict__["ledger_id"].__set__  # the slots' descriptors
+_set_entry_id = Position.__dict__["entry_id"].__set__
 
 
 def make_position(ledger_id: int, entry_id: int) -> Position:

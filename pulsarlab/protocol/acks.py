@@ -61,6 +61,8 @@ def ack_set_words(bits: int | Iterable[int], size: int | None = None) -> tuple[i
             raise ValueError(f"a bit set mask is non-negative, got {mask}")
         if size is not None and mask >> size:
             raise ValueError(f"mask {mask:#x} has bits at or above the batch size {size}")
+    elif isinstance(bits, bool):
+        raise TypeError(f"a bit set is an int mask or the set indexes, not {bits!r}")
     else:
         mask = 0
         for i in bits:

@@ -21,8 +21,8 @@ Tenants (create, get, delete), namespaces (create, delete, the ``deduplication``
 goes back to the broker's defaults), subscription cursor
 moves (``skip/{n}``, ``skip_all``, ``expireMessages/{seconds}`` for one or ``all_subscription``,
 ``resetcursor/{timestamp}`` and by message id)
-and ``compaction`` (trigger, status) call the broker's admin
-commands the same way. Simplifies: persistent topics only, v2 paths only, no authentication, no ``force`` on
+and ``compaction`` (trigger, status) call ``lab.admin`` the same way (over the broker's admin resources,
+`pulsarlab.broker.admin`). Simplifies: persistent topics only, v2 paths only, no authentication, no ``force`` on
 deletions (tenant/namespace ``force`` is refused as a broker without ``forceDeleteTenantAllowed`` does), no
 backlog quotas (so no 412 "Retention Quota must exceed configured backlog quota").
 """
@@ -36,14 +36,14 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from aiohttp import web
 
-from pulsarlab.broker.service import (
+from pulsarlab.errors import (
     BadRequestException,
     ConflictException,
+    IllegalArgumentException,
     MethodNotAllowedException,
     NotFoundException,
     PreconditionFailedException,
 )
-from pulsarlab.errors import IllegalArgumentException
 
 if TYPE_CHECKING:  # pragma: no cover
     from pulsarlab.serve.server import LabServer
@@ -467,16 +467,12 @@ class AdminHttp:
     # --- compaction -----------------------------------------------------------------------------
     async def trigger_compaction(self, request: web.Request) -> web.Response:
         """``PUT .../compaction`` (`PersistentTopicsBase.internalTriggerCompaction`): 204 once started."""
-        service = self.server.lab.service
-        topic = self._topic(request)
-        self._call(lambda: service.compact(service.normalize(topic)))
+        self._call(self.admin.topics.trigger_compaction, self._topic(request))
         return web.Response(status=204)
 
     async def compaction_status(self, request: web.Request) -> web.Response:
         """``GET .../compaction``: `LongRunningProcessStatus` ``{"status": ..., "lastError": ...}``."""
-        service = self.server.lab.service
-        topic = self._topic(request)
-        status = self._call(lambda: service.compaction_status(service.normalize(topic)))
+        status = self._call(self.admin.topics.compaction_status, self._topic(request))
         return web.json_response(_long_running_status(status))
 
     # --- lookup ---------------------------------------------------------------------------------

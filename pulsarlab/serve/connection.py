@@ -45,7 +45,6 @@ import google_crc32c
 from pulsarlab.broker.schema_registry import SCHEMA_TYPES, SchemaData
 from pulsarlab.broker.service import client_error_code, namespace_of
 from pulsarlab.errors import PulsarError
-from pulsarlab.event_catalogue import broker as ev
 from pulsarlab.protocol.acks import AckCommand, AckType
 from pulsarlab.protocol.server_errors import ServerError
 from pulsarlab.protocol.subscription import ConsumerKeySharedPolicy, ConsumerType, KeySharedMode
@@ -564,10 +563,6 @@ class ServerConnection(asyncio.Protocol):
         producer.schema_version = schema_version
         self.producers[cmd.producer_id] = producer
         self._recently_closed_producers.pop(cmd.producer_id, None)
-        if self.lab.events.enabled:
-            self.lab.events.append(
-                ev.PRODUCER_CREATED, self.lab.now(), producer=lab_id, name=name, topic=topic, batching=None
-            )
         self._producer_success(cmd.request_id, producer)
 
     def _producer_success(self, request_id: int, producer: RemoteProducer) -> None:
@@ -576,7 +571,7 @@ class ServerConnection(asyncio.Protocol):
             ProducerSuccess(
                 request_id=request_id,
                 producer_name=producer.name,
-                last_sequence_id=handle.topic.last_published_sequence_id(producer.name),
+                last_sequence_id=handle.last_published_sequence_id(),
                 schema_version=None if producer.schema_version is None else _version(producer.schema_version),
                 topic_epoch=handle.topic_epoch,
                 producer_ready=None if handle.ready else False,
@@ -603,8 +598,6 @@ class ServerConnection(asyncio.Protocol):
             return
         del self.producers[producer.client_id]
         self._closed_producer(producer.client_id)
-        if self.lab.events.enabled:
-            self.lab.events.append(ev.PRODUCER_CLOSED, self.lab.now(), producer=handle.producer_id)
         if handle.topic_epoch is None and handle.access_mode is ProducerAccessMode.WaitForExclusive:
             self.error(producer.request_id, ServerError.ProducerFenced, reason)
         else:
@@ -683,8 +676,6 @@ class ServerConnection(asyncio.Protocol):
 
     def _release_producer(self, producer: RemoteProducer) -> None:
         self.service.unregister_producer(producer.handle)
-        if self.lab.events.enabled:
-            self.lab.events.append(ev.PRODUCER_CLOSED, self.lab.now(), producer=producer.handle.producer_id)
 
     # --- consumers ------------------------------------------------------------------------------
     def _on_subscribe(self, cmd: Subscribe, frame: Frame) -> None:

@@ -1,0 +1,72 @@
+"""The typed seams between the broker's command surface and its callers: the handles it returns and the connection
+it sends to.
+
+Models the two ends of a Pulsar connection as the lab splits them: `ServerCnx` keeps a `Producer` or `Consumer`
+per id that the client names in each command, and sends MESSAGE, ACTIVE_CONSUMER_CHANGE and CLOSE_CONSUMER to the
+client's `ClientCnx`. In the lab, `BrokerService.register_producer` returns a `RegisteredProducer` and
+`BrokerService.subscribe` a `SubscribedConsumer`, which the caller (the in-process client, the binary front end)
+passes back with each command and asks only what these protocols say; the broker's consumer sends to the
+`ConsumerConnection` it was given at SUBSCRIBE (the client's consumer, or `pulsarlab serve`'s `RemoteConsumer`).
+The broker's classes (`pulsarlab.broker.topic.ProducerHandle`, `pulsarlab.broker.consumer.Consumer`) satisfy
+them structurally; nothing here imports the broker or the client (docs/architecture.md). Simplifies: the
+handles' other attributes are the broker's own and are not part of the seam.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from pulsarlab.messages import EntryData
+from pulsarlab.protocol.producer_access import ProducerAccessMode
+
+
+class ConsumerConnection(Protocol):
+    """What the broker's consumer sends to (`ClientCnx` on the client's side of the connection)."""
+
+    def message_received(
+        self, ledger: int, entry: int, data: EntryData, redelivery_count: int, ack_set: int | None
+    ) -> None:
+        """MESSAGE: one entry dispatched, with its redelivery count and, for a batch partly acknowledged, the
+        ack set of the indexes still to deliver."""
+
+    def active_consumer_changed(self, is_active: bool) -> None:
+        """ACTIVE_CONSUMER_CHANGE (Exclusive and Failover): whether this consumer is now the active one."""
+
+    def closed_by_broker(self) -> None:
+        """CLOSE_CONSUMER from the broker (a seek, a reset cursor, a deleted subscription): a real client
+        subscribes again."""
+
+
+class RegisteredProducer(Protocol):
+    """What PRODUCER returns: the broker's producer, passed back with each SEND and at CLOSE_PRODUCER."""
+
+    @property
+    def producer_id(self) -> int: ...
+
+    @property
+    def ready(self) -> bool:
+        """False while a ``WaitForExclusive`` producer waits for the topic (or once fenced out)."""
+
+    @property
+    def topic_epoch(self) -> int | None: ...
+
+    @property
+    def access_mode(self) -> ProducerAccessMode: ...
+
+    def last_published_sequence_id(self) -> int:
+        """PRODUCER_SUCCESS' ``last_sequence_id`` (`PersistentTopic.getLastPublishedSequenceId`): the highest
+        sequence id the topic stored from a producer of this name, -1 without deduplication."""
+
+
+class SubscribedConsumer(Protocol):
+    """What SUBSCRIBE returns: the broker's consumer, passed back with each FLOW, ACK, REDELIVER and CLOSE."""
+
+    @property
+    def closed(self) -> bool: ...
+
+    def has_more_entries(self) -> bool:
+        """Whether the subscription's cursor has entries it has not read yet (`ManagedCursor.hasMoreEntries`):
+        what a reader's ``has_message_available`` asks beside its own queue."""
+
+
+__all__ = ["ConsumerConnection", "RegisteredProducer", "SubscribedConsumer"]
