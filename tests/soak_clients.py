@@ -36,8 +36,9 @@ def rss_kib(pid: int) -> int:
     raise RuntimeError(f"no VmRSS for process {pid}")
 
 
-def start_server(*extra: str) -> tuple[subprocess.Popen, str]:
-    """``python -m pulsarlab serve`` on free loopback ports; returns the process and its service URL."""
+def start_server(*extra: str) -> tuple[subprocess.Popen, str, str]:
+    """``python -m pulsarlab serve`` on free loopback ports; returns the process, its service URL and its admin
+    REST URL."""
     server = subprocess.Popen(
         [
             sys.executable,
@@ -62,7 +63,7 @@ def start_server(*extra: str) -> tuple[subprocess.Popen, str]:
     if "listening on pulsar://127.0.0.1:" not in line:
         server.kill()
         raise RuntimeError(f"pulsarlab serve did not start: {line!r} {server.stderr.read()!r}")  # type: ignore[union-attr]
-    return server, line.split(" listening on ")[1].split()[0]
+    return server, line.split(" listening on ")[1].split()[0], line.split("admin REST on ")[1].split(";")[0]
 
 
 def stop_server(server: subprocess.Popen) -> None:
@@ -88,7 +89,7 @@ def soak(
     on_sample: Any = None,
 ) -> dict[str, Any]:
     """Run the soak; ``on_sample(t, rss_kib, sent, received)`` is called at each sample."""
-    server, url = start_server(*(arg for item in broker_config for arg in ("--broker-config", item)))
+    server, url, _admin_url = start_server(*(arg for item in broker_config for arg in ("--broker-config", item)))
     clients: list[pulsar.Client] = []
     stop = threading.Event()
     sent = [0] * pairs
