@@ -1,6 +1,6 @@
 """A small real Pulsar application for lab 10: one producer and three Key_Shared consumers.
 
-    python watch_app.py pulsar://127.0.0.1:6650 [--messages 60] [--keys 6]
+    python watch_app.py pulsar://127.0.0.1:6650 [--messages 60] [--keys 6] [--hold]
 
 It uses only the real ``pulsar-client`` package, so it runs unchanged against a Pulsar broker or against
 ``pulsarlab serve``. On the subscription ``workers`` of topic ``orders``:
@@ -13,6 +13,11 @@ It uses only the real ``pulsar-client`` package, so it runs unchanged against a 
 
 The producer sends ``--messages`` messages round robin over ``--keys`` keys, then the program waits until
 every message has been acknowledged by ``steady`` or ``nacker`` and prints who got what.
+
+With ``--hold``, ``nacker`` keeps the first message that comes back to it unacknowledged: it prints
+``holding order-N`` and acknowledges it only once a line arrives on standard input. While it holds, the mark-delete
+position cannot pass that message and later acknowledgements leave holes behind it: a moment a watcher can record
+however slowly it polls (lab 10 lets go once its watcher has seen it).
 """
 
 from __future__ import annotations
@@ -64,6 +69,8 @@ def main() -> int:
     parser.add_argument("--keys", type=int, default=6)
     parser.add_argument("--crash-after", type=int, default=3)
     parser.add_argument("--role", default="app", choices=["app", "crasher"])
+    parser.add_argument("--hold", action="store_true",
+                        help="nacker holds the first redelivered message until a line arrives on stdin")
     args = parser.parse_args()
     if args.role == "crasher":
         run_crasher(args.url, args.crash_after)
@@ -83,6 +90,7 @@ def main() -> int:
         received: dict[str, list[tuple[str, int]]] = defaultdict(list)
         lock = threading.Lock()
         done = threading.Event()
+        hold = [args.hold]
 
         def work(name: str, consumer: pulsar.Consumer, nack_first: bool) -> None:
             while not done.is_set():
@@ -96,6 +104,10 @@ def main() -> int:
                 if nack_first and msg.redelivery_count() == 0:
                     consumer.negative_acknowledge(msg)
                     continue
+                if nack_first and hold[0]:
+                    hold[0] = False
+                    print(f"holding {text}", flush=True)
+                    sys.stdin.readline()
                 consumer.acknowledge(msg)
                 with lock:
                     acked.add(text)
@@ -109,7 +121,7 @@ def main() -> int:
         producer = client.create_producer(TOPIC, batching_enabled=False)
         for i in range(args.messages):
             producer.send(f"order-{i}".encode(), partition_key=f"customer-{i % args.keys}")
-        finished = done.wait(30)
+        finished = done.wait(300 if args.hold else 120)
         done.set()
         for w in workers:
             w.join()

@@ -47,7 +47,6 @@ KERNEL_IDLE_MS = 120_000
 RUN_ALL_MS = 300_000
 DRAW_MS = 60_000
 STEP_MS = 30_000
-SETTLE_MS = 1_000
 # issue 20: no figure sends more than 200 kB to draw its first frame (plotly.js comes from the server, not the state)
 WIDGET_STATE_LIMIT = 200_000
 NEWS_PROMPT = "Would you like to get notified about official Jupyter news?"
@@ -253,9 +252,35 @@ BLANK_JS = """p => Array.from(p.querySelectorAll('.js-plotly-plot')).map((gd, i)
      (gd.layout && gd.layout.title && gd.layout.title.text) || '']).filter(([i, traces, title]) => !traces || !title)"""
 
 
+# every figure of a player has drawn the frame its readout shows (the figure's data-frame, set by the front end once
+# plotly has applied that frame's updates)
+FRAME_DRAWN_JS = """player => {
+  const readout = player.querySelector('.widget-readout');
+  const figures = Array.from(player.querySelectorAll('.pulsarlab-figure-widget'));
+  return !!readout && figures.length > 0
+    && figures.every(f => f.dataset.frame !== undefined && Number(f.dataset.frame) === Number(readout.innerText.trim()));
+}"""
+
+
+def _wait_until_frame_drawn(pg, lab: str, player, index: int, timeout_ms: int) -> None:
+    try:
+        pg.wait_for_function(FRAME_DRAWN_JS, arg=player.element_handle(), timeout=timeout_ms, polling=100)
+    except PlaywrightError:
+        _screenshot(pg, f"lab-{lab}-player{index}-frame-not-drawn.png")
+        frames = player.evaluate(
+            "p => Array.from(p.querySelectorAll('.pulsarlab-figure-widget'), f => f.dataset.frame)"
+        )
+        pytest.fail(
+            f"lab {lab}: player {index} shows frame {player.evaluate(PLAYER_STATE_JS)['frame']} but its figures "
+            f"drew frames {frames} after {timeout_ms} ms",
+            pytrace=False,
+        )
+    _settle(pg)
+
+
 def _click_step(pg, lab: str, player, index: int, back: bool, timeout_ms: int) -> dict:
     """Click a player's step (or back) button and wait until it shows another frame with every figure drawn; the
-    player's state once it has stopped changing."""
+    player's state once every figure has drawn that frame."""
     before = player.evaluate(PLAYER_STATE_JS)
     player.get_by_role("button", name="◀ back" if back else "step ▶", exact=True).click()
     try:
@@ -294,16 +319,7 @@ def _click_step(pg, lab: str, player, index: int, back: bool, timeout_ms: int) -
             f"{player.evaluate(BLANK_JS)}",
             pytrace=False,
         )
-    pg.wait_for_function(
-        f"""player => {{
-          const s = JSON.stringify(({PLAYER_STATE_JS})(player)), now = performance.now();
-          if (window.__playerState !== s) {{ window.__playerState = s; window.__playerSince = now; return false; }}
-          return now - window.__playerSince > {SETTLE_MS};
-        }}""",
-        arg=player.element_handle(),
-        timeout=timeout_ms,
-        polling=100,
-    )
+    _wait_until_frame_drawn(pg, lab, player, index, timeout_ms)
     return player.evaluate(PLAYER_STATE_JS)
 
 
@@ -314,6 +330,7 @@ def _step_every_player(pg, lab: str, timeout_ms: int):
     for index in range(players.count()):
         player = players.nth(index)
         player.scroll_into_view_if_needed()
+        _wait_until_frame_drawn(pg, lab, player, index, timeout_ms)
         before = player.evaluate(PLAYER_STATE_JS)
         # the slider's aria-valuemax is noUiSlider's formatted number ("2069.00"), the readout the widget's ("2069")
         at_end = before["last"] is not None and float(before["frame"]) == float(before["last"])

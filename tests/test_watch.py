@@ -320,3 +320,17 @@ def test_an_error_answer_is_read_and_its_connection_closed():
         assert body.closed  # was left open while the error lived (a socket per failed poll)
     else:
         pytest.fail("a 404 answer raises AdminError")
+
+
+def test_wait_for_returns_the_first_poll_that_shows_what_was_asked_and_none_once_the_watch_stops():
+    """A notebook waits for the watch to have recorded a moment (a poll with a finding), not for a time."""
+    clock = FakeClock()
+    with fake_admin() as server:
+        w = _draining_watch(server, clock, range(3))
+        with_findings = [f.index for f in w.frames if f.event.fields.get("findings", 0) > 0]
+        assert with_findings, "the sequence has no poll with a finding"
+        seen = w.wait_for(lambda f: f.event.fields.get("findings", 0) > 0, timeout_s=60)
+        assert seen is not None and seen.index == with_findings[0]
+        assert w.wait_for(lambda f: f.index == 1, timeout_s=60).index == 1
+        w.stop()
+        assert w.wait_for(lambda f: f.index == 99, timeout_s=60) is None

@@ -122,6 +122,24 @@ class Watcher:
                 and len(self.frames) >= n
             )
 
+    def wait_for(self, seen: Callable[[Frame], bool], timeout_s: float = 60.0) -> Frame | None:
+        """Block until a frame for which ``seen(frame)`` is true exists (one already kept counts), the watch
+        stopped, or ``timeout_s`` passed; the first such frame, or None. For a notebook or a test that must not go
+        on before the watch has recorded a moment (a poll with a finding), however slowly the machine polls."""
+        checked = 0
+        hit: list[Frame] = []
+
+        def found() -> bool:
+            nonlocal checked
+            frames = self.frames
+            hit.extend(f for f in frames[checked:] if seen(f))
+            checked = len(frames)
+            return bool(hit) or self.error is not None or self._stop.is_set()
+
+        with self._changed:
+            self._changed.wait_for(found, timeout_s)
+        return hit[0] if hit else None
+
     # --- one poll -------------------------------------------------------------------------------------
     def now_ms(self) -> int:
         return int(round((self._clock() - self._t0) * 1000))
