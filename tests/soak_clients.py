@@ -128,7 +128,7 @@ def soak(
                     try:
                         msg = consumer.receive(timeout_millis=200)
                     except pulsar.Timeout:
-                        if stop.is_set() and sum(got.values()) >= sent[i] and not producing[i].is_alive():
+                        if stop.is_set() and len(got) >= sent[i] and not producing[i].is_alive():
                             return
                         continue
                     n = int(msg.data())
