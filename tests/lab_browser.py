@@ -52,6 +52,11 @@ MODES = ["as-is", "throttled"]
 SLOW_FACTOR = 3
 
 
+# the frame each plotly figure of a player has drawn (a Player marks each figure with the frame it sent it:
+# data-frame, set by the front end once plotly applied that frame's updates)
+FIGURE_FRAMES_JS = "p => Array.from(p.querySelectorAll('.pulsarlab-figure-widget'), e => e.dataset.frame)"
+
+
 class BusyProcesses:
     """``count`` processes that each spin one CPU beside the kernel and the browser while the context is open."""
 

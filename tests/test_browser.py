@@ -18,6 +18,7 @@ from urllib.parse import quote, urlsplit
 import pytest
 from lab_browser import (
     CHROMIUM_FLAGS,
+    FIGURE_FRAMES_JS,
     LOCAL_HOSTS,
     MODES,
     SLOW_FACTOR,
@@ -252,14 +253,11 @@ BLANK_JS = """p => Array.from(p.querySelectorAll('.js-plotly-plot')).map((gd, i)
      (gd.layout && gd.layout.title && gd.layout.title.text) || '']).filter(([i, traces, title]) => !traces || !title)"""
 
 
-# every figure of a player has drawn the frame its readout shows (the figure's data-frame, set by the front end once
-# plotly has applied that frame's updates)
-FRAME_DRAWN_JS = """player => {
-  const readout = player.querySelector('.widget-readout');
-  const figures = Array.from(player.querySelectorAll('.pulsarlab-figure-widget'));
-  return !!readout && figures.length > 0
-    && figures.every(f => f.dataset.frame !== undefined && Number(f.dataset.frame) === Number(readout.innerText.trim()));
-}"""
+# every figure of a player has drawn the frame its readout shows
+FRAME_DRAWN_JS = f"""player => {{
+  const readout = player.querySelector('.widget-readout'), frames = ({FIGURE_FRAMES_JS})(player);
+  return !!readout && frames.length > 0 && frames.every(f => f !== undefined && Number(f) === Number(readout.innerText.trim()));
+}}"""
 
 
 def _wait_until_frame_drawn(pg, lab: str, player, index: int, timeout_ms: int) -> None:
@@ -267,9 +265,7 @@ def _wait_until_frame_drawn(pg, lab: str, player, index: int, timeout_ms: int) -
         pg.wait_for_function(FRAME_DRAWN_JS, arg=player.element_handle(), timeout=timeout_ms, polling=100)
     except PlaywrightError:
         _screenshot(pg, f"lab-{lab}-player{index}-frame-not-drawn.png")
-        frames = player.evaluate(
-            "p => Array.from(p.querySelectorAll('.pulsarlab-figure-widget'), f => f.dataset.frame)"
-        )
+        frames = player.evaluate(FIGURE_FRAMES_JS)
         pytest.fail(
             f"lab {lab}: player {index} shows frame {player.evaluate(PLAYER_STATE_JS)['frame']} but its figures "
             f"drew frames {frames} after {timeout_ms} ms",

@@ -18,7 +18,16 @@ from urllib.parse import urlsplit
 
 import nbformat
 import pytest
-from lab_browser import CHROMIUM_FLAGS, LOCAL_HOSTS, MODES, SLOW_FACTOR, end_process, free_port, throttle_cpu
+from lab_browser import (
+    CHROMIUM_FLAGS,
+    FIGURE_FRAMES_JS,
+    LOCAL_HOSTS,
+    MODES,
+    SLOW_FACTOR,
+    end_process,
+    free_port,
+    throttle_cpu,
+)
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import sync_playwright
 from test_browser import chromium_path
@@ -378,9 +387,6 @@ _FIGURES_AT = """([p, f]) => { const figures = Array.from(p.querySelectorAll('.p
   return figures.length > 0 && figures.every(e => e.dataset.frame === String(f)); }"""
 
 
-_FIGURE_FRAMES = "p => Array.from(p.querySelectorAll('.pulsarlab-figure-widget')).map(e => e.dataset.frame)"
-
-
 def _figures_state(player) -> list[str]:
     """What each plotly figure of a player draws: the SVG plotly made of it."""
     return player.evaluate(f"root => Array.from(root.querySelectorAll('.js-plotly-plot')).map({_FIGURE_SVG})")
@@ -447,7 +453,7 @@ def test_presenter_page_with_many_figures_updates_every_figure_on_each_load(pres
                 page.screenshot(path=str(ARTIFACTS / f"present-{name}-load{load}-player{i}-stuck.png"))
                 pytest.fail(
                     f"load {load}: player {i} went to frame {target} but a figure kept its picture (frames drawn: "
-                    f"{player.evaluate(_FIGURE_FRAMES)}); page errors: {_page_errors(record)}"
+                    f"{player.evaluate(FIGURE_FRAMES_JS)}); page errors: {_page_errors(record)}"
                 )
         fetched = page.evaluate(
             "performance.getEntriesByType('resource').filter(e => /pulsarlab\\/static\\/plotly-widget\\.[0-9a-f]{20}\\.js/"
