@@ -1,7 +1,9 @@
 """Soak benchmark: N producer/consumer pairs of real clients against ``pulsarlab serve`` for as long as asked.
 
 Run: ``.venv/bin/python bench/soak.py [--minutes 120] [--pairs 100] [--every 60]``. Prints the server's RSS, the
-messages sent and received every ``--every`` seconds, then the totals: messages, missing, duplicated. The harness is
+messages sent and delivered every ``--every`` seconds, then the totals: messages, missing, and the duplicates by
+cause (redelivered after a re-subscription, or stored twice after a producer's resend: at-least-once delivery; or a
+fault), the clients' reconnects, the warnings in their log and why the server closed connections. The harness is
 `tests/soak_clients.py` (the same as ``make test``'s 2-minute soak). Loopback only. Not a test: it prints figures.
 """
 
@@ -37,14 +39,24 @@ def main() -> None:
     def show(t: float, rss_kib: int, sent: int, received: int) -> None:
         if t - last[0] >= args.every:
             last[0] = t
-            print(f"t={t:8.0f} s  rss={rss_kib / 1024:8.1f} MiB  sent={sent:>10}  received={received:>10}", flush=True)
+            print(f"t={t:8.0f} s  rss={rss_kib / 1024:8.1f} MiB  sent={sent:>10}  delivered={received:>10}", flush=True)
 
     r = soak(args.pairs, args.minutes * 60, tuple(args.broker_config), on_sample=show)
     rss = [kib for _, kib in r["rss_kib"]]
     print(
         f"pairs={r['pairs']} seconds={r['seconds']:.0f} sent={r['sent']} received={r['received']} "
-        f"missing={r['missing']} duplicates={r['duplicates']} unexpected={r['unexpected']} errors={r['errors']}"
+        f"missing={r['missing']} duplicates={r['duplicates']} (faults {r['duplicate_faults']}) "
+        f"unexpected={r['unexpected']} errors={r['errors']}"
     )
+    for cause, count in r["duplicates_by_cause"].items():
+        print(f"  {count:>8}  {cause}")
+    for name, examples in r["duplicate_examples"].items():
+        print(f"  e.g. {name}: {'; '.join(examples[:3])}")
+    print(f"clients: {r['resubscriptions']} re-subscriptions, {r['producer_reconnects']} producer reconnects")
+    for kind, count in r["client_warnings"].items():
+        print(f"  {count:>8}  client log: {kind}")
+    for reason, count in r["server_closes"].items():
+        print(f"  {count:>8}  the server closed a connection: {reason}")
     print(f"rss MiB: first {rss[0] / 1024:.1f}, max {max(rss) / 1024:.1f}, last {rss[-1] / 1024:.1f}")
 
 
