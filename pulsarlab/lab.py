@@ -23,11 +23,11 @@ deleted), which ``pulsarlab serve`` uses; ``broker_config={"defaultRetentionTime
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, Callable
 
 import mmh3
 
-from pulsarlab.admin import Admin
 from pulsarlab.broker.restart import RestartReport
 from pulsarlab.broker.service import BrokerService
 from pulsarlab.client.library import ClientLibrary
@@ -46,6 +46,7 @@ PULSAR_RETENTION = {key: BROKER_DEFAULTS[key] for key in LAB_RETENTION}
 SERVE_BROKER_CONFIG = {**PULSAR_RETENTION, "lab_entryStorage": "disk"}
 
 if TYPE_CHECKING:  # pragma: no cover
+    from pulsarlab.admin import Admin
     from pulsarlab.client.client import Client
 
 
@@ -68,8 +69,14 @@ class Lab:
         self.scheduler = Scheduler(start_ms)
         self.events = EventLog(enabled=record_events)
         self.service = BrokerService(self)
-        self.admin = Admin(self)
         self._clients: list[Client] = []
+
+    @cached_property
+    def admin(self) -> Admin:
+        """``pulsar-admin`` on this lab's broker (`pulsarlab.admin.Admin`), made when first used."""
+        from pulsarlab.admin import Admin  # with the broker's admin resources: not loaded by `serve` until asked
+
+        return Admin(self)
 
     @property
     def version(self) -> str:

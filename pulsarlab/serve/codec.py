@@ -210,7 +210,8 @@ def proto(*declared: Field) -> Callable[[type[M]], type[M]]:
     """Class decorator: attach the field declarations to a dataclass (checked against its attributes)."""
 
     def wrap(cls: type[M]) -> type[M]:
-        names = {f.name for f in dc_fields(cls)}  # type: ignore[arg-type]
+        attributes = dc_fields(cls)  # type: ignore[arg-type]
+        names = {f.name for f in attributes}
         numbers: dict[int, Field] = {}
         for f in declared:
             if f.name not in names:
@@ -218,15 +219,16 @@ def proto(*declared: Field) -> Callable[[type[M]], type[M]]:
             if f.number in numbers or f.number <= 0:
                 raise TypeError(f"{cls.__name__}: field number {f.number} is invalid or declared twice")
             numbers[f.number] = f
-        for dc in dc_fields(cls):  # type: ignore[arg-type]
-            if dc.name not in {f.name for f in declared}:
+        by_name = {f.name: f for f in declared}
+        for dc in attributes:
+            f = by_name.get(dc.name)
+            if f is None:
                 raise TypeError(f"{cls.__name__}.{dc.name} has no field declaration")
-            f = next(x for x in declared if x.name == dc.name)
             if f.label is REPEATED and dc.default_factory is MISSING:  # type: ignore[misc]
                 raise TypeError(f"{cls.__name__}.{dc.name} is repeated: give it default_factory=list")
         cls.FIELDS = tuple(sorted(declared, key=lambda f: f.number))  # type: ignore[attr-defined]
         cls._BY_NUMBER = numbers  # type: ignore[attr-defined]
-        cls._BY_NAME = {f.name: f for f in declared}  # type: ignore[attr-defined]
+        cls._BY_NAME = by_name  # type: ignore[attr-defined]
         _REGISTRY[cls.__name__] = cls
         return cls
 

@@ -171,6 +171,8 @@ class SchemaKind(enum.IntEnum):
 @proto(F(1, "key", STRING, REQUIRED), F(2, "value", STRING, REQUIRED))
 @dataclass(slots=True, eq=False, repr=False)
 class KeyValue(ProtoMessage):
+    """`KeyValue`."""
+
     key: str = ""
     value: str = ""
 
@@ -178,6 +180,8 @@ class KeyValue(ProtoMessage):
 @proto(F(1, "key", STRING, REQUIRED), F(2, "value", UINT64, REQUIRED))
 @dataclass(slots=True, eq=False, repr=False)
 class KeyLongValue(ProtoMessage):
+    """`KeyLongValue`."""
+
     key: str = ""
     value: int = 0
 
@@ -185,6 +189,8 @@ class KeyLongValue(ProtoMessage):
 @proto(F(1, "start", INT32, REQUIRED), F(2, "end", INT32, REQUIRED))
 @dataclass(slots=True, eq=False, repr=False)
 class IntRange(ProtoMessage):
+    """`IntRange`: a hash range of a Key_Shared consumer."""
+
     start: int = 0
     end: int = 0
 
@@ -240,6 +246,8 @@ class MsgId(ProtoMessage):
 )
 @dataclass(slots=True, eq=False, repr=False)
 class FeatureFlags(ProtoMessage):
+    """`FeatureFlags` of a CONNECT."""
+
     supports_auth_refresh: bool | None = None
     supports_broker_entry_metadata: bool | None = None
     supports_partial_producer: bool | None = None
@@ -261,6 +269,8 @@ class FeatureFlags(ProtoMessage):
 )
 @dataclass(slots=True, eq=False, repr=False)
 class Connect(ProtoMessage):
+    """`CommandConnect`."""
+
     client_version: str = ""
     auth_method: int | None = None
     auth_data: bytes | None = None
@@ -281,6 +291,8 @@ class Connect(ProtoMessage):
 )
 @dataclass(slots=True, eq=False, repr=False)
 class Connected(ProtoMessage):
+    """`CommandConnected`."""
+
     server_version: str = ""
     protocol_version: int | None = None
     max_message_size: int | None = None
@@ -290,12 +302,16 @@ class Connected(ProtoMessage):
 @proto()
 @dataclass(slots=True, eq=False, repr=False)
 class Ping(ProtoMessage):
+    """`CommandPing`."""
+
     pass
 
 
 @proto()
 @dataclass(slots=True, eq=False, repr=False)
 class Pong(ProtoMessage):
+    """`CommandPong`."""
+
     pass
 
 
@@ -327,6 +343,8 @@ class PartitionMetadataRequest(ProtoMessage):
 )
 @dataclass(slots=True, eq=False, repr=False)
 class PartitionMetadataResponse(ProtoMessage):
+    """`CommandPartitionedTopicMetadataResponse`."""
+
     partitions: int | None = None
     request_id: int = 0
     response: MetadataLookupKind | None = None
@@ -368,6 +386,8 @@ class LookupRequest(ProtoMessage):
 )
 @dataclass(slots=True, eq=False, repr=False)
 class LookupResponse(ProtoMessage):
+    """`CommandLookupTopicResponse`."""
+
     broker_service_url: str | None = None
     broker_service_url_tls: str | None = None
     response: LookupKind | None = None
@@ -423,6 +443,8 @@ class ProducerRequest(ProtoMessage):
 )
 @dataclass(slots=True, eq=False, repr=False)
 class ProducerSuccess(ProtoMessage):
+    """`CommandProducerSuccess`."""
+
     request_id: int = 0
     producer_name: str = ""
     last_sequence_id: int | None = None
@@ -465,6 +487,8 @@ class Send(ProtoMessage):
 )
 @dataclass(slots=True, eq=False, repr=False)
 class SendReceipt(ProtoMessage):
+    """`CommandSendReceipt`."""
+
     producer_id: int = 0
     sequence_id: int = 0
     message_id: MsgId | None = None
@@ -479,6 +503,8 @@ class SendReceipt(ProtoMessage):
 )
 @dataclass(slots=True, eq=False, repr=False)
 class SendError(ProtoMessage):
+    """`CommandSendError`."""
+
     producer_id: int = 0
     sequence_id: int = 0
     error: ServerError = ServerError.UnknownError
@@ -493,6 +519,8 @@ class SendError(ProtoMessage):
 )
 @dataclass(slots=True, eq=False, repr=False)
 class CloseProducer(ProtoMessage):
+    """`CommandCloseProducer`."""
+
     producer_id: int = 0
     request_id: int = 0
     assigned_broker_service_url: str | None = None
@@ -507,6 +535,8 @@ class CloseProducer(ProtoMessage):
 )
 @dataclass(slots=True, eq=False, repr=False)
 class KeySharedMeta(ProtoMessage):
+    """`KeySharedMeta` of a Key_Shared SUBSCRIBE."""
+
     mode: KeySharedMode = KeySharedMode.AutoSplit
     hash_ranges: list[IntRange] = field(default_factory=list)
     allow_out_of_order_delivery: bool | None = None
@@ -561,6 +591,8 @@ class Subscribe(ProtoMessage):
 @proto(F(1, "consumer_id", UINT64, REQUIRED), F(2, "message_permits", UINT32, REQUIRED))
 @dataclass(slots=True, eq=False, repr=False)
 class Flow(ProtoMessage):
+    """`CommandFlow`."""
+
     consumer_id: int = 0
     message_permits: int = 0
 
@@ -617,6 +649,8 @@ class Ack(ProtoMessage):
 )
 @dataclass(slots=True, eq=False, repr=False)
 class AckResponse(ProtoMessage):
+    """`CommandAckResponse`."""
+
     consumer_id: int = 0
     txnid_least_bits: int | None = None
     txnid_most_bits: int | None = None
@@ -628,6 +662,8 @@ class AckResponse(ProtoMessage):
 @proto(F(1, "consumer_id", UINT64, REQUIRED), F(2, "is_active", BOOL, default=False))
 @dataclass(slots=True, eq=False, repr=False)
 class ActiveConsumerChange(ProtoMessage):
+    """`CommandActiveConsumerChange`."""
+
     consumer_id: int = 0
     is_active: bool | None = None
 
@@ -635,6 +671,8 @@ class ActiveConsumerChange(ProtoMessage):
 @proto(F(1, "consumer_id", UINT64, REQUIRED), F(2, "request_id", UINT64, REQUIRED))
 @dataclass(slots=True, eq=False, repr=False)
 class Unsubscribe(ProtoMessage):
+    """`CommandUnsubscribe`."""
+
     consumer_id: int = 0
     request_id: int = 0
 
@@ -647,6 +685,8 @@ class Unsubscribe(ProtoMessage):
 )
 @dataclass(slots=True, eq=False, repr=False)
 class Seek(ProtoMessage):
+    """`CommandSeek`."""
+
     consumer_id: int = 0
     request_id: int = 0
     message_id: MsgId | None = None
@@ -656,6 +696,8 @@ class Seek(ProtoMessage):
 @proto(F(1, "consumer_id", UINT64, REQUIRED))
 @dataclass(slots=True, eq=False, repr=False)
 class ReachedEndOfTopic(ProtoMessage):
+    """`CommandReachedEndOfTopic`."""
+
     consumer_id: int = 0
 
 
@@ -667,6 +709,8 @@ class ReachedEndOfTopic(ProtoMessage):
 )
 @dataclass(slots=True, eq=False, repr=False)
 class CloseConsumer(ProtoMessage):
+    """`CommandCloseConsumer`."""
+
     consumer_id: int = 0
     request_id: int = 0
     assigned_broker_service_url: str | None = None
@@ -691,6 +735,8 @@ class RedeliverUnacked(ProtoMessage):
 @proto(F(1, "request_id", UINT64, REQUIRED), F(2, "schema", MESSAGE, type=SchemaInfo))
 @dataclass(slots=True, eq=False, repr=False)
 class Success(ProtoMessage):
+    """`CommandSuccess`."""
+
     request_id: int = 0
     schema: SchemaInfo | None = None
 
@@ -702,6 +748,8 @@ class Success(ProtoMessage):
 )
 @dataclass(slots=True, eq=False, repr=False)
 class Error(ProtoMessage):
+    """`CommandError`."""
+
     request_id: int = 0
     error: ServerError = ServerError.UnknownError
     message: str = ""
@@ -711,6 +759,8 @@ class Error(ProtoMessage):
 @proto(F(1, "request_id", UINT64, REQUIRED), F(4, "consumer_id", UINT64, REQUIRED))
 @dataclass(slots=True, eq=False, repr=False)
 class ConsumerStats(ProtoMessage):
+    """`CommandConsumerStats`."""
+
     request_id: int = 0
     consumer_id: int = 0
 
@@ -735,6 +785,8 @@ class ConsumerStats(ProtoMessage):
 )
 @dataclass(slots=True, eq=False, repr=False)
 class ConsumerStatsResponse(ProtoMessage):
+    """`CommandConsumerStatsResponse`."""
+
     request_id: int = 0
     error_code: ServerError | None = None
     error_message: str | None = None
@@ -756,6 +808,8 @@ class ConsumerStatsResponse(ProtoMessage):
 @proto(F(1, "consumer_id", UINT64, REQUIRED), F(2, "request_id", UINT64, REQUIRED))
 @dataclass(slots=True, eq=False, repr=False)
 class GetLastMessageId(ProtoMessage):
+    """`CommandGetLastMessageId`."""
+
     consumer_id: int = 0
     request_id: int = 0
 
@@ -767,6 +821,8 @@ class GetLastMessageId(ProtoMessage):
 )
 @dataclass(slots=True, eq=False, repr=False)
 class GetLastMessageIdResponse(ProtoMessage):
+    """`CommandGetLastMessageIdResponse`."""
+
     last_message_id: MsgId = field(default_factory=MsgId)
     request_id: int = 0
     consumer_mark_delete_position: MsgId | None = None
@@ -781,6 +837,8 @@ class GetLastMessageIdResponse(ProtoMessage):
 )
 @dataclass(slots=True, eq=False, repr=False)
 class GetTopicsOfNamespace(ProtoMessage):
+    """`CommandGetTopicsOfNamespace`."""
+
     request_id: int = 0
     namespace: str = ""
     mode: TopicsMode | None = None
@@ -797,6 +855,8 @@ class GetTopicsOfNamespace(ProtoMessage):
 )
 @dataclass(slots=True, eq=False, repr=False)
 class GetTopicsOfNamespaceResponse(ProtoMessage):
+    """`CommandGetTopicsOfNamespaceResponse`."""
+
     request_id: int = 0
     topics: list[str] = field(default_factory=list)
     filtered: bool | None = None
@@ -807,6 +867,8 @@ class GetTopicsOfNamespaceResponse(ProtoMessage):
 @proto(F(1, "request_id", UINT64, REQUIRED), F(2, "topic", STRING, REQUIRED), F(3, "schema_version", BYTES))
 @dataclass(slots=True, eq=False, repr=False)
 class GetSchema(ProtoMessage):
+    """`CommandGetSchema`."""
+
     request_id: int = 0
     topic: str = ""
     schema_version: bytes | None = None
@@ -821,6 +883,8 @@ class GetSchema(ProtoMessage):
 )
 @dataclass(slots=True, eq=False, repr=False)
 class GetSchemaResponse(ProtoMessage):
+    """`CommandGetSchemaResponse`."""
+
     request_id: int = 0
     error_code: ServerError | None = None
     error_message: str | None = None
@@ -835,6 +899,8 @@ class GetSchemaResponse(ProtoMessage):
 )
 @dataclass(slots=True, eq=False, repr=False)
 class GetOrCreateSchema(ProtoMessage):
+    """`CommandGetOrCreateSchema`."""
+
     request_id: int = 0
     topic: str = ""
     schema: SchemaInfo = field(default_factory=SchemaInfo)
@@ -848,6 +914,8 @@ class GetOrCreateSchema(ProtoMessage):
 )
 @dataclass(slots=True, eq=False, repr=False)
 class GetOrCreateSchemaResponse(ProtoMessage):
+    """`CommandGetOrCreateSchemaResponse`."""
+
     request_id: int = 0
     error_code: ServerError | None = None
     error_message: str | None = None

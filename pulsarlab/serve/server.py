@@ -10,8 +10,9 @@ loop holds it while it handles frames or fires timers; any other thread must hol
 
 Beside it, in the same loop, the admin REST API and HTTP lookup (`admin_http.AdminHttp`, ``webServicePort``)
 when ``admin_port`` is given (0 picks a free port; ``admin_url``). With ``admin_in_background`` (what
-``pulsarlab serve`` uses) the admin port is bound at once but aiohttp loads on a worker thread while the binary
-port already serves, so the first producer does not wait for it; admin requests wait in the port's backlog.
+``pulsarlab serve`` uses) the admin port is bound at once, but aiohttp and the admin resources load only when its
+first connection arrives, on a worker thread while the binary port serves on: the first producer never waits for
+them, and a broker whose admin port nobody uses never loads them; that first request waits in the port's backlog.
 
 It listens on loopback unless ``allow_remote`` is given (the lab has no authentication); the same rule holds
 for the admin port. `start` runs it on a background thread for a notebook and returns a `ServerThread` handle
@@ -156,6 +157,7 @@ class LabServer:
         self.admin_url: str | None = None
         self.admin_in_background = admin_in_background
         self._admin_task: asyncio.Task | None = None
+        self._admin_sock: socket.socket | None = None  # bound, served from its first connection on
         self.lab = lab
         self.host = host
         self.port = port
@@ -202,7 +204,7 @@ class LabServer:
         if self.admin_port is not None:
             try:
                 if self.admin_in_background:
-                    self._admin_task = loop.create_task(self._start_admin_later(self._bind_admin()))
+                    self._admin_on_first_connection(self._bind_admin())
                 else:
                     await self._start_admin()
             except BaseException:
@@ -232,12 +234,28 @@ class LabServer:
         self.admin_url = f"http://[{host}]:{self.admin_port}" if ":" in host else f"http://{host}:{self.admin_port}"
         return sock
 
+    def _admin_on_first_connection(self, sock: socket.socket) -> None:
+        """Start the admin REST API on ``sock`` when its first connection arrives (`pulsarlab serve`: a broker whose
+        admin port nobody uses never loads aiohttp, and its first producer never waits for it)."""
+        loop = self.loop
+        assert loop is not None
+        sock.setblocking(False)
+        self._admin_sock = sock
+
+        def wanted() -> None:
+            loop.remove_reader(sock.fileno())
+            self._admin_sock = None
+            self._admin_task = loop.create_task(self._start_admin_later(sock))
+
+        loop.add_reader(sock.fileno(), wanted)
+
     async def _start_admin_later(self, sock: socket.socket) -> None:
-        """Load aiohttp on a worker thread while the binary port already serves, then serve the admin REST API
-        on ``sock`` (`pulsarlab serve`: its first producer does not wait for aiohttp's import)."""
+        """Load aiohttp and the admin resources on a worker thread while the binary port serves on, then serve the
+        admin REST API on ``sock`` (the connection that asked waits in its backlog meanwhile)."""
         loop = asyncio.get_running_loop()
         try:
-            await loop.run_in_executor(None, importlib.import_module, "pulsarlab.serve.admin_http")
+            for module in ("pulsarlab.serve.admin_http", "pulsarlab.admin"):
+                await loop.run_in_executor(None, importlib.import_module, module)
             await self._start_admin(sock)
         except asyncio.CancelledError:
             sock.close()
@@ -249,6 +267,11 @@ class LabServer:
 
     async def stop(self) -> None:
         """Stop listening, close every connection (their consumers and producers close in the model)."""
+        if self._admin_sock is not None:  # the admin port was never used
+            if self.loop is not None:
+                self.loop.remove_reader(self._admin_sock.fileno())
+            self._admin_sock.close()
+            self._admin_sock = None
         if self._admin_task is not None and not self._admin_task.done():
             self._admin_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -39,6 +39,8 @@ def filter_topics(topics: list[str], pattern: str) -> list[str] | None:
 
 @dataclass(frozen=True)
 class TopicListAnswer:
+    """What a GET_TOPICS_OF_NAMESPACE is answered with (`CommandGetTopicsOfNamespaceResponse`'s fields)."""
+
     topics: list[str]
     topics_hash: str
     filtered: bool
