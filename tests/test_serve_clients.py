@@ -458,6 +458,48 @@ def test_a_reconnect_after_the_server_drops_the_socket_loses_nothing():
     assert served["totalNonContiguousDeletedMessagesRange"] == inproc["totalNonContiguousDeletedMessagesRange"] == 0
 
 
+def test_a_re_subscribed_exclusive_consumer_gets_again_only_what_the_broker_had_not_seen_acked():
+    """At-least-once, as the soak harness counts it (`DuplicateCause.REDELIVERED`): after its connection closes, the
+    consumer gets again, under the same ids, the messages it had received but not acknowledged, and never one whose
+    ack the broker had applied (`PersistentDispatcherSingleActiveConsumer` rewinds to the mark-delete position)."""
+    with served_lab() as (lab, server), client_for(server) as client:
+        c = client.subscribe(TOPIC, "again", consumer_type=pulsar.ConsumerType.Exclusive)
+        p = client.create_producer(TOPIC)
+        for i in range(20):
+            p.send(f"m{i}".encode())
+        first = [c.receive(RECEIVE_MS) for _ in range(20)]
+        for m in first[:10]:
+            c.acknowledge(m)
+        tenth = first[9].message_id()
+        _wait_cursor(
+            server,
+            TOPIC,
+            "again",
+            lambda cur: cur["markDeletePosition"] == f"{tenth.ledger_id()}:{tenth.entry_id()}",
+            "the first ten acks",
+        )
+        assert server.drop_connections() >= 1
+        again = [c.receive(RECEIVE_MS) for _ in range(10)]
+
+        def ids(msgs: list) -> list[tuple[int, int]]:
+            return [(m.message_id().ledger_id(), m.message_id().entry_id()) for m in msgs]
+
+        assert [m.data() for m in again] == [f"m{i}".encode() for i in range(10, 20)]
+        assert ids(again) == ids(first[10:])
+        for m in again:
+            c.acknowledge(m)
+        last = first[-1].message_id()
+        _wait_cursor(
+            server,
+            TOPIC,
+            "again",
+            lambda cur: cur["markDeletePosition"] == f"{last.ledger_id()}:{last.entry_id()}",
+            "every ack",
+        )
+        p.send(b"after")
+        assert c.receive(RECEIVE_MS).data() == b"after"  # nothing else was waiting before it
+
+
 # --- the rest of the command set --------------------------------------------------------------------------
 def test_seek_by_message_id_and_by_time():
     with served_lab() as (lab, server), client_for(server) as client:
