@@ -66,13 +66,15 @@ def wait_for_port(port: int, proc: subprocess.Popen, deadline: float) -> None:
 
 
 def first_producer(
-    command: list[str], port: int, env: dict[str, str] | None = None, settle_s: float = 0.0
+    command: list[str], port: int, env: dict[str, str] | None = None, settle_s: float = 0.0, cwd: Path | None = None
 ) -> tuple[float, float, float | None]:
     """Seconds from starting ``command`` (a broker listening on ``port``) to the first producer, the CPU seconds
     the broker process used until then, and (with ``settle_s``) by ``settle_s`` seconds later: what the start
     cost in full, work it did beside or after the first producer included."""
     t0 = time.perf_counter()
-    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, start_new_session=True)
+    proc = subprocess.Popen(
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=cwd, start_new_session=True
+    )
     try:
         wait_for_port(port, proc, t0 + WAIT_S)
         client = pulsar.Client(
@@ -126,7 +128,9 @@ def import_profile(top: int = 15) -> str:
     cmd = serve_command(port, admin=True)
     cmd.insert(1, "-X")
     cmd.insert(2, "importtime")
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=ROOT, start_new_session=True
+    )
     try:
         wait_for_port(port, proc, time.perf_counter() + WAIT_S)
     finally:
@@ -163,7 +167,10 @@ def main() -> None:
     for i in range(args.runs):
         port = free_port()
         env = dict(os.environ, PYTHONPATH=str(ROOT))
-        s, cpu, settled = first_producer(serve_command(port, not args.no_admin), port, env=env, settle_s=args.settle)
+        # in ROOT: `python -m` puts the working directory first on sys.path, so another checkout's folder would
+        # have its own pulsarlab measured
+        command = serve_command(port, not args.no_admin)
+        s, cpu, settled = first_producer(command, port, env=env, settle_s=args.settle, cwd=ROOT)
         ours.append(s)
         ours_cpu.append(cpu)
         later = ""
