@@ -233,17 +233,18 @@ def test_closed_producer_ids_are_forgotten_after_one_keepalive_interval():
     server = LabServer(pl.Lab(), port=0, keepalive_s=30.0)
     conn = ServerConnection(server)
     conn.state = State.CONNECTED
+    producers = conn.producer_commands
     now = [0.0]
-    conn._now = lambda: now[0]
+    producers._now = lambda: now[0]
     for producer_id in range(500):
-        conn._on_producer(ProducerRequest(topic=TOPIC, producer_id=producer_id, request_id=producer_id), None)
-        conn._on_close_producer(CloseProducer(producer_id=producer_id, request_id=1000 + producer_id), None)
+        producers.on_producer(ProducerRequest(topic=TOPIC, producer_id=producer_id, request_id=producer_id), None)
+        producers.on_close_producer(CloseProducer(producer_id=producer_id, request_id=1000 + producer_id), None)
         now[0] += 1.0  # one producer a second
-    assert len(conn._recently_closed_producers) == 31  # the ones closed in the last 30 s
+    assert len(producers.recently_closed) == 31  # the ones closed in the last 30 s
 
     (frame,) = FrameDecoder(1 << 20).feed(_send_frame(499, 0, b"late"))
     conn._handle(frame)  # closed 1 s ago: ignored
-    assert 499 in conn._recently_closed_producers
+    assert 499 in producers.recently_closed
     (frame,) = FrameDecoder(1 << 20).feed(_send_frame(0, 0, b"late"))
     with pytest.raises(ProtocolViolation, match="producer is not ready : 0"):
         conn._handle(frame)  # closed 499 s ago: forgotten, a protocol error as for any unknown producer

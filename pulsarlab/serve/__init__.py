@@ -8,9 +8,12 @@
 
 Modules: `codec` (proto2 wire format), `commands` (the protocol's commands), `hot_commands` (SEND and ACK read
 and SEND_RECEIPT written without dataclasses), `frames` (framing, checksums), `entries` (entries as bytes),
-`bridge` (the broker consumer's connection, error codes), `connection` (`ServerCnx`), `realtime` (the clock on
-wall time), `admin_http` (the admin REST API and HTTP lookup, ``server.admin_url``), `server` (the listener,
-background thread, foreground loop). Live views: `pulsarlab_widgets.live`.
+`bridge` (the broker consumer's connection, error codes), `connection` (`ServerCnx`: handshake, dispatch,
+keepalive, writing) with its handlers `lookup_commands`, `producer_commands` and `consumer_commands`, and
+`schema_wire` (schemas on the wire), `topic_list` (pattern consumers' topic lists), `realtime` (the clock on wall
+time), `admin_http` (the admin REST listener and HTTP lookup, ``server.admin_url``) with its resources
+`admin_namespaces`, `admin_topics` and what they share, `admin_requests`, `server` (the listener, background
+thread, foreground loop). Live views: `pulsarlab_widgets.live`.
 """
 
 from pulsarlab.serve.server import (

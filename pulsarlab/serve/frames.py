@@ -33,6 +33,11 @@ class FrameError(CodecError):
     """A frame that breaks the framing rules (too large, shorter than its own header, a bad payload section)."""
 
 
+class ProtocolViolation(Exception):
+    """The client broke the protocol (a command before CONNECT, a SEND for no producer, a malformed command); the
+    connection is closed with this reason."""
+
+
 class FrameTooLarge(FrameError):
     """A frame announcing more bytes than the connection's limit."""
 
@@ -193,6 +198,7 @@ __all__ = [
     "FrameError",
     "FrameTooLarge",
     "PayloadSection",
+    "ProtocolViolation",
     "payload_frame",
     "read_payload_section",
     "simple_frame",
