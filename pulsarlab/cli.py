@@ -196,7 +196,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
 def _cmd_export(args: argparse.Namespace) -> int:
     # the views layer (nbclient, nbconvert, plotly) is imported only when asked for
-    from pulsarlab_widgets.export import LabError, export_lab, write_site_index
+    from pulsarlab_widgets.classroom.export import LabError, export_lab, write_site_index
 
     if args.out and len(args.notebooks) > 1:
         print("pulsarlab export: --out names one page; use --out-dir for several labs", file=sys.stderr)
@@ -230,8 +230,8 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
 
 def _cmd_present(args: argparse.Namespace) -> int:
-    from pulsarlab_widgets.export import LabError
-    from pulsarlab_widgets.present import presentation, run
+    from pulsarlab_widgets.classroom.export import LabError
+    from pulsarlab_widgets.classroom.present import presentation, run
 
     try:
         p = presentation(

@@ -16,11 +16,11 @@ from plotly.io.json import to_json_plotly
 
 from pulsarlab.cli import main
 from pulsarlab.scenarios.key_shared import KeySharedScenario
-from pulsarlab_widgets import export
-from pulsarlab_widgets.animation import delta, player_html, player_spec, spec_of, undelta
-from pulsarlab_widgets.export import LabError, export_lab, read_lab, write_atomically
+from pulsarlab_widgets.classroom import export
+from pulsarlab_widgets.classroom.animation import delta, player_html, player_spec, spec_of, undelta
+from pulsarlab_widgets.classroom.export import LabError, export_lab, read_lab, write_atomically
+from pulsarlab_widgets.classroom.present import presentation
 from pulsarlab_widgets.player import Player, render
-from pulsarlab_widgets.present import presentation
 from pulsarlab_widgets.views import hash_range_view
 
 REPO = Path(__file__).resolve().parents[1]

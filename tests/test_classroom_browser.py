@@ -32,7 +32,7 @@ from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import sync_playwright
 from test_browser import chromium_path
 
-from pulsarlab_widgets.export import export_lab
+from pulsarlab_widgets.classroom.export import export_lab
 
 pytestmark = pytest.mark.browser
 

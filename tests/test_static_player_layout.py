@@ -12,7 +12,7 @@ from plotly.offline import get_plotlyjs
 
 import pulsarlab as pl
 from pulsarlab.snapshot.recorder import Recorder
-from pulsarlab_widgets.animation import page_css, page_script, player_html
+from pulsarlab_widgets.classroom.animation import page_css, page_script, player_html
 from pulsarlab_widgets.player import Player
 from pulsarlab_widgets.views.redelivery_timeline import redelivery_timeline_view
 from pulsarlab_widgets.views.redelivery_trackers import redelivery_trackers_view

@@ -22,7 +22,7 @@ from test_classroom_browser import ARTIFACTS, DRAW_MS
 
 from pulsarlab.scenarios.fork import Change, fork, record_row
 from pulsarlab.scenarios.spec import ScenarioSpec
-from pulsarlab_widgets.export import export_lab
+from pulsarlab_widgets.classroom.export import export_lab
 from pulsarlab_widgets.player import render
 from pulsarlab_widgets.views.cursor import cursor_view
 

@@ -98,7 +98,15 @@ def sync_figure(widget: go.FigureWidget, fig: go.Figure, height: int | None = No
     place, one the frame no longer draws becomes a `spare_trace` (deleting it would cost the browser a redraw of
     its own, and the next frame that draws it again another); from the first change of type on, traces are
     replaced. Afterwards the widget holds ``fig``'s data, then its spares, and ``fig``'s layout (drawn ``height``
-    px high instead of its own, if given: the presenter's fit, `pulsarlab_widgets.fit.FigureFit`)."""
+    px high instead of its own, if given: the presenter's fit, `pulsarlab_widgets.fit.FigureFit`).
+
+    It reads plotly's private ``_data``, ``_props`` and ``_layout`` and wraps ``_send_update_msg`` because plotly
+    (7.1) has no public way to do either. The public reads, ``to_plotly_json()`` of each trace and of the layout,
+    deep-copy every property of both figures on every step: measured on lab 06's players (40 steps, three rounds,
+    load ~50), the dispatch timeline's sync went from a median of 54-116 ms to 63-331 ms and the cursor view's, whose
+    figure rarely changes, from 0.13-0.19 ms to 5.5-9.8 ms. And a relayout that sets the height must carry a null
+    width (plotly.js pins the width it has otherwise), but `plotly_update`, `plotly_relayout` and ``update`` all
+    drop a null for a property the Python side never set, so no public call sends one."""
     new_data = fig._data  # plotly's validated property dicts: compared as plain JSON values, no re-validation
     shared = min(len(widget.data), len(new_data))
     keep = 0
@@ -160,7 +168,7 @@ class Player(widgets.VBox):
     ``jump_to_kind("range_split")`` do from Python what the buttons do, ``press(key)`` what the keyboard does
     (→ / ← step, space play/pause, Home / End). While a frame is shown, the frames before and after it are drawn
     in a background thread (``prefetch=False``: only on demand), so a step sends the changes at once.
-    `pulsarlab_widgets.animation.player_html` draws it for a page without a kernel.
+    `pulsarlab_widgets.classroom.animation.player_html` draws it for a page without a kernel.
     """
 
     def __init__(

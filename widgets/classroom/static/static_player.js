@@ -1,4 +1,4 @@
-/* pulsarlab's static players and figures: draws the blocks of pulsarlab_widgets.animation with plotly.js, no kernel.
+/* pulsarlab's static players and figures: draws the blocks of pulsarlab_widgets.classroom.animation with plotly.js, no kernel.
    A player's first figure carries a plotly slider over the frames and play / pause buttons; the other views follow.
    A frame is applied with Plotly.react (a full redraw of that frame). Keys, once the player has the focus (click it):
    -> / <- step, space play / pause, Home / End. */
@@ -42,7 +42,7 @@
     };
   }
 
-  // frames after the first are deltas from the frame before (pulsarlab_widgets.animation.delta)
+  // frames after the first are deltas from the frame before (pulsarlab_widgets.classroom.animation.delta)
   function undelta(prev, d) {
     if (d !== null && typeof d === "object" && !Array.isArray(d)) {
       var keys = Object.keys(d);

@@ -12,7 +12,7 @@ screen" (key ``v`` or ``?view=one``: every cell fills the window and scrolling s
 Figures load plotly's widget code once per page, not once per figure: Voilà runs with the bundle served as a static
 file (`pulsarlab_widgets.plotly_server`, the same handler the Jupyter server runs for JupyterLab), the template starts
 loading it while the kernel still executes the lab, and every FigureWidget of the kernel uses it
-(`pulsarlab_widgets.present_kernel`, started by `kernel_startup`).
+(`pulsarlab_widgets.classroom.present_kernel`, started by `kernel_startup`).
 
 The server listens on 127.0.0.1 and asks for a random token unless told otherwise; a non-loopback address needs
 ``allow_remote`` (each visitor's page runs the lab's code in a kernel on this machine).
@@ -29,9 +29,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from pulsarlab_widgets.export import LabError, read_lab
+from pulsarlab_widgets.classroom.export import LabError, read_lab
+from pulsarlab_widgets.classroom.present_kernel import PRESENT_ENV
 from pulsarlab_widgets.plotly_module import bundle_path
-from pulsarlab_widgets.present_kernel import PRESENT_ENV
 
 TEMPLATE = "pulsarlab-present"
 TEMPLATES = Path(__file__).with_name("templates")
@@ -55,7 +55,7 @@ def kernel_startup() -> Path:
         raise LabError(f"plotly's widget bundle is missing ({bundle}); reinstall plotly")
     root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "pulsarlab" / "present"
     startup = root / "kernel_startup.py"
-    text = '__import__("pulsarlab_widgets.present_kernel")\n'
+    text = '__import__("pulsarlab_widgets.classroom.present_kernel")\n'
     if not startup.exists() or startup.read_text() != text:
         root.mkdir(parents=True, exist_ok=True)
         partial = root / f".kernel_startup.{os.getpid()}.py"

@@ -2,7 +2,7 @@
 
 Models no Pulsar class. Runs the notebook top to bottom in a fresh kernel (nbclient), then asks that kernel for a
 static form of every widget it displayed: a `Player` becomes plotly figures with its frames, a slider and a play
-button (`pulsarlab_widgets.animation`), a FigureWidget its figure, an HTML widget its text, a box its children;
+button (`pulsarlab_widgets.classroom.animation`), a FigureWidget its figure, an HTML widget its text, a box its children;
 controls that need a kernel (buttons, sliders outside a player) become a short note. Plotly figures shown with
 ``fig.show()`` are drawn by the same page script. nbconvert's HTML exporter writes the page with JupyterLab's look
 through the template ``templates/pulsarlab_export``, which loads nothing from the network (no require.js, MathJax,
@@ -40,7 +40,8 @@ NEEDS_KERNEL = (
 
 _SETUP_CELL = "import plotly.io as _pio\n_pio.renderers.default = 'plotly_mimetype'\ndel _pio"
 _COLLECT_CELL = (
-    "from pulsarlab_widgets.export import publish_static_widgets\npublish_static_widgets({ids!r}, {max_frames!r})"
+    "from pulsarlab_widgets.classroom.export import publish_static_widgets\n"
+    "publish_static_widgets({ids!r}, {max_frames!r})"
 )
 
 
@@ -64,7 +65,7 @@ def static_widget_html(widget: Any, max_frames: int | None = 200) -> str:
     import ipywidgets as widgets
     import plotly.graph_objects as go
 
-    from pulsarlab_widgets.animation import figure_html, player_html
+    from pulsarlab_widgets.classroom.animation import figure_html, player_html
     from pulsarlab_widgets.keys import PlayerKeys
     from pulsarlab_widgets.player import Player
 
@@ -91,7 +92,7 @@ def static_widget_html(widget: Any, max_frames: int | None = 200) -> str:
 
 
 def _output_html(output: dict) -> str:
-    from pulsarlab_widgets.animation import figure_html
+    from pulsarlab_widgets.classroom.animation import figure_html
 
     if output.get("output_type") == "stream":
         return "" if output.get("name") == "stderr" else f"<pre>{html.escape(output.get('text', ''))}</pre>"
@@ -219,7 +220,7 @@ def execute(nb: Any, cwd: Path, timeout: int = CELL_TIMEOUT_S, max_frames: int |
 
 def make_static(nb: Any, widgets_html: dict[str, str]) -> tuple[int, int]:
     """Replace widget and plotly outputs by their static HTML and drop standard error; (players, figures) made."""
-    from pulsarlab_widgets.animation import figure_html
+    from pulsarlab_widgets.classroom.animation import figure_html
 
     players = figures = 0
     for cell in nb.cells:
@@ -249,7 +250,7 @@ def to_html(nb: Any, with_code: bool = False) -> str:
     from nbconvert import HTMLExporter
     from plotly.offline import get_plotlyjs
 
-    from pulsarlab_widgets.animation import page_css, page_script
+    from pulsarlab_widgets.classroom.animation import page_css, page_script
 
     exporter = HTMLExporter(
         template_name="pulsarlab_export",
