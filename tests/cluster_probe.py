@@ -1,6 +1,6 @@
 """Runs the Spark pipelines against one Spark master or Spark Connect remote and saves what they return.
 
-Used by tests/test_spark_cluster.py in a subprocess (a classic session and a Connect session do not share one
+Used by tests/spark/test_spark_cluster.py in a subprocess (a classic session and a Connect session do not share one
 Python process; pyspark's Connect dependency check also wants a file, not ``python -c``):
 
     python tests/cluster_probe.py MASTER OUT_DIR

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 TESTS_DIR = Path(__file__).parent
-pytest_plugins = ["pytester"]  # tests/test_pytest_plugin.py runs suites that use pulsarlab's pytest plugin
+pytest_plugins = ["pytester"]  # tests/serve/test_pytest_plugin.py runs suites that use pulsarlab's pytest plugin
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,6 @@
 // A small app on pulsar-flex (npm: a Pulsar client in plain JavaScript, its own protocol code) against
 // `pulsarlab serve`: produce, Shared and Exclusive consume with acks, and a negative ack redelivered.
-// Run by tests/test_serve_pulsar_flex.py: node pulsar_flex_app.js HOST:PORT TOPIC_PREFIX N
+// Run by tests/serve/test_serve_pulsar_flex.py: node pulsar_flex_app.js HOST:PORT TOPIC_PREFIX N
 // Prints one JSON line: what each consumer received ({payload, redeliveryCount, consumer}) in order, then stays
 // connected until its stdin closes.
 const { Producer, Consumer, logLevel } = require('pulsar-flex');

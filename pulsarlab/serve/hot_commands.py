@@ -1,7 +1,7 @@
 """The commands on the hot path (SEND, ACK, SEND_RECEIPT), read and written without building dataclasses.
 
 Models the same `CommandSend`, `CommandAck` and `CommandSendReceipt` as `commands` (field numbers, proto2
-rules and the Java reading of uint64 as a signed long are the same; `tests/test_serve_codec.py` checks both
+rules and the Java reading of uint64 as a signed long are the same; `tests/serve/test_serve_codec.py` checks both
 readings agree): a producer's every SEND and a
 consumer's every ACK pass through here, so the fields go straight into tuples.
 """
