@@ -16,6 +16,7 @@ PAGE = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
 CONTRACTS = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["importlinter"]["contracts"]
 LAYERS = next(c for c in CONTRACTS if c["type"] == "layers")
 MODEL = next(c for c in CONTRACTS if c["name"].startswith("The model "))
+CLASSROOM = next(c for c in CONTRACTS if c.get("forbidden_modules") == ["pulsarlab_widgets.classroom"])
 # where a file the page names may live (the page names files of the code, the labs, tests, benches and docs)
 ROOTS = ("pulsarlab", "widgets", "labs", "tests", "bench", "docs", "jupyter")
 MODULE_COLUMN = re.compile(r"(pulsarlab(?:_widgets)?(?:\.\w+)?|\.\w+)((?:\s*[|,]\s*\.\w+)*)(,?)")
@@ -76,6 +77,12 @@ def test_every_module_of_the_package_is_in_a_layer():
 def test_the_model_contract_covers_every_layer_below_the_rule():
     model = set().union(*(modules for modules, _ in DIAGRAM[ABOVE_THE_MODEL:]))
     assert set(MODEL["source_modules"]) == model
+
+
+def test_the_classroom_contract_covers_every_other_module_of_the_views():
+    views = {p.stem for p in (REPO / "widgets").glob("*.py") if p.stem != "__init__"}
+    views |= {p.parent.name for p in (REPO / "widgets").glob("*/__init__.py")} - {"classroom"}
+    assert set(CLASSROOM["source_modules"]) == {f"pulsarlab_widgets.{v}" for v in views}
 
 
 def _named_paths() -> set[str]:
