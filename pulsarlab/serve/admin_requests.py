@@ -22,6 +22,7 @@ TOPIC = "/admin/v2/persistent/{tenant}/{namespace}/{topic}"
 NAMESPACE = "/admin/v2/namespaces/{tenant}/{namespace}"
 SUBSCRIPTION = TOPIC + "/subscription/{subscription}"
 LONG_MAX = 2**63 - 1
+INT_MAX = 2**31 - 1
 
 
 class AdminResource:
@@ -48,6 +49,15 @@ class AdminResource:
 def topic_of(request: web.Request) -> str:
     m = request.match_info
     return f"persistent://{m['tenant']}/{m['namespace']}/{m['topic']}"
+
+
+def path_number(request: web.Request, name: str, limit: int = INT_MAX) -> int:
+    """A number of the path (the route's pattern admits digits only); past ``limit`` (Java's ``int``, or ``long``)
+    it is no path parameter of that type, so JAX-RS does not match the resource: 404."""
+    value = int(request.match_info[name])
+    if value > limit:
+        raise web.HTTPNotFound()
+    return value
 
 
 def namespace_of_request(request: web.Request) -> str:
@@ -108,6 +118,7 @@ def flag(request: web.Request, name: str, default: bool) -> bool:
 
 
 __all__ = [
+    "INT_MAX",
     "LONG_MAX",
     "NAMESPACE",
     "SUBSCRIPTION",
@@ -119,6 +130,7 @@ __all__ = [
     "long_running_status",
     "message_id_of",
     "namespace_of_request",
+    "path_number",
     "string_list",
     "topic_of",
 ]

@@ -27,6 +27,7 @@ from pulsarlab.serve.admin_requests import (
     json_body,
     long_running_status,
     message_id_of,
+    path_number,
     topic_of,
 )
 
@@ -119,9 +120,7 @@ class PersistentTopics(AdminResource):
         return web.Response(status=204)
 
     async def skip(self, request: web.Request) -> web.Response:
-        n = int(request.match_info["n"])
-        if n > 2**31 - 1:
-            raise web.HTTPNotFound()  # not an int path parameter: JAX-RS does not match the resource
+        n = path_number(request, "n")
         self.call(self.admin.topics.skip_messages, topic_of(request), request.match_info["subscription"], n)
         return web.Response(status=204)
 
@@ -130,18 +129,14 @@ class PersistentTopics(AdminResource):
         return web.Response(status=204)
 
     async def expire_messages(self, request: web.Request) -> web.Response:
-        seconds = int(request.match_info["seconds"])
-        if seconds > 2**31 - 1:
-            raise web.HTTPNotFound()
+        seconds = path_number(request, "seconds")
         sub = request.match_info["subscription"]
         self.call(self.admin.topics.expire_messages, topic_of(request), sub, seconds)
         return web.Response(status=204)
 
     async def expire_all_subscriptions(self, request: web.Request) -> web.Response:
         """``.../all_subscription/expireMessages/{seconds}``: every subscription of the topic (or its partitions)."""
-        seconds = int(request.match_info["seconds"])
-        if seconds > 2**31 - 1:
-            raise web.HTTPNotFound()
+        seconds = path_number(request, "seconds")
         topic = topic_of(request)
         topics = self.admin.topics
 
@@ -154,9 +149,7 @@ class PersistentTopics(AdminResource):
 
     async def reset_cursor_to_time(self, request: web.Request) -> web.Response:
         """``.../resetcursor/{timestamp}``: a wall-clock time (ms since the epoch), moved onto the lab clock."""
-        wall = int(request.match_info["timestamp"])
-        if wall > LONG_MAX:
-            raise web.HTTPNotFound()
+        wall = path_number(request, "timestamp", LONG_MAX)
         sub = request.match_info["subscription"]
         topic = topic_of(request)
         self.call(lambda: self.admin.topics.reset_cursor(topic, sub, self.server.clock.to_virtual(wall)))

@@ -411,3 +411,18 @@ def test_compaction_trigger_and_status(served) -> None:
     assert http(server, "PUT", f"{NS}/c/compaction") == (204, None)
     wait_until(lambda: http(server, "GET", f"{NS}/c/compaction")[1]["status"] in ("SUCCESS", "ERROR"))
     assert http(server, "GET", f"{NS}/c/compaction")[1]["status"] == "SUCCESS"
+
+
+def test_a_path_number_past_javas_int_or_long_matches_no_resource(served) -> None:
+    """``skip/{n}`` and ``expireMessages/{seconds}`` are Java ``int`` path parameters, ``resetcursor/{timestamp}`` a
+    ``long``: one past the type's largest value matches no resource (404, as JAX-RS answers); the largest is taken."""
+    _, server = served
+    sub_path = f"{NS}/big/subscription/s"
+    assert http(server, "PUT", f"{NS}/big") == (204, None)
+    assert http(server, "PUT", sub_path) == (204, None)
+    assert http(server, "POST", f"{sub_path}/skip/{2**31 - 1}") == (204, None)
+    assert http(server, "POST", f"{sub_path}/skip/{2**31}")[0] == 404
+    assert http(server, "POST", f"{sub_path}/expireMessages/{2**31 - 1}") == (204, None)
+    assert http(server, "POST", f"{sub_path}/expireMessages/{2**31}")[0] == 404
+    assert http(server, "POST", f"{NS}/big/all_subscription/expireMessages/{2**31}")[0] == 404
+    assert http(server, "POST", f"{sub_path}/resetcursor/{2**63}")[0] == 404
