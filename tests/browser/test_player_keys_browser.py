@@ -11,7 +11,7 @@ import pytest
 from lab_browser import CHROMIUM_FLAGS, LabServer, LabServerError, log_tail
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import sync_playwright
-from test_browser import chromium_path
+from test_browser import SERVER_START_S, chromium_path
 
 pytestmark = pytest.mark.browser
 
@@ -41,7 +41,7 @@ def lab_page(tmp_path_factory):
     server = LabServer(LABS, tmp_path_factory.mktemp("jupyterlab"), SETTINGS, ARTIFACTS / "jupyterlab-keys.log")
     try:
         try:
-            server.wait_ready()
+            server.wait_ready(SERVER_START_S)
         except LabServerError as e:
             pytest.fail(str(e), pytrace=False)
         with sync_playwright() as pw:
