@@ -14,7 +14,7 @@ handles' other attributes are the broker's own and are not part of the seam.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Protocol, Sequence, runtime_checkable
 
 from pulsarlab.messages import EntryData
 from pulsarlab.protocol.producer_access import ProducerAccessMode
@@ -35,6 +35,44 @@ class ConsumerConnection(Protocol):
     def closed_by_broker(self) -> None:
         """CLOSE_CONSUMER from the broker (a seek, a reset cursor, a deleted subscription): a real client
         subscribes again."""
+
+
+class TopicConsumerTrackers(Protocol):
+    """One topic's (or partition's) consumer of an application's consumer, as a redelivery snapshot reads it
+    (`ConsumerImpl` of a `MultiTopicsConsumerImpl`): its topic and the trackers made on first use."""
+
+    @property
+    def topic(self) -> str: ...
+
+    @property
+    def nacks(self) -> object | None:
+        """Its `NegativeAcksTracker`, None before the first negative ack."""
+
+    @property
+    def dead_letters(self) -> object | None:
+        """Its dead-letter bookkeeping, None without a dead-letter policy."""
+
+
+class ClientConsumerTrackers(Protocol):
+    """What a snapshot may ask of an application's consumer about its redelivery trackers (the Java client's
+    `ConsumerBase` getters): its id, the negative-ack delay and the per-topic consumers that hold the trackers."""
+
+    @property
+    def consumer_id(self) -> int: ...
+
+    @property
+    def negative_ack_redelivery_delay_ms(self) -> int: ...
+
+    def topic_consumers(self) -> Sequence[TopicConsumerTrackers]:
+        """The per-topic consumers, retry-letter topics' included, in subscribe order."""
+
+
+@runtime_checkable
+class ClientConsumerConnection(ConsumerConnection, Protocol):
+    """A `ConsumerConnection` of the lab's own client: it names the application's consumer behind it (a real
+    `ClientCnx` keeps its consumers by id). `pulsarlab serve`'s remote consumers have none in the lab."""
+
+    def application_consumer(self) -> ClientConsumerTrackers: ...
 
 
 class RegisteredProducer(Protocol):
@@ -69,4 +107,11 @@ class SubscribedConsumer(Protocol):
         what a reader's ``has_message_available`` asks beside its own queue."""
 
 
-__all__ = ["ConsumerConnection", "RegisteredProducer", "SubscribedConsumer"]
+__all__ = [
+    "ClientConsumerConnection",
+    "ClientConsumerTrackers",
+    "ConsumerConnection",
+    "RegisteredProducer",
+    "SubscribedConsumer",
+    "TopicConsumerTrackers",
+]

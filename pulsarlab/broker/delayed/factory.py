@@ -16,13 +16,13 @@ never, on odd values); no per-topic or per-namespace delayed-delivery policies (
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Mapping, MutableMapping
+from typing import TYPE_CHECKING, Any, Callable, MutableMapping
 
 from pulsarlab.broker.delayed.tracker_names import BUCKET_TRACKER_FACTORY, IN_MEMORY_TRACKER_FACTORY, is_bucket_tracker
 from pulsarlab.clock import Scheduler
 from pulsarlab.errors import IllegalArgumentException, PulsarError
 from pulsarlab.events import EventLog
-from pulsarlab.profiles import Profile
+from pulsarlab.profiles import BrokerConfig, Profile
 
 if TYPE_CHECKING:  # pragma: no cover
     from pulsarlab.broker.delayed.bucket.snapshot import BucketSnapshotStorage
@@ -49,7 +49,7 @@ class DelayedDeliverySettings:
     factory_class_name: str
 
     @classmethod
-    def from_config(cls, config: Mapping[str, Any], profile: Profile) -> "DelayedDeliverySettings":
+    def from_config(cls, config: BrokerConfig, profile: Profile) -> "DelayedDeliverySettings":
         """Read and check the settings; a bad value fails with the setting's name and what was expected."""
         name = config["delayedDeliveryTrackerFactoryClassName"]
         if not isinstance(name, str):
@@ -93,7 +93,7 @@ class DelayedDeliveryTrackerFactory:
     def __init__(
         self,
         settings: DelayedDeliverySettings,
-        config: Mapping[str, Any],
+        config: BrokerConfig,
         profile: Profile,
         scheduler: Scheduler,
         storage: BucketSnapshotStorage,
@@ -101,7 +101,7 @@ class DelayedDeliveryTrackerFactory:
     ) -> None:
         self.settings = settings
         self.class_name = settings.factory_class_name
-        self._config = dict(config)
+        self._config = BrokerConfig(config)
         self._profile = profile
         self._scheduler = scheduler
         self.storage = storage
@@ -127,7 +127,7 @@ class DelayedDeliveryTrackerFactory:
 
 
 def load_delayed_delivery_tracker_factory(
-    config: Mapping[str, Any], profile: Profile, scheduler: Scheduler, storage: BucketSnapshotStorage, events: EventLog
+    config: BrokerConfig, profile: Profile, scheduler: Scheduler, storage: BucketSnapshotStorage, events: EventLog
 ) -> DelayedDeliveryTrackerFactory:
     """``DelayedDeliveryTrackerLoader.loadDelayedDeliveryTrackerFactory(conf)`` at broker start-up."""
     return DelayedDeliveryTrackerFactory(
@@ -150,22 +150,16 @@ def buffer_memory_usage(tracker: Any) -> int:
     In-memory tracker: its queue's (4.1: its bitmaps') estimated bytes; bucket tracker: the mutable
     bucket's and the shared queue's ``bytesCapacity`` (the bitmaps and stored segments are not counted).
     """
-    if is_bucket_tracker(tracker):
-        return tracker.buffer_memory_usage()
-    return tracker.memory_bytes()
+    usage: int = tracker.buffer_memory_usage() if is_bucket_tracker(tracker) else tracker.memory_bytes()
+    return usage
 
 
-def _int(config: Mapping[str, Any], key: str, minimum: int) -> int:
-    value = config[key]
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise TypeError(f"broker setting {key} must be an integer, got {type(value).__name__} {value!r}")
+def _int(config: BrokerConfig, key: str, minimum: int) -> int:
+    value = config.integer(key)
     if value < minimum:
         raise IllegalArgumentException(f"broker setting {key} must be >= {minimum}, got {value}")
     return value
 
 
-def _bool(config: Mapping[str, Any], key: str) -> bool:
-    value = config[key]
-    if not isinstance(value, bool):
-        raise TypeError(f"broker setting {key} must be true or false, got {type(value).__name__} {value!r}")
-    return value
+def _bool(config: BrokerConfig, key: str) -> bool:
+    return config.flag(key)

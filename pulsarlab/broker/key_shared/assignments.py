@@ -36,17 +36,17 @@ def as_int(value: Any, what: str) -> int:
     if isinstance(value, bool):
         raise TypeError(f"{what} must be an int, not bool ({value!r})")
     try:
-        return operator.index(value)
+        return int(operator.index(value))
     except TypeError:
         raise TypeError(f"{what} must be an int, not {type(value).__name__} ({value!r})") from None
 
 
 def check_key_hash(value: Any) -> int:
     """A sticky-key hash as ``select(int)`` takes it: an int in [0, 2^31-1]."""
-    value = as_int(value, "a sticky key hash")
-    if not 0 <= value <= INT_MAX:
-        raise ValueError(f"a sticky key hash must be in [0, {INT_MAX}] (a masked Murmur3 hash), not {value}")
-    return value
+    key_hash = as_int(value, "a sticky key hash")
+    if not 0 <= key_hash <= INT_MAX:
+        raise ValueError(f"a sticky key hash must be in [0, {INT_MAX}] (a masked Murmur3 hash), not {key_hash}")
+    return key_hash
 
 
 def check_key_hashes(values: Any) -> np.ndarray:
@@ -92,7 +92,7 @@ def merge_overlapping_ranges(ranges: Iterable[Sequence[int]]) -> list[RangeT]:
     return merged
 
 
-class UpdatedHashRanges(list):
+class UpdatedHashRanges(list[RangeT]):
     """`UpdatedHashRanges`: one consumer's merged, sorted hash ranges (a list of ``(start, end)``).
 
     Build it with `of`; the list must stay sorted and merged for `contains_sticky_key` to hold.
@@ -152,7 +152,7 @@ class ConsumerHashAssignmentsSnapshot:
     def diff_ranges(self, other: "ConsumerHashAssignmentsSnapshot") -> dict[RangeT, tuple[Any, Any]]:
         return diff_ranges(self.assignments, other.assignments)
 
-    def resolve_impacted_consumers(self, other: "ConsumerHashAssignmentsSnapshot") -> ImpactedConsumers:
+    def resolve_impacted_consumers(self, other: "ConsumerHashAssignmentsSnapshot") -> ImpactedConsumers[Any]:
         return resolve_impacted_consumers(self.diff_ranges(other))
 
 
@@ -194,16 +194,16 @@ def diff_ranges(before: Sequence[Assignment], after: Sequence[Assignment]) -> di
     return impacted
 
 
-def resolve_impacted_consumers(diff: dict[RangeT, tuple[Any, Any]]) -> ImpactedConsumers:
+def resolve_impacted_consumers(diff: dict[RangeT, tuple[Any, Any]]) -> ImpactedConsumers[Any]:
     """`resolveImpactedConsumers`: per consumer, the merged ranges it lost (``removed``) and gained (``added``)."""
-    removed = _group_merged((bc, rng) for rng, (bc, _ac) in diff.items() if bc is not None)
-    added = _group_merged((ac, rng) for rng, (_bc, ac) in diff.items() if ac is not None)
+    removed: dict[Any, list[RangeT]] = {**_group_merged((bc, rng) for rng, (bc, _ac) in diff.items() if bc is not None)}
+    added: dict[Any, list[RangeT]] = {**_group_merged((ac, rng) for rng, (_bc, ac) in diff.items() if ac is not None)}
     return ImpactedConsumers(removed=removed, added=added)
 
 
 def impacted_consumers(
     before_assignments: Iterable[Sequence[Any]], after_assignments: Iterable[Sequence[Any]]
-) -> ImpactedConsumers:
+) -> ImpactedConsumers[Any]:
     """The impact of going from one assignment list to another (lists of ``(start, end, consumer)``).
 
     What a 4.x selector returns from add/remove when ``addOrRemoveReturnsImpactedConsumersResult`` is on.

@@ -47,7 +47,7 @@ import heapq
 from array import array
 from bisect import bisect_right
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, MutableMapping, TypeVar
+from typing import Any, Callable, MutableMapping, TypeVar
 
 import numpy as np
 
@@ -78,7 +78,7 @@ from pulsarlab.event_catalogue.delayed_buckets import (
     SNAPSHOT_FAILED,
 )
 from pulsarlab.events import EventLog
-from pulsarlab.profiles import Profile, get_profile
+from pulsarlab.profiles import BrokerConfig, Profile, get_profile
 
 DELIMITER = "_"
 MAX_MERGE_NUM = 4
@@ -846,15 +846,14 @@ class BucketDelayedDeliveryTracker(InMemoryDelayedDeliveryTracker):
         chosen = select_merged_buckets(self._buckets.values(), MAX_MERGE_NUM)
         if not chosen:
             return  # "Can't find able merged buckets"
+
+        def unloaded_segments(b: ImmutableBucket) -> Callable[[], list[SnapshotSegment]]:
+            return lambda: self.snapshot_storage.get_bucket_snapshot_segment(
+                self._bucket_id(b), b.current_segment_entry_id + 1, b.last_segment_entry_id
+            )
+
         try:
-            remaining = [
-                self._with_retry(
-                    lambda b=b: self.snapshot_storage.get_bucket_snapshot_segment(
-                        self._bucket_id(b), b.current_segment_entry_id + 1, b.last_segment_entry_id
-                    )
-                )
-                for b in chosen
-            ]
+            remaining = [self._with_retry(unloaded_segments(b)) for b in chosen]
         except BucketSnapshotPersistenceException as err:
             self._emit(
                 SNAPSHOT_FAILED,
@@ -1070,7 +1069,7 @@ def new_delayed_delivery_tracker(
     scheduler: Scheduler,
     read_more_entries: Callable[[], object],
     *,
-    config: Mapping[str, Any] | None = None,
+    config: BrokerConfig | None = None,
     profile: str | Profile | None = None,
     snapshot_storage: BucketSnapshotStorage | None = None,
     cursor_properties: MutableMapping[str, str] | None = None,
@@ -1084,28 +1083,30 @@ def new_delayed_delivery_tracker(
     The bucket tracker falls back to the in-memory one when recovery fails, as its factory does.
     """
     prof = get_profile(profile)
-    conf = dict(config) if config is not None else prof.broker_config()
-    factory = conf.get("delayedDeliveryTrackerFactoryClassName", IN_MEMORY_TRACKER_FACTORY)
-    common: dict[str, Any] = dict(
-        profile=prof,
-        tick_time_millis=conf.get("delayedDeliveryTickTimeMillis", DEFAULT_TICK_TIME_MILLIS),
-        is_delayed_delivery_deliver_at_time_strict=conf.get("isDelayedDeliveryDeliverAtTimeStrict", False),
-        clock=clock,
-    )
-    in_memory = dict(
-        common, fixed_delay_detection_lookahead=conf.get("delayedDeliveryFixedDelayDetectionLookahead", 50000)
-    )
+    conf = config if config is not None else prof.broker_config()
+    factory = conf.text("delayedDeliveryTrackerFactoryClassName")
+    tick_time_millis = conf.integer("delayedDeliveryTickTimeMillis")
+    strict = conf.flag("isDelayedDeliveryDeliverAtTimeStrict")
+
+    def in_memory() -> InMemoryDelayedDeliveryTracker:
+        return InMemoryDelayedDeliveryTracker(
+            scheduler,
+            read_more_entries,
+            profile=prof,
+            tick_time_millis=tick_time_millis,
+            is_delayed_delivery_deliver_at_time_strict=strict,
+            fixed_delay_detection_lookahead=conf.integer("delayedDeliveryFixedDelayDetectionLookahead"),
+            clock=clock,
+        )
+
     if factory == IN_MEMORY_TRACKER_FACTORY:
-        return InMemoryDelayedDeliveryTracker(scheduler, read_more_entries, **in_memory)
+        return in_memory()
     if factory != BUCKET_TRACKER_FACTORY:
         raise IllegalArgumentException(
             f"delayedDeliveryTrackerFactoryClassName {factory!r} is not a tracker factory the lab models; "
             f"use {IN_MEMORY_TRACKER_FACTORY!r} or {BUCKET_TRACKER_FACTORY!r}"
         )
-    step_seconds = conf.get(
-        "delayedDeliveryMaxTimeStepPerBucketSnapshotSegmentSeconds",
-        DEFAULT_MAX_TIME_STEP_PER_BUCKET_SNAPSHOT_SEGMENT_SECONDS,
-    )
+    step_seconds = conf.integer("delayedDeliveryMaxTimeStepPerBucketSnapshotSegmentSeconds")
     _check_int("delayedDeliveryMaxTimeStepPerBucketSnapshotSegmentSeconds", step_seconds, 0)
     try:
         return BucketDelayedDeliveryTracker(
@@ -1113,17 +1114,16 @@ def new_delayed_delivery_tracker(
             read_more_entries,
             snapshot_storage=snapshot_storage,
             cursor_properties=cursor_properties,
-            min_index_count_per_bucket=conf.get(
-                "delayedDeliveryMinIndexCountPerBucket", DEFAULT_MIN_INDEX_COUNT_PER_BUCKET
-            ),
+            min_index_count_per_bucket=conf.integer("delayedDeliveryMinIndexCountPerBucket"),
             time_step_per_bucket_snapshot_segment_millis=step_seconds * 1000,
-            max_indexes_per_bucket_snapshot_segment=conf.get(
-                "delayedDeliveryMaxIndexesPerBucketSnapshotSegment", DEFAULT_MAX_INDEXES_PER_BUCKET_SNAPSHOT_SEGMENT
-            ),
-            max_num_buckets=conf.get("delayedDeliveryMaxNumBuckets", DEFAULT_MAX_NUM_BUCKETS),
+            max_indexes_per_bucket_snapshot_segment=conf.integer("delayedDeliveryMaxIndexesPerBucketSnapshotSegment"),
+            max_num_buckets=conf.integer("delayedDeliveryMaxNumBuckets"),
             name=name,
             events=events,
-            **common,
+            profile=prof,
+            tick_time_millis=tick_time_millis,
+            is_delayed_delivery_deliver_at_time_strict=strict,
+            clock=clock,
         )
     except RecoverDelayedDeliveryTrackerException as err:
         if events is not None:
@@ -1136,7 +1136,7 @@ def new_delayed_delivery_tracker(
                 op="recover (falling back to InMemoryDelayedDeliveryTracker)",
                 error=str(err),
             )
-        return InMemoryDelayedDeliveryTracker(scheduler, read_more_entries, **in_memory)
+        return in_memory()
 
 
 # --- helpers -----------------------------------------------------------------------------------------
