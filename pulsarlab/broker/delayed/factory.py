@@ -18,11 +18,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, MutableMapping
 
+from pulsarlab.broker.delayed.bucket.snapshot import RecoverDelayedDeliveryTrackerException
 from pulsarlab.broker.delayed.tracker_names import BUCKET_TRACKER_FACTORY, IN_MEMORY_TRACKER_FACTORY, is_bucket_tracker
 from pulsarlab.clock import Scheduler
 from pulsarlab.errors import IllegalArgumentException, PulsarError
+from pulsarlab.event_catalogue.delayed_buckets import SNAPSHOT_FAILED
 from pulsarlab.events import EventLog
-from pulsarlab.profiles import BrokerConfig, Profile
+from pulsarlab.profiles import BrokerConfig, Profile, get_profile
 
 if TYPE_CHECKING:  # pragma: no cover
     from pulsarlab.broker.delayed.bucket.snapshot import BucketSnapshotStorage
@@ -111,9 +113,6 @@ class DelayedDeliveryTrackerFactory:
         self, name: str, read_more_entries: Callable[[], object], cursor_properties: MutableMapping[str, str]
     ) -> InMemoryDelayedDeliveryTracker:
         """``newTracker(dispatcher)``: ``name`` is the dispatcher's ``"<topic> / <subscription>"``."""
-        # the trackers load with the first one (numpy with them), not when the broker starts
-        from pulsarlab.broker.delayed.bucket.tracker import new_delayed_delivery_tracker
-
         return new_delayed_delivery_tracker(
             self._scheduler,
             read_more_entries,
@@ -133,6 +132,86 @@ def load_delayed_delivery_tracker_factory(
     return DelayedDeliveryTrackerFactory(
         DelayedDeliverySettings.from_config(config, profile), config, profile, scheduler, storage, events
     )
+
+
+def new_delayed_delivery_tracker(
+    scheduler: Scheduler,
+    read_more_entries: Callable[[], object],
+    *,
+    config: BrokerConfig | None = None,
+    profile: str | Profile | None = None,
+    snapshot_storage: BucketSnapshotStorage | None = None,
+    cursor_properties: MutableMapping[str, str] | None = None,
+    name: str = "persistent://public/default/topic / subscription",
+    events: EventLog | None = None,
+    clock: Callable[[], int] | None = None,
+) -> InMemoryDelayedDeliveryTracker:
+    """The tracker ``delayedDeliveryTrackerFactoryClassName`` names, built from the broker config.
+
+    ``config`` is the full broker config (`Profile.broker_config()`; the profile's defaults if None).
+    The bucket tracker falls back to the in-memory one when recovery fails, as its factory does.
+    """
+    from pulsarlab.broker.delayed.in_memory import InMemoryDelayedDeliveryTracker
+
+    prof = get_profile(profile)
+    conf = config if config is not None else prof.broker_config()
+    factory = conf.text("delayedDeliveryTrackerFactoryClassName")
+    tick_time_millis = conf.integer("delayedDeliveryTickTimeMillis")
+    strict = conf.flag("isDelayedDeliveryDeliverAtTimeStrict")
+
+    def in_memory() -> InMemoryDelayedDeliveryTracker:
+        return InMemoryDelayedDeliveryTracker(
+            scheduler,
+            read_more_entries,
+            profile=prof,
+            tick_time_millis=tick_time_millis,
+            is_delayed_delivery_deliver_at_time_strict=strict,
+            fixed_delay_detection_lookahead=conf.integer("delayedDeliveryFixedDelayDetectionLookahead"),
+            clock=clock,
+        )
+
+    if factory == IN_MEMORY_TRACKER_FACTORY:
+        return in_memory()
+    if factory != BUCKET_TRACKER_FACTORY:
+        raise IllegalArgumentException(
+            f"delayedDeliveryTrackerFactoryClassName {factory!r} is not a tracker factory the lab models; "
+            f"use {IN_MEMORY_TRACKER_FACTORY!r} or {BUCKET_TRACKER_FACTORY!r}"
+        )
+    # the bucket tracker loads with the first one (numpy with it), not when the broker starts
+    from pulsarlab.broker.delayed.bucket.buckets import check_int
+    from pulsarlab.broker.delayed.bucket.tracker import BucketDelayedDeliveryTracker
+
+    step_seconds = conf.integer("delayedDeliveryMaxTimeStepPerBucketSnapshotSegmentSeconds")
+    check_int("delayedDeliveryMaxTimeStepPerBucketSnapshotSegmentSeconds", step_seconds, 0)
+    try:
+        return BucketDelayedDeliveryTracker(
+            scheduler,
+            read_more_entries,
+            snapshot_storage=snapshot_storage,
+            cursor_properties=cursor_properties,
+            min_index_count_per_bucket=conf.integer("delayedDeliveryMinIndexCountPerBucket"),
+            time_step_per_bucket_snapshot_segment_millis=step_seconds * 1000,
+            max_indexes_per_bucket_snapshot_segment=conf.integer("delayedDeliveryMaxIndexesPerBucketSnapshotSegment"),
+            max_num_buckets=conf.integer("delayedDeliveryMaxNumBuckets"),
+            name=name,
+            events=events,
+            profile=prof,
+            tick_time_millis=tick_time_millis,
+            is_delayed_delivery_deliver_at_time_strict=strict,
+            clock=clock,
+        )
+    except RecoverDelayedDeliveryTrackerException as err:
+        if events is not None:
+            events.append(
+                SNAPSHOT_FAILED,
+                (clock or scheduler.now)(),
+                tracker=name,
+                start=-1,
+                end=-1,
+                op="recover (falling back to InMemoryDelayedDeliveryTracker)",
+                error=str(err),
+            )
+        return in_memory()
 
 
 def tracker_kind(tracker: Any) -> str:

@@ -61,7 +61,9 @@ class HashRangeAutoSplitSelector(StickyKeyConsumerSelector[C]):
         self._range_map: SortedDict = SortedDict()  # upper bound -> Consumer
         self._consumer_range: dict[C, int] = {}  # Consumer -> its upper bound, in attach order
         self._gaps = SortedList()  # (-(upper - lower upper), upper): first item is the range to split
-        self._last_snapshot = ConsumerHashAssignmentsSnapshot.empty() if self.return_impacted else None
+        self._last_snapshot: ConsumerHashAssignmentsSnapshot[C] | None = (
+            ConsumerHashAssignmentsSnapshot.empty() if self.return_impacted else None
+        )
         self._bulk_cache: tuple[np.ndarray, np.ndarray] | None = None
 
     # -- membership ---------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import abc
 from dataclasses import dataclass
-from typing import Any, Generic, Iterable, Protocol, Sequence, TypeVar
+from typing import Any, Generic, Hashable, Iterable, Protocol, Sequence, TypeVar
 
 import numpy as np
 
@@ -36,8 +36,11 @@ class SelectorConsumer(Protocol):
     @property
     def ranges(self) -> tuple[tuple[int, int], ...] | None: ...
 
+    def __hash__(self) -> int: ...
+
 
 C = TypeVar("C", bound=SelectorConsumer)  # the consumer type a selector holds and returns
+H = TypeVar("H", bound=Hashable)  # a consumer as the assignment diff sees it: anything hashable
 
 
 @dataclass(frozen=True, eq=False)
@@ -88,11 +91,11 @@ def consumer_to_string(consumer_id: int, name: str, subscription: str | None) ->
 
 
 @dataclass(frozen=True)
-class ImpactedConsumers(Generic[C]):
+class ImpactedConsumers(Generic[H]):
     """4.x `ImpactedConsumersResult`: per consumer, the merged hash ranges it lost and gained."""
 
-    removed: dict[C, list[tuple[int, int]]]
-    added: dict[C, list[tuple[int, int]]]
+    removed: dict[H, list[tuple[int, int]]]
+    added: dict[H, list[tuple[int, int]]]
 
     @property
     def is_empty(self) -> bool:

@@ -53,6 +53,12 @@ class BucketNotExistException(BucketSnapshotPersistenceException):
     java_class = _PKG + "BucketNotExistException"
 
 
+class RecoverDelayedDeliveryTrackerException(PulsarError):
+    """Rebuilding the tracker from its stored buckets failed; the factory falls back to the in-memory one."""
+
+    java_class = _PKG + "RecoverDelayedDeliveryTrackerException"
+
+
 def _frozen(values: object) -> np.ndarray:
     import numpy as np  # loaded on first use: `pulsarlab serve` starts without it
 
