@@ -130,9 +130,7 @@ def client_error_code(error: BaseException) -> ServerError:
 def default_retention(config: BrokerConfig) -> RetentionPolicies:
     """The broker's ``defaultRetentionTimeInMinutes`` / ``defaultRetentionSizeInMB``: the retention of a topic whose
     namespace sets none."""
-    return RetentionPolicies(
-        config.integer("defaultRetentionTimeInMinutes"), config.integer("defaultRetentionSizeInMB")
-    )
+    return RetentionPolicies.of(config["defaultRetentionTimeInMinutes"], config["defaultRetentionSizeInMB"])
 
 
 def position_after_publish_time(topic: PersistentTopic, publish_time: int) -> Position:

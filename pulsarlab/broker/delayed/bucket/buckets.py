@@ -25,6 +25,17 @@ from pulsarlab.errors import IllegalArgumentException
 DELIMITER = "_"
 
 
+def remove_bit(bitmap: dict[int, set[int]], ledger_id: int, entry_id: int) -> bool:
+    """`Bucket.removeIndexBit`: clear one position's bit (a ledger left empty is dropped); False if it was not set."""
+    bits = bitmap.get(ledger_id)
+    if bits is None or entry_id not in bits:
+        return False
+    bits.remove(entry_id)
+    if not bits:
+        del bitmap[ledger_id]
+    return True
+
+
 def bucket_key(start_ledger_id: int, end_ledger_id: int) -> str:
     """The cursor property naming a bucket: ``#pulsar.internal.delayed.bucket_<start>_<end>``."""
     return DELIMITER.join((DELAYED_BUCKET_KEY_PREFIX, str(start_ledger_id), str(end_ledger_id)))
@@ -96,13 +107,7 @@ class MutableBucket:
             bits.add(entry_id)
 
     def remove_index_bit(self, ledger_id: int, entry_id: int) -> bool:
-        bits = self.bitmap.get(ledger_id)
-        if bits is None or entry_id not in bits:
-            return False
-        bits.remove(entry_id)
-        if not bits:
-            del self.bitmap[ledger_id]
-        return True
+        return remove_bit(self.bitmap, ledger_id, entry_id)
 
     def contains_message(self, ledger_id: int, entry_id: int) -> bool:
         bits = self.bitmap.get(ledger_id)
@@ -180,12 +185,8 @@ class ImmutableBucket:
         return bits is not None and entry_id in bits
 
     def remove_index_bit(self, ledger_id: int, entry_id: int) -> bool:
-        bits = self.bitmap.get(ledger_id)
-        if bits is None or entry_id not in bits:
+        if not remove_bit(self.bitmap, ledger_id, entry_id):
             return False
-        bits.remove(entry_id)
-        if not bits:
-            del self.bitmap[ledger_id]
         if self.number_bucket_delayed_messages > 0:
             self.number_bucket_delayed_messages -= 1
         return True
