@@ -7,6 +7,9 @@ client's `ClientCnx`. In the lab, `BrokerService.register_producer` returns a `R
 `BrokerService.subscribe` a `SubscribedConsumer`, which the caller (the in-process client, the binary front end)
 passes back with each command and asks only what these protocols say; the broker's consumer sends to the
 `ConsumerConnection` it was given at SUBSCRIBE (the client's consumer, or `pulsarlab serve`'s `RemoteConsumer`).
+A snapshot reaches the application's consumer behind a connection of the lab's own client through
+`ClientConsumerConnection.application_consumer` (`ClientConsumerTrackers`: its id, negative-ack delay and
+per-topic consumers; the rest it reads through the client consumer's public API).
 The broker's classes (`pulsarlab.broker.topic.ProducerHandle`, `pulsarlab.broker.consumer.Consumer`) satisfy
 them structurally; nothing here imports the broker or the client (docs/architecture.md). Simplifies: the
 handles' other attributes are the broker's own and are not part of the seam.
