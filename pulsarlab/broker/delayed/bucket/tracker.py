@@ -31,7 +31,7 @@ The timer rules, cutoff and ``readMoreEntries`` callback are `InMemoryDelayedDel
 leaves what is stored for the next tracker. ``add_messages`` is a vectorised ``add_message`` for bulk
 runs (same results and state); ``memory_bytes()`` prices the in-memory state as `delayed_memory` says.
 The buckets themselves and the merge choice are `pulsarlab.broker.delayed.bucket.buckets`; the factory function
-`new_delayed_delivery_tracker` is `pulsarlab.broker.delayed.factory`'s (imported here for its callers).
+`new_delayed_delivery_tracker` is `pulsarlab.broker.delayed.factory`'s.
 
 Simplifies: storage calls complete at once, so "asynchronous" writes, loads and merges finish inside the
 call that starts them (no pending-load or merging windows); the mutable bucket keeps columns rather than
@@ -76,7 +76,6 @@ from pulsarlab.broker.delayed.bucket.snapshot import (
     SnapshotSegment,
     SnapshotSegmentMetadata,
 )
-from pulsarlab.broker.delayed.factory import new_delayed_delivery_tracker
 from pulsarlab.broker.delayed.in_memory import DEFAULT_TICK_TIME_MILLIS, InMemoryDelayedDeliveryTracker, Position
 from pulsarlab.broker.delayed.tracker_names import (
     BUCKET_TRACKER_FACTORY,
@@ -775,7 +774,7 @@ class BucketDelayedDeliveryTracker(InMemoryDelayedDeliveryTracker):
             self._events.append(event_type_, self._clock(), tracker=self.name, **fields)
 
 
-# what the tracker's callers import from here: its buckets, its factory and the names that choose it
+# what the tracker's callers import from here: its buckets and the names that choose it
 __all__ = [
     "BUCKET_TRACKER_FACTORY",
     "DELAYED_BUCKET_KEY_PREFIX",
@@ -786,6 +785,5 @@ __all__ = [
     "MutableBucket",
     "RecoverDelayedDeliveryTrackerException",
     "bucket_key",
-    "new_delayed_delivery_tracker",
     "select_merged_buckets",
 ]
