@@ -27,7 +27,7 @@ from itertools import compress
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 if TYPE_CHECKING:  # pragma: no cover
-    pass
+    import numpy as np
 
 
 MAX_FIELDS = 6
@@ -43,7 +43,7 @@ class EventValueError(TypeError, ValueError):
     """A field value the log cannot store (not an int, or outside the int64 columns): raised where the event is
     appended, which stores nothing, so the log stays readable and the caller learns which event and value it was."""
 
-    def __init__(self, et: "EventType", time: Any, detail: str) -> None:
+    def __init__(self, et: "EventType", time: object, detail: str) -> None:
         super().__init__(f"event {et.name} at t={time!r}: {detail}")
         self.kind = et.name
 
@@ -545,7 +545,7 @@ class EventLog:
 
         self._flush()
 
-        def joined(column: int, dtype: Any) -> Any:
+        def joined(column: int, dtype: "type[np.generic]") -> "np.ndarray":
             parts = [np.frombuffer(chunk[column], dtype=dtype) for chunk in self._chunks]
             return np.concatenate(parts) if parts else np.empty(0, dtype=dtype)
 
@@ -573,9 +573,9 @@ class LogColumns:
     beside this ``kind_names``.
     """
 
-    time: Any
-    kind: Any
-    fields: tuple
+    time: "np.ndarray"
+    kind: "np.ndarray"
+    fields: "tuple[np.ndarray, ...]"
     kind_names: tuple[str, ...]
     strings: tuple[str, ...]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 from dataclasses import dataclass
-from typing import Any
+from typing import Mapping
 
 
 class ConsistentHashingVariant(enum.Enum):
@@ -101,15 +101,15 @@ class Profile:
     retry_real_subscription_property: bool = False  # 4.x copies also carry REAL_SUBSCRIPTION
     # --- broker.conf defaults that differ per line (docs/guide/key-shared-selectors.md#choosing-a-selector,
     # docs/guide/key-shared-ordering.md#recently-joined-consumers) ---
-    broker_defaults: dict[str, Any] = dataclasses.field(default_factory=dict)
+    broker_defaults: dict[str, object] = dataclasses.field(default_factory=dict)
 
-    def replace(self, **changes: Any) -> "Profile":
+    def replace(self, **changes: object) -> "Profile":
         """A copy with some switches changed (for 'what if' scenarios)."""
         return dataclasses.replace(self, **changes)
 
-    def broker_config(self, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+    def broker_config(self, overrides: Mapping[str, object] | None = None) -> "BrokerConfig":
         """broker.conf settings for this line with the given overrides applied (unknown names rejected)."""
-        conf = dict(BROKER_DEFAULTS)
+        conf = BrokerConfig(BROKER_DEFAULTS)
         conf.update(self.broker_defaults)
         for key, value in (overrides or {}).items():
             if key not in conf:
@@ -122,12 +122,60 @@ class Profile:
         return self.sticky_hash_mode is StickyHashMode.RANGED
 
 
+class BrokerConfig(dict[str, object]):
+    """broker.conf of one lab (`ServiceConfiguration`): every setting the model reads, with its line's default
+    (`Profile.broker_config`), read through the typed accessors below.
+
+    A dict so that it prints, compares and serialises as the settings it holds; the model reads it only through
+    ``flag``/``integer``/``number``/``text``, which refuse a value of the wrong type with the setting's name (where
+    Pulsar's broker refuses to start). A setting no default names is a KeyError.
+    """
+
+    def _value(self, key: str) -> object:
+        try:
+            return self[key]
+        except KeyError:
+            raise KeyError(f"unknown broker setting {key!r}") from None
+
+    def flag(self, key: str) -> bool:
+        """A boolean setting (``acknowledgmentAtBatchIndexLevelEnabled``, ...)."""
+        value = self._value(key)
+        if not isinstance(value, bool):
+            raise TypeError(f"broker setting {key} must be true or false, got {type(value).__name__} {value!r}")
+        return value
+
+    def integer(self, key: str) -> int:
+        """An integer setting (counts, sizes, milliseconds)."""
+        value = self._value(key)
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise TypeError(f"broker setting {key} must be an integer, got {type(value).__name__} {value!r}")
+        return value
+
+    def optional_integer(self, key: str) -> int | None:
+        """An integer setting Pulsar leaves unset by default (None)."""
+        return None if self._value(key) is None else self.integer(key)
+
+    def number(self, key: str) -> float:
+        """A numeric setting that may be a fraction (``managedLedgerCacheEvictionWatermark``)."""
+        value = self._value(key)
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            raise TypeError(f"broker setting {key} must be a number, got {type(value).__name__} {value!r}")
+        return value
+
+    def text(self, key: str) -> str:
+        """A string setting (class names, modes, strategies)."""
+        value = self._value(key)
+        if not isinstance(value, str):
+            raise TypeError(f"broker setting {key} must be a string, got {type(value).__name__} {value!r}")
+        return value
+
+
 # broker.conf names with Pulsar's defaults, as far as the model uses them
 # (docs/guide/key-shared-selectors.md#choosing-a-selector, docs/guide/key-shared-ordering.md#recently-joined-consumers,
 # docs/guide/subscription-types.md#failover-switch, #shared-round-robin, docs/guide/flow-control.md#flow-permits,
 # docs/guide/acknowledgements.md#command-ack, docs/guide/redelivery.md#ack-timeout,
 # docs/guide/chunked-messages.md#chunk-count, docs/guide/delayed-delivery.md#hold-back).
-BROKER_DEFAULTS: dict[str, Any] = {
+BROKER_DEFAULTS: dict[str, object] = {
     "subscriptionKeySharedUseConsistentHashing": True,
     "subscriptionKeySharedConsistentHashingReplicaPoints": 100,
     "subscriptionKeySharedUseClassicPersistentImplementation": False,
@@ -137,6 +185,8 @@ BROKER_DEFAULTS: dict[str, Any] = {
     "managedLedgerMaxEntriesPerLedger": 50000,
     "managedLedgerMaxSizePerLedgerMbytes": 2048,
     "managedLedgerMaxLedgerRolloverTimeMinutes": 240,
+    # Pulsar's default is 10: the lab rolls small ledgers at once, as Pulsar's own ManagedCursorTest does
+    "managedLedgerMinLedgerRolloverTimeMinutes": 0,
     # retention of consumed ledgers (the same in 3.0, 4.0 and 4.1): 0/0 deletes a ledger once every durable cursor
     # consumed it, -1 is no limit; the broker checks every retentionCheckIntervalInSeconds
     "defaultRetentionTimeInMinutes": 0,
@@ -149,6 +199,9 @@ BROKER_DEFAULTS: dict[str, Any] = {
     "managedLedgerCacheEvictionWatermark": 0.9,
     "lab_entryStorage": "memory",
     "managedLedgerUnackedRangesOpenCacheSetEnabled": True,
+    # what a cursor's individual-ack ranges and batch ack sets persist at most (pulsarlab.managed_ledger.cursor)
+    "managedLedgerMaxUnackedRangesToPersist": 10000,
+    "managedLedgerMaxBatchDeletedIndexToPersist": 10000,
     "dispatcherMaxReadBatchSize": 100,
     "dispatcherMinReadBatchSize": 1,
     "dispatcherMaxRoundRobinBatchSize": 20,

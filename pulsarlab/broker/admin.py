@@ -161,7 +161,7 @@ class BrokerAdmin:
     def compact(self, name: str) -> None:
         """``pulsar-admin topics compact`` (every partition of a partitioned topic): runs at once
         (`compaction.compact`); 409 "Compaction already in progress" cannot happen in the model."""
-        retain = bool(self._svc.config.get("topicCompactionRetainNullKey", False))
+        retain = self._svc.config.flag("topicCompactionRetainNullKey")
         for t in [self._svc.existing_topic(p) for p in self._svc.partitions_or_self(name)]:
             t.compaction_status = CompactionStatus.RUNNING
             try:

@@ -87,7 +87,7 @@ def _messages(entry: "EntryData") -> list[tuple[str | None, bool]] | None:
     except Exception:  # NotSplittable: compressed or encrypted
         return None
     # a row: (payload_size, properties, partition_key, b64, ordering_key, event_time, sequence_id, null_value)
-    return [(row[2], row[0] == 0 or bool(row[7])) for row in rows]
+    return [(row[2], row[0] == 0 or bool(row[7])) for row in rows if row is not None]  # a batch: every row set
 
 
 def compact(topic: "PersistentTopic", retain_null_key: bool = False) -> CompactedTopic:

@@ -11,16 +11,17 @@ Simplifies: one client connection per lab, always writable and active; no rate l
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from pulsarlab.broker.dispatch.pending_acks import PendingAcksMap
 from pulsarlab.broker.key_shared.base import consumer_to_string
-from pulsarlab.broker.redelivery import MessageRate
+from pulsarlab.broker.redelivery import MessageRate, RedeliveryTracker
 from pulsarlab.date_format import format_timestamp
 from pulsarlab.event_catalogue import broker as ev
 
 if TYPE_CHECKING:  # pragma: no cover
     from pulsarlab.broker.subscription import PersistentSubscription
+    from pulsarlab.managed_ledger.cursor import Entry
     from pulsarlab.protocol.handles import ConsumerConnection
     from pulsarlab.protocol.subscription import ConsumerType
 
@@ -80,11 +81,12 @@ class Consumer:
         self.last_acked_timestamp = 0
         self.last_consumed_timestamp = 0
         self.last_consumed_flow_timestamp = 0
-        self.draining_stats: Any = None  # 4.x: DrainingHashesTracker.consumer_stats
+        # 4.x: DrainingHashesTracker.consumer_stats
+        self.draining_stats: Callable[[Consumer], dict[str, int | list[dict[str, int]]]] | None = None
         svc = subscription.topic.service
         self._events = svc.events if svc.events.enabled else None
         self._clock = svc.scheduler
-        self.msg_redeliver = MessageRate(svc.config["statsUpdateFrequencyInSecs"] * 1000)  # msgRateRedeliver
+        self.msg_redeliver = MessageRate(svc.config.integer("statsUpdateFrequencyInSecs") * 1000)  # msgRateRedeliver
 
     def __str__(self) -> str:
         return consumer_to_string(self.id, self.name, str(self.subscription))
@@ -141,9 +143,9 @@ class Consumer:
     # --- MESSAGE ------------------------------------------------------------------------------------
     def send_messages(
         self,
-        entries: list,
+        entries: list[Entry],
         hashes: list[int] | None = None,
-        redelivery_tracker: Any = None,
+        redelivery_tracker: RedeliveryTracker | None = None,
         ack_sets: list[int | None] | None = None,
     ) -> tuple[int, int, int]:
         """``sendMessages``: push entries to the client. ``entries`` are ``(Position, EntryData)``.
@@ -182,7 +184,9 @@ class Consumer:
                 )
             if self.individual_ack_mode:
                 self.unacked_messages += batch_size
-                self.subscription.dispatcher.add_unacked_messages(batch_size)  # the subscription's, without its call
+                d = self.subscription.dispatcher  # the subscription's add_unacked_messages, without its call
+                if d is not None:
+                    d.add_unacked_messages(batch_size)
                 if self.max_unacked_messages > 0 and self.unacked_messages >= self.max_unacked_messages:
                     self._set_blocked(True)
             self.msg_out_counter += batch_size
@@ -240,7 +244,9 @@ class Consumer:
             )
         if self.individual_ack_mode:
             self.unacked_messages += unacked
-            self.subscription.dispatcher.add_unacked_messages(unacked)  # the subscription's, without its call
+            d = self.subscription.dispatcher  # the subscription's add_unacked_messages, without its call
+            if d is not None:
+                d.add_unacked_messages(unacked)
             if self.max_unacked_messages > 0 and self.unacked_messages >= self.max_unacked_messages:
                 self._set_blocked(True)
         self.msg_out_counter += total_messages
@@ -252,17 +258,16 @@ class Consumer:
     def remove_pending_ack(self, ledger: int, entry: int) -> tuple["Consumer", int] | None:
         """``removePendingAcks``: find the owner (this consumer or another of the subscription), drop the
         pending ack, unblock the owner at half its limit. Returns ``(owner, batch_size)`` or None."""
-        owner = self
-        value = self.pending_acks.get(ledger, entry) if self.pending_acks is not None else None
-        if value is None:
+        owner: Consumer | None = self
+        if self.pending_acks is None or (ledger, entry) not in self.pending_acks:
             owner = None
             for c in self.subscription.consumers():
                 if c is not self and c.pending_acks is not None and (ledger, entry) in c.pending_acks:
                     owner = c
                     break
-            if owner is None:
-                return None
-        value = owner.pending_acks.remove(ledger, entry)
+        if owner is None:
+            return None
+        value = owner.pending_acks.remove(ledger, entry) if owner.pending_acks is not None else None
         if value is None:
             return None
         self._after_pending_ack_removed(owner)
@@ -271,7 +276,7 @@ class Consumer:
     def pop_own_pending_ack(self, ledger: int, entry: int) -> tuple[int, int] | None:
         """`remove_pending_ack` of a pending ack this consumer holds: ``(batch_size, sticky_hash)``, or None (and
         nothing changed) when it holds none for (ledger, entry)."""
-        value = self.pending_acks.remove(ledger, entry)
+        value = self.pending_acks.remove(ledger, entry) if self.pending_acks is not None else None
         if value is None:
             return None
         # else _after_pending_ack_removed does nothing (should_block_on_unacked, inlined: once per acked entry)
@@ -291,7 +296,9 @@ class Consumer:
         """``addAndGetUnAckedMsgs`` for this consumer and the subscription."""
         if self.individual_ack_mode:
             self.unacked_messages += n
-            self.subscription.dispatcher.add_unacked_messages(n)  # the subscription's, without its call
+            d = self.subscription.dispatcher  # the subscription's add_unacked_messages, without its call
+            if d is not None:
+                d.add_unacked_messages(n)
 
     def clear_unacked(self) -> None:
         n = self.unacked_messages

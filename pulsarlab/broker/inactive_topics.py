@@ -27,6 +27,7 @@ from pulsarlab.event_catalogue.broker import TOPIC_DELETED_INACTIVE
 if TYPE_CHECKING:  # pragma: no cover
     from pulsarlab.broker.service import BrokerService
     from pulsarlab.broker.topic import PersistentTopic
+    from pulsarlab.profiles import BrokerConfig
 
 
 class InactiveTopicDeleteMode(enum.Enum):
@@ -47,14 +48,14 @@ class InactiveTopicPolicies:
     delete_partitioned_metadata: bool
 
     @classmethod
-    def from_config(cls, config: dict[str, Any]) -> "InactiveTopicPolicies":
+    def from_config(cls, config: BrokerConfig) -> "InactiveTopicPolicies":
         """The broker.conf settings, checked as Pulsar's `ServiceConfiguration` would refuse them."""
-        frequency = config.get("brokerDeleteInactiveTopicsFrequencySeconds", 60)
+        frequency = config["brokerDeleteInactiveTopicsFrequencySeconds"]
         if not isinstance(frequency, int) or isinstance(frequency, bool) or frequency <= 0:
             raise ValueError(
                 f"brokerDeleteInactiveTopicsFrequencySeconds must be a positive integer, got {frequency!r}"
             )
-        max_inactive = config.get("brokerDeleteInactiveTopicsMaxInactiveDurationSeconds")
+        max_inactive = config["brokerDeleteInactiveTopicsMaxInactiveDurationSeconds"]
         if max_inactive is None:
             max_inactive = frequency
         elif not isinstance(max_inactive, int) or isinstance(max_inactive, bool) or max_inactive < 0:
@@ -62,20 +63,18 @@ class InactiveTopicPolicies:
                 "brokerDeleteInactiveTopicsMaxInactiveDurationSeconds must be an integer >= 0 or unset, "
                 f"got {max_inactive!r}"
             )
-        mode_name = config.get(
-            "brokerDeleteInactiveTopicsMode", InactiveTopicDeleteMode.delete_when_no_subscriptions.value
-        )
+        mode_name = config["brokerDeleteInactiveTopicsMode"]
         try:
             mode = InactiveTopicDeleteMode(mode_name)
         except ValueError:
             known = ", ".join(m.value for m in InactiveTopicDeleteMode)
             raise ValueError(f"brokerDeleteInactiveTopicsMode must be one of {known}, got {mode_name!r}") from None
         return cls(
-            delete_while_inactive=bool(config.get("brokerDeleteInactiveTopicsEnabled", True)),
+            delete_while_inactive=config.flag("brokerDeleteInactiveTopicsEnabled"),
             mode=mode,
             max_inactive_ms=max_inactive * 1000,
             frequency_ms=frequency * 1000,
-            delete_partitioned_metadata=bool(config.get("brokerDeleteInactivePartitionedTopicMetadataEnabled", False)),
+            delete_partitioned_metadata=config.flag("brokerDeleteInactivePartitionedTopicMetadataEnabled"),
         )
 
 

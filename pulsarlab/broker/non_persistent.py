@@ -17,7 +17,7 @@ refuses them on non-persistent topics too); no replication; no rates (only count
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 from pulsarlab.broker.topic import PersistentTopic, ProducerHandle
 from pulsarlab.errors import ConsumerBusyException
@@ -28,6 +28,7 @@ from pulsarlab.protocol.subscription import ConsumerType
 if TYPE_CHECKING:  # pragma: no cover
     from pulsarlab.broker.consumer import Consumer
     from pulsarlab.messages import EntryData
+    from pulsarlab.protocol.acks import AckCommand
 
 NON_PERSISTENT_ID = Position(0, 0)  # every message of a non-persistent topic
 
@@ -54,6 +55,11 @@ class NonPersistentSubscription:
     @property
     def type_name(self) -> str:
         return self.sub_type.name if self.sub_type is not None else "None"
+
+    @property
+    def attached_dispatcher(self) -> "NonPersistentSubscription":
+        """Itself, its own dispatcher (`PersistentSubscription.attached_dispatcher`)."""
+        return self
 
     # --- consumers -----------------------------------------------------------------------------
     def consumers(self) -> list["Consumer"]:
@@ -83,10 +89,12 @@ class NonPersistentSubscription:
     def add_unacked_messages(self, n: int) -> None:
         pass
 
-    def message_acked(self, consumer: "Consumer", cmd: Any) -> None:
+    def message_acked(self, consumer: "Consumer", cmd: "AckCommand") -> None:
         pass
 
-    def redeliver_unacknowledged_messages(self, consumer: "Consumer", positions: Any = None) -> None:
+    def redeliver_unacknowledged_messages(
+        self, consumer: "Consumer", positions: "Sequence[tuple[int, int]] | None" = None
+    ) -> None:
         pass
 
     def close(self) -> None:
@@ -143,6 +151,8 @@ class NonPersistentTopic(PersistentTopic):
     """A non-persistent topic: the persistent topic's producers, none of its storage."""
 
     non_persistent = True
+    # its subscriptions are its own kind, which the persistent topic's code paths never reach
+    subscriptions: dict[str, NonPersistentSubscription]  # type: ignore[assignment]
 
     def get_or_create_subscription(  # type: ignore[override]
         self, name: str, initial_position: str, durable: bool = True
@@ -150,8 +160,8 @@ class NonPersistentTopic(PersistentTopic):
         sub = self.subscriptions.get(name)
         if sub is None:
             sub = NonPersistentSubscription(self, name, self.service.new_subscription_id())
-            self.subscriptions[name] = sub  # type: ignore[assignment]
-        return sub  # type: ignore[return-value]
+            self.subscriptions[name] = sub
+        return sub
 
     def delete_subscription(self, name: str) -> None:
         sub = self.subscriptions.pop(name, None)
@@ -168,7 +178,7 @@ class NonPersistentTopic(PersistentTopic):
         handle.msg_in_counter += n
         handle.bytes_in_counter += entry.size
         for sub in tuple(self.subscriptions.values()):
-            sub.send(entry)  # type: ignore[attr-defined]
+            sub.send(entry)
         return NON_PERSISTENT_ID
 
     def reload(self) -> None:
@@ -176,7 +186,7 @@ class NonPersistentTopic(PersistentTopic):
         self.bytes_in_counter = 0
 
     def stats(self) -> dict[str, Any]:
-        subs = {name: sub.stats() for name, sub in self.subscriptions.items()}  # type: ignore[attr-defined]
+        subs = {name: sub.stats() for name, sub in self.subscriptions.items()}
         return {
             **self.traffic_stats(subs),
             "msgDropRate": 0.0,

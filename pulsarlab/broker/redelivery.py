@@ -152,7 +152,7 @@ class InMemoryRedeliveryTracker:
         self._counts: SortedDict = SortedDict()
 
     def increment_and_get(self, ledger: int, entry: int) -> int:
-        n = self._counts.get((ledger, entry), 0) + 1
+        n: int = self._counts.get((ledger, entry), 0) + 1
         self._counts[(ledger, entry)] = n
         return n
 
@@ -224,6 +224,8 @@ class RedeliveryTrackerDisabled:
     def __len__(self) -> int:
         return 0
 
+
+RedeliveryTracker = InMemoryRedeliveryTracker | RedeliveryTrackerDisabled  # `RedeliveryTracker` of a dispatcher
 
 STATS_UPDATE_FREQUENCY_MS = 60_000  # broker.conf statsUpdateFrequencyInSecs (60)
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
 from pulsarlab.broker.delayed.bucket.snapshot import InMemoryBucketSnapshotStorage
 from pulsarlab.broker.delayed.factory import load_delayed_delivery_tracker_factory
@@ -70,6 +70,7 @@ if TYPE_CHECKING:
     from pulsarlab.broker.subscription import PersistentSubscription
     from pulsarlab.lab import Lab
     from pulsarlab.messages import EntryData
+    from pulsarlab.profiles import BrokerConfig
 
 
 def normalize_topic(name: str) -> str:
@@ -126,10 +127,10 @@ def client_error_code(error: BaseException) -> ServerError:
     return ServerError.UnknownError
 
 
-def default_retention(config: dict[str, Any]) -> RetentionPolicies:
+def default_retention(config: BrokerConfig) -> RetentionPolicies:
     """The broker's ``defaultRetentionTimeInMinutes`` / ``defaultRetentionSizeInMB``: the retention of a topic whose
     namespace sets none."""
-    return RetentionPolicies(config.get("defaultRetentionTimeInMinutes", 0), config.get("defaultRetentionSizeInMB", 0))
+    return RetentionPolicies.of(config["defaultRetentionTimeInMinutes"], config["defaultRetentionSizeInMB"])
 
 
 def position_after_publish_time(topic: PersistentTopic, publish_time: int) -> Position:
@@ -204,7 +205,7 @@ class BrokerService:
         self.topics: dict[str, PersistentTopic] = {}
         self.non_persistent_topics: dict[str, NonPersistentTopic] = {}  # apart: nothing stored to show or restart
         self.partitioned: dict[str, int] = {}
-        self.schemas = SchemaRegistry(str(self.config.get("schemaCompatibilityStrategy", "FULL")))
+        self.schemas = SchemaRegistry(self.config.text("schemaCompatibilityStrategy"))
         self._next_producer = 0
         self._next_consumer = 0
         self._next_subscription = 0
@@ -245,7 +246,7 @@ class BrokerService:
         if policies is not None and policies.deduplication_enabled is not None:
             on = policies.deduplication_enabled
         else:
-            on = bool(self.config.get("brokerDeduplicationEnabled", False))
+            on = self.config.flag("brokerDeduplicationEnabled")
         topic.deduplication = topic.dedup_state if on else None
         ledger = getattr(topic, "ledger", None)  # a non-persistent topic stores nothing
         if ledger is not None:
@@ -265,7 +266,7 @@ class BrokerService:
         """PARTITIONED_METADATA: the partitions of a partitioned topic, 0 for any other name."""
         return self.partitioned.get(name, 0)
 
-    def _topic_map(self, name: str) -> dict[str, Any]:
+    def _topic_map(self, name: str) -> Mapping[str, PersistentTopic]:
         return self.non_persistent_topics if name.startswith("non-persistent://") else self.topics
 
     def topic_exists(self, name: str) -> bool:
@@ -299,7 +300,10 @@ class BrokerService:
         topic = kind(self, name, self._next_topic)
         self.apply_namespace_policies(topic)
         self._next_topic += 1
-        self._topic_map(name)[name] = topic
+        if isinstance(topic, NonPersistentTopic):
+            self.non_persistent_topics[name] = topic
+        else:
+            self.topics[name] = topic
         if self.events.enabled:
             self.events.append(ev.TOPIC_CREATED, self.scheduler.now(), topic=topic.id, name=name, partitions=0)
         return topic
@@ -331,7 +335,10 @@ class BrokerService:
         `PersistentTopic.checkGC` deletes an inactive non-partitioned topic's)."""
         for sub in list(topic.subscriptions):
             topic.delete_subscription(sub)
-        del self._topic_map(topic.name)[topic.name]
+        if isinstance(topic, NonPersistentTopic):
+            del self.non_persistent_topics[topic.name]
+        else:
+            del self.topics[topic.name]
         if isinstance(topic, PersistentTopic):
             topic.ledger.delete_storage()
         if drop_schema:
@@ -540,7 +547,7 @@ class BrokerService:
             sub_type=sub_type,
             subscription=sub,
             cnx=cnx,
-            max_unacked_messages=self.config["maxUnackedMessagesPerConsumer"],
+            max_unacked_messages=self.config.integer("maxUnackedMessagesPerConsumer"),
             key_shared_mode=ks_mode,
             allow_out_of_order_delivery=ooo,
             ranges=ranges,
@@ -586,13 +593,13 @@ class BrokerService:
         """
         if consumer.closed:
             return
-        d = consumer.subscription.dispatcher
+        d = consumer.subscription.attached_dispatcher
         events = self.events if self.events.enabled else None
         ids = _positions(positions) if positions else None
         if ids and consumer.individual_ack_mode:
             if events is not None:
                 pending = consumer.pending_acks
-                held = sum(1 for p in ids if p in pending)
+                held = sum(1 for p in ids if pending is not None and p in pending)
                 text = json.dumps([list(p) for p in ids], separators=(",", ":"))
                 events.append_row(
                     REDELIVER_IDS, self.scheduler.now(), consumer.id, len(ids), held, events.text_id(text)
@@ -695,7 +702,7 @@ class BrokerService:
             unacked_messages=consumer.unacked_messages,
             blocked_consumer_on_unacked_msgs=consumer.blocked,
             connected_since=consumer.stats()["connectedSince"],
-            type=sub.dispatcher.type_name,
+            type=sub.attached_dispatcher.type_name,
             msg_backlog=0
             if isinstance(sub.topic, NonPersistentTopic)
             else sub.cursor.number_of_entries_in_backlog(False),

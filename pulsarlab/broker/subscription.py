@@ -19,32 +19,53 @@ from pulsarlab.broker.consumer import popcount
 from pulsarlab.broker.dispatch.shared import SharedDispatcher
 from pulsarlab.broker.dispatch.single_active import SingleActiveConsumerDispatcher
 from pulsarlab.broker.key_shared.base import subscription_to_string
-from pulsarlab.errors import PulsarError, SubscriptionBusyException
+from pulsarlab.errors import IllegalStateException, PulsarError, SubscriptionBusyException
 from pulsarlab.event_catalogue import broker as ev
 from pulsarlab.managed_ledger.position import Position
 from pulsarlab.protocol.acks import AckCommand, AckType, ack_set_mask
 
 if TYPE_CHECKING:  # pragma: no cover
     from pulsarlab.broker.consumer import Consumer
+    from pulsarlab.broker.dispatch.key_shared import KeySharedDispatcher
     from pulsarlab.broker.topic import PersistentTopic
+    from pulsarlab.managed_ledger.cursor import Entry, ManagedCursor
+
+
+Dispatcher = SingleActiveConsumerDispatcher | SharedDispatcher  # Key_Shared's is a SharedDispatcher
+
+
+def key_shared_dispatcher(d: Dispatcher | None) -> "KeySharedDispatcher | None":
+    """``d`` as the Key_Shared dispatcher it is, else None (its module loads with the first Key_Shared consumer)."""
+    if d is None or d.type_name != "Key_Shared":
+        return None
+    from pulsarlab.broker.dispatch.key_shared import KeySharedDispatcher
+
+    return d if isinstance(d, KeySharedDispatcher) else None
 
 
 class PersistentSubscription:
     """One subscription of a topic."""
 
-    def __init__(self, topic: "PersistentTopic", name: str, cursor: Any, sub_id: int) -> None:
+    def __init__(self, topic: "PersistentTopic", name: str, cursor: "ManagedCursor", sub_id: int) -> None:
         self.topic = topic
         self.name = name
         self.cursor = cursor
         self.id = sub_id
-        self.dispatcher: Any = None
+        self.dispatcher: Dispatcher | None = None
         self.dispatcher_name = f"{topic.name} / {name}"
-        self.batch_index_level = bool(topic.service.config["acknowledgmentAtBatchIndexLevelEnabled"])
+        self.batch_index_level = topic.service.config.flag("acknowledgmentAtBatchIndexLevelEnabled")
         self.last_consumed_flow_timestamp = 0
         self.msg_out_counter_closed = 0
 
     def __str__(self) -> str:
         return subscription_to_string(self.topic.name, self.name)
+
+    @property
+    def attached_dispatcher(self) -> Dispatcher:
+        """The dispatcher of a subscription that has (or had) a consumer: every path with a consumer in hand."""
+        if self.dispatcher is None:
+            raise IllegalStateException(f"{self} has no dispatcher: no consumer ever attached")
+        return self.dispatcher
 
     # --- consumers -----------------------------------------------------------------------------
     def consumers(self) -> list["Consumer"]:
@@ -56,10 +77,11 @@ class PersistentSubscription:
         if d is None or not d.is_consumer_connected():
             ks_mode = consumer.key_shared_mode
             ooo = consumer.allow_out_of_order_delivery
+            ks = key_shared_dispatcher(d)
             if (
                 d is None
                 or d.type_name != sub_type
-                or (sub_type == "Key_Shared" and not d.has_same_key_shared_policy(ks_mode, ooo))
+                or (ks is not None and not ks.has_same_key_shared_policy(ks_mode, ooo))
             ):
                 if d is not None:
                     d.close()
@@ -78,7 +100,7 @@ class PersistentSubscription:
                 raise error
         d.add_consumer(consumer)
 
-    def _compatibility_error(self, d: Any, consumer: "Consumer") -> SubscriptionBusyException | None:
+    def _compatibility_error(self, d: Dispatcher, consumer: "Consumer") -> SubscriptionBusyException | None:
         sub_type = consumer.sub_type.wire
         if not self.topic.service.profile.detailed_subscription_compat_errors:
             if sub_type != d.type_name:
@@ -89,15 +111,16 @@ class PersistentSubscription:
                 f"Subscription is of different type. Active subscription type of '{d.type_name}' is different "
                 f"than the connecting consumer's type '{sub_type}'."
             )
-        if sub_type == "Key_Shared":
-            if consumer.key_shared_mode != d.key_shared_mode:
+        ks = key_shared_dispatcher(d)
+        if ks is not None:
+            if consumer.key_shared_mode != ks.key_shared_mode:
                 return SubscriptionBusyException(
                     f"Subscription is of different type. Active subscription key_shared mode of "
-                    f"'{d.key_shared_mode}' is different than the connecting consumer's key_shared mode "
+                    f"'{ks.key_shared_mode}' is different than the connecting consumer's key_shared mode "
                     f"'{consumer.key_shared_mode}'."
                 )
-            if consumer.allow_out_of_order_delivery != d.allow_out_of_order_delivery:
-                if d.allow_out_of_order_delivery:
+            if consumer.allow_out_of_order_delivery != ks.allow_out_of_order_delivery:
+                if ks.allow_out_of_order_delivery:
                     text = (
                         "Subscription is of different type. Active subscription allows out of order delivery "
                         "while the connecting consumer does not allow it."
@@ -116,10 +139,12 @@ class PersistentSubscription:
 
     def consumer_flow(self, consumer: "Consumer", n: int) -> None:
         self.last_consumed_flow_timestamp = self.topic.service.scheduler.now_ms
-        self.dispatcher.consumer_flow(consumer, n)
+        if self.dispatcher is not None:  # always: the consumer is attached to it
+            self.dispatcher.consumer_flow(consumer, n)
 
     def add_unacked_messages(self, n: int) -> None:
-        self.dispatcher.add_unacked_messages(n)
+        if self.dispatcher is not None:
+            self.dispatcher.add_unacked_messages(n)
 
     # --- cursor helpers ------------------------------------------------------------------------
     def rewind_cursor(self) -> None:
@@ -138,7 +163,7 @@ class PersistentSubscription:
     def set_waiting(self, waiting: bool) -> None:
         self.cursor.waiting_read_op = waiting
 
-    def batch_ack_sets(self, entries: list) -> list[int | None] | None:
+    def batch_ack_sets(self, entries: list[Entry]) -> list[int | None] | None:
         """The cursor's batch-index ack masks of the entries (``EntryBatchIndexesAcks``), or None when off."""
         if not self.batch_index_level:
             return None
@@ -194,16 +219,16 @@ class PersistentSubscription:
                 partial = True
                 acked = 0
                 if individual and self.batch_index_level:
-                    owner = self._owner(consumer, ledger, entry)
-                    if owner is not None:
-                        value = owner.pending_acks.get(ledger, entry)
+                    pending = self._pending(consumer, ledger, entry)
+                    if pending is not None:
+                        owner, (batch_size, _hash) = pending
                         given = ack_set_mask(ack_set)
                         cur = cursor.batch_deleted_indexes(Position(ledger, entry))
                         if cur is not None:
                             cur_mask = ack_set_mask(cur)
                             acked = popcount(cur_mask) - popcount(cur_mask & given)
                         else:
-                            acked = value[0] - popcount(given)
+                            acked = batch_size - popcount(given)
                         owner.add_unacked(-acked)
             else:
                 if individual:
@@ -216,7 +241,8 @@ class PersistentSubscription:
                                 acked_count = popcount(ack_set_mask(cur))
                         # consumer.add_unacked(-acked_count), inlined (individual ack mode here): once per acked entry
                         consumer.unacked_messages -= acked_count
-                        dispatcher.add_unacked_messages(-acked_count)
+                        if dispatcher is not None:  # always: the consumer is attached to it
+                            dispatcher.add_unacked_messages(-acked_count)
                     else:
                         acked_count = self._acked_count_no_ack_set(consumer, ledger, entry)
                         removed = consumer.remove_pending_ack(ledger, entry)
@@ -231,20 +257,24 @@ class PersistentSubscription:
             d.redelivery_tracker.remove_batch([(l, e) for l, e, s in acks if s is None])
         self._after_ack(md_before, acks[-1][0] if acks else -1, acks[-1][1] if acks else -1, False, partial)
 
-    def _owner(self, consumer: "Consumer", ledger: int, entry: int) -> "Consumer | None":
-        if consumer.pending_acks is not None and (ledger, entry) in consumer.pending_acks:
-            return consumer
+    def _pending(self, consumer: "Consumer", ledger: int, entry: int) -> "tuple[Consumer, tuple[int, int]] | None":
+        """The consumer holding the pending ack of (ledger, entry), the acking one first, and its
+        ``(batch_size, sticky_hash)``; None when none holds it."""
+        value = consumer.pending_acks.get(ledger, entry) if consumer.pending_acks is not None else None
+        if value is not None:
+            return consumer, value
         for c in self.consumers():
-            if c.pending_acks is not None and (ledger, entry) in c.pending_acks:
-                return c
+            value = c.pending_acks.get(ledger, entry) if c.pending_acks is not None else None
+            if value is not None:
+                return c, value
         return None
 
     def _acked_count_no_ack_set(self, consumer: "Consumer", ledger: int, entry: int) -> int:
         """`getBatchSize` / `getAckedCountForMsgIdNoAckSets`: the messages an entry-level ack settles."""
-        owner = self._owner(consumer, ledger, entry)
-        if owner is None:
+        pending = self._pending(consumer, ledger, entry)
+        if pending is None:
             return 1
-        batch_size = owner.pending_acks.get(ledger, entry)[0]
+        batch_size = pending[1][0]
         if self.batch_index_level:
             cur = self.cursor.batch_deleted_indexes(Position(ledger, entry))
             if cur is not None:
@@ -309,11 +339,11 @@ class PersistentSubscription:
         if out.get("activeConsumerName") is None:
             out.pop("activeConsumerName", None)
         draining_totals = [0, 0, 0]
-        key_shared = d is not None and d.type_name == "Key_Shared"
+        key_shared = key_shared_dispatcher(d)
         for c in consumers:
             cs = c.stats()
-            if key_shared:
-                extra = d.consumer_stats(c)
+            if key_shared is not None:
+                extra = key_shared.consumer_stats(c)
                 cs.update(extra)
                 if "drainingHashesCount" in extra:
                     draining_totals[0] += extra["drainingHashesCount"]
@@ -321,7 +351,7 @@ class PersistentSubscription:
                     draining_totals[2] += extra["drainingHashesUnackedMessages"]
             out["consumers"].append(cs)
             out["msgRateRedeliver"] += cs["msgRateRedeliver"]
-        if key_shared and not d.classic:
+        if key_shared is not None and not key_shared.classic:
             out["drainingHashesCount"] = draining_totals[0]
             out["drainingHashesClearedTotal"] = draining_totals[1]
             out["drainingHashesUnackedMessages"] = draining_totals[2]

@@ -17,7 +17,7 @@ import re
 from typing import TYPE_CHECKING, Any, Callable
 
 from pulsarlab.broker.compaction import CompactedTopic, CompactionStatus, compaction_stats
-from pulsarlab.broker.deduplication import DUPLICATE, INACTIVITY_TIMEOUT_MINUTES, MessageDeduplication
+from pulsarlab.broker.deduplication import DUPLICATE, MessageDeduplication
 from pulsarlab.broker.producer_access import ProducerAccess
 from pulsarlab.date_format import format_timestamp
 from pulsarlab.errors import NotAllowedException
@@ -129,7 +129,7 @@ class PersistentTopic:
         self.deduplication: MessageDeduplication | None = None  # set while deduplication is enabled
         # kept across disable/enable, as Pulsar's snapshot cursor
         self.dedup_state = MessageDeduplication(
-            int(service.config.get("brokerDeduplicationProducerInactivityTimeoutMinutes", INACTIVITY_TIMEOUT_MINUTES))
+            service.config.integer("brokerDeduplicationProducerInactivityTimeoutMinutes")
         )
 
     def add_producer(
@@ -218,7 +218,8 @@ class PersistentTopic:
         settings = self.service.delayed_tracker_factory.settings
         meta = entry.metadata
         limit = settings.max_delay_in_millis
-        if settings.enabled and limit > 0 and meta.deliver_at_time - meta.publish_time > limit:
+        deliver_at = meta.deliver_at_time
+        if settings.enabled and limit > 0 and deliver_at is not None and deliver_at - meta.publish_time > limit:
             events = self.service.events
             if events.enabled:
                 events.append(

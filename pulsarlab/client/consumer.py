@@ -292,6 +292,10 @@ class _ConsumerImpl:
         if self.broker_consumer is not None:
             self.parent._service.ack(self.broker_consumer, cmd)
 
+    def application_consumer(self) -> "Consumer":
+        """The application's consumer this topic's consumer belongs to (`ClientConsumerConnection`)."""
+        return self.parent
+
     # --- commands from the broker (the model's ClientCnx) ------------------------------------------
     def message_received(self, ledger: int, entry: int, data: Any, redelivery_count: int, ack_set: int | None) -> None:
         parent = self.parent
@@ -772,6 +776,20 @@ class Consumer:
 
     def subscription_name(self) -> str:
         return self._subscription
+
+    @property
+    def consumer_id(self) -> int:
+        """The lab-wide id this consumer was created with (`ConsumerBase.consumerId`)."""
+        return self._id
+
+    @property
+    def negative_ack_redelivery_delay_ms(self) -> int:
+        """``negative_ack_redelivery_delay_ms`` as subscribed with."""
+        return self._nack_delay_ms
+
+    def topic_consumers(self) -> list[_ConsumerImpl]:
+        """The per-topic consumers (`ClientConsumerTrackers`), retry-letter topics' included."""
+        return list(self._all_impls)
 
     def consumer_name(self) -> str:
         return self._name

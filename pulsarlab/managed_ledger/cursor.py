@@ -47,9 +47,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from pulsarlab.messages import EntryData
 
 _MASK64 = (1 << 64) - 1
+Entry = tuple[Position, "EntryData"]  # what a read returns: an entry and where it is stored
 CURSOR_INTERNAL_PROPERTY_PREFIX = "#pulsar.internal."
-DEFAULT_MAX_UNACKED_RANGES_TO_PERSIST = 10000  # managedLedgerMaxUnackedRangesToPersist (3.x/4.0/4.1)
-DEFAULT_MAX_BATCH_DELETED_INDEX_TO_PERSIST = 10000  # managedLedgerMaxBatchDeletedIndexToPersist
 
 
 WHY_INDIVIDUAL = "individual acks made the entries after it contiguous"
@@ -112,8 +111,8 @@ class ManagedCursor:
         self._event_name = f"{ledger.name}/{name}"
         self._event_name_sid: tuple[Any, int] | None = None  # (event log, id of _event_name in it)
         config = ledger.config
-        self.batch_index_level = bool(config.get("acknowledgmentAtBatchIndexLevelEnabled", False))
-        self._separator = "," if config.get("managedLedgerUnackedRangesOpenCacheSetEnabled", True) else ", "
+        self.batch_index_level = config.flag("acknowledgmentAtBatchIndexLevelEnabled")
+        self._separator = "," if config.flag("managedLedgerUnackedRangesOpenCacheSetEnabled") else ", "
         self.individually_deleted_messages = OpenLongPairRangeSet()
         # batchDeletedIndexes: (ledger, entry) -> ack set as an int, set bit = not yet acknowledged
         self._batch: SortedDict | None = SortedDict() if self.batch_index_level else None
@@ -689,7 +688,7 @@ class ManagedCursor:
     ) -> tuple[Position, dict[str, int], list[tuple[int, int, int, int]], dict[tuple[int, int], int]]:
         """What a graceful close persists: mark-delete, properties, ranges and ack sets up to the limits."""
         config = self._ledger.config
-        max_ranges = config.get("managedLedgerMaxUnackedRangesToPersist", DEFAULT_MAX_UNACKED_RANGES_TO_PERSIST)
+        max_ranges = config.integer("managedLedgerMaxUnackedRangesToPersist")
         ranges = []
         for raw in self.individually_deleted_messages:
             ranges.append(raw)
@@ -697,9 +696,7 @@ class ManagedCursor:
                 break
         batch: dict[tuple[int, int], int] = {}
         if self._batch:
-            max_batch = config.get(
-                "managedLedgerMaxBatchDeletedIndexToPersist", DEFAULT_MAX_BATCH_DELETED_INDEX_TO_PERSIST
-            )
+            max_batch = config.integer("managedLedgerMaxBatchDeletedIndexToPersist")
             for key in self._batch.islice(0, max_batch):
                 batch[key] = self._batch[key]
         return self.mark_delete_position, dict(self.properties), ranges, batch

@@ -63,6 +63,7 @@ from pulsarlab.managed_ledger.exceptions import (
 from pulsarlab.managed_ledger.position import Position, make_position
 from pulsarlab.managed_ledger.retention import RetentionPolicies, TrimCandidate, ledgers_to_delete, next_check_at
 from pulsarlab.messages import EntryData
+from pulsarlab.profiles import BrokerConfig
 
 FIRST_LEDGER_ID = 3  # the first ledger id the lab hands out (a fresh standalone's first topic ledger is similar)
 
@@ -106,8 +107,8 @@ class LedgerInfo:
     timestamp: int = 0
 
 
-def _config_int(config: dict[str, Any], key: str, default: int, minimum: int) -> int:
-    value = config.get(key, default)
+def _config_int(config: BrokerConfig, key: str, minimum: int) -> int:
+    value = config[key]
     if type(value) is not int or value < minimum:
         raise ValueError(f"broker setting {key} must be an integer >= {minimum}, got {value!r}")
     return value
@@ -246,7 +247,7 @@ class ManagedLedger:
         self,
         name: str,
         scheduler: Scheduler,
-        config: dict[str, Any],
+        config: BrokerConfig,
         ledger_ids: LedgerIdAllocator,
         events: EventLog | None = None,
         cache: EntryCacheManager | None = None,
@@ -262,16 +263,16 @@ class ManagedLedger:
         self._cache = cache  # with bookie storage: the broker's entry cache manager (else every entry in memory)
         self._bookie = cache.storage if cache is not None else None
         self.cached_bytes = 0  # with bookie storage: the bytes of this managed ledger's cached blocks
-        self.max_entries_per_ledger = _config_int(config, "managedLedgerMaxEntriesPerLedger", 50000, 1)
-        self._max_ledger_bytes = _config_int(config, "managedLedgerMaxSizePerLedgerMbytes", 2048, 1) * _MB
-        self._min_rollover_ms = _config_int(config, "managedLedgerMinLedgerRolloverTimeMinutes", 0, 0) * _MINUTE_MS
-        self._max_rollover_ms = _config_int(config, "managedLedgerMaxLedgerRolloverTimeMinutes", 240, 0) * _MINUTE_MS
+        self.max_entries_per_ledger = _config_int(config, "managedLedgerMaxEntriesPerLedger", 1)
+        self._max_ledger_bytes = _config_int(config, "managedLedgerMaxSizePerLedgerMbytes", 1) * _MB
+        self._min_rollover_ms = _config_int(config, "managedLedgerMinLedgerRolloverTimeMinutes", 0) * _MINUTE_MS
+        self._max_rollover_ms = _config_int(config, "managedLedgerMaxLedgerRolloverTimeMinutes", 0) * _MINUTE_MS
         self.retention = RetentionPolicies(
-            _config_int(config, "defaultRetentionTimeInMinutes", 0, -1),
-            _config_int(config, "defaultRetentionSizeInMB", 0, -1),
+            _config_int(config, "defaultRetentionTimeInMinutes", -1),
+            _config_int(config, "defaultRetentionSizeInMB", -1),
         )
         self.retention.validate()
-        self._check_interval_ms = _config_int(config, "retentionCheckIntervalInSeconds", 120, 0) * 1000
+        self._check_interval_ms = _config_int(config, "retentionCheckIntervalInSeconds", 0) * 1000
         self._check_timer: Any = None  # the periodic check's next run, while a ledger waits for its time limit
         self._durable: set[str] = set()  # names of the durable cursors (the others are readers')
         self._holds: dict[str, Position] = {}  # durable positions kept without a cursor object (see hold)

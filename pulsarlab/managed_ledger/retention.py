@@ -23,6 +23,12 @@ INVALID_RETENTION = (
 )
 
 
+def _integer(name: str, value: object) -> int:
+    if type(value) is not int:
+        raise ValueError(f"Invalid retention policy: {name} must be an integer, got {value!r}")
+    return value
+
+
 @dataclass(frozen=True)
 class RetentionPolicies:
     """`RetentionPolicies`: how long (minutes) and how much (MB) consumed data a topic keeps; -1 is no limit."""
@@ -31,12 +37,14 @@ class RetentionPolicies:
     retention_size_in_mb: int = 0
 
     def __post_init__(self) -> None:
-        for name, value in (
-            ("retentionTimeInMinutes", self.retention_time_in_minutes),
-            ("retentionSizeInMB", self.retention_size_in_mb),
-        ):
-            if type(value) is not int:
-                raise ValueError(f"Invalid retention policy: {name} must be an integer, got {value!r}")
+        _integer("retentionTimeInMinutes", self.retention_time_in_minutes)
+        _integer("retentionSizeInMB", self.retention_size_in_mb)
+
+    @classmethod
+    def of(cls, time_in_minutes: object, size_in_mb: object) -> "RetentionPolicies":
+        """A policy from untyped input (broker.conf, a request body): ValueError with Pulsar's text unless both
+        are integers."""
+        return cls(_integer("retentionTimeInMinutes", time_in_minutes), _integer("retentionSizeInMB", size_in_mb))
 
     def validate(self) -> None:
         """`AdminResource.validateRetentionPolicies`: ValueError with Pulsar's text for a policy it refuses."""

@@ -7,6 +7,9 @@ client's `ClientCnx`. In the lab, `BrokerService.register_producer` returns a `R
 `BrokerService.subscribe` a `SubscribedConsumer`, which the caller (the in-process client, the binary front end)
 passes back with each command and asks only what these protocols say; the broker's consumer sends to the
 `ConsumerConnection` it was given at SUBSCRIBE (the client's consumer, or `pulsarlab serve`'s `RemoteConsumer`).
+A snapshot reaches the application's consumer behind a connection of the lab's own client through
+`ClientConsumerConnection.application_consumer` (`ClientConsumerTrackers`: its id, negative-ack delay and
+per-topic consumers; the rest it reads through the client consumer's public API).
 The broker's classes (`pulsarlab.broker.topic.ProducerHandle`, `pulsarlab.broker.consumer.Consumer`) satisfy
 them structurally; nothing here imports the broker or the client (docs/architecture.md). Simplifies: the
 handles' other attributes are the broker's own and are not part of the seam.
@@ -14,7 +17,7 @@ handles' other attributes are the broker's own and are not part of the seam.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Protocol, Sequence, runtime_checkable
 
 from pulsarlab.messages import EntryData
 from pulsarlab.protocol.producer_access import ProducerAccessMode
@@ -35,6 +38,44 @@ class ConsumerConnection(Protocol):
     def closed_by_broker(self) -> None:
         """CLOSE_CONSUMER from the broker (a seek, a reset cursor, a deleted subscription): a real client
         subscribes again."""
+
+
+class TopicConsumerTrackers(Protocol):
+    """One topic's (or partition's) consumer of an application's consumer, as a redelivery snapshot reads it
+    (`ConsumerImpl` of a `MultiTopicsConsumerImpl`): its topic and the trackers made on first use."""
+
+    @property
+    def topic(self) -> str: ...
+
+    @property
+    def nacks(self) -> object | None:
+        """Its `NegativeAcksTracker`, None before the first negative ack."""
+
+    @property
+    def dead_letters(self) -> object | None:
+        """Its dead-letter bookkeeping, None without a dead-letter policy."""
+
+
+class ClientConsumerTrackers(Protocol):
+    """What a snapshot may ask of an application's consumer about its redelivery trackers (the Java client's
+    `ConsumerBase` getters): its id, the negative-ack delay and the per-topic consumers that hold the trackers."""
+
+    @property
+    def consumer_id(self) -> int: ...
+
+    @property
+    def negative_ack_redelivery_delay_ms(self) -> int: ...
+
+    def topic_consumers(self) -> Sequence[TopicConsumerTrackers]:
+        """The per-topic consumers, retry-letter topics' included, in subscribe order."""
+
+
+@runtime_checkable
+class ClientConsumerConnection(ConsumerConnection, Protocol):
+    """A `ConsumerConnection` of the lab's own client: it names the application's consumer behind it (a real
+    `ClientCnx` keeps its consumers by id). `pulsarlab serve`'s remote consumers have none in the lab."""
+
+    def application_consumer(self) -> ClientConsumerTrackers: ...
 
 
 class RegisteredProducer(Protocol):
@@ -69,4 +110,11 @@ class SubscribedConsumer(Protocol):
         what a reader's ``has_message_available`` asks beside its own queue."""
 
 
-__all__ = ["ConsumerConnection", "RegisteredProducer", "SubscribedConsumer"]
+__all__ = [
+    "ClientConsumerConnection",
+    "ClientConsumerTrackers",
+    "ConsumerConnection",
+    "RegisteredProducer",
+    "SubscribedConsumer",
+    "TopicConsumerTrackers",
+]

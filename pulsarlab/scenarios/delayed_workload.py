@@ -25,11 +25,8 @@ from typing import Any, Mapping
 import numpy as np
 
 from pulsarlab.broker.delayed.bucket.snapshot import InMemoryBucketSnapshotStorage
-from pulsarlab.broker.delayed.bucket.tracker import (
-    BUCKET_TRACKER_FACTORY,
-    IN_MEMORY_TRACKER_FACTORY,
-    new_delayed_delivery_tracker,
-)
+from pulsarlab.broker.delayed.factory import new_delayed_delivery_tracker
+from pulsarlab.broker.delayed.tracker_names import BUCKET_TRACKER_FACTORY, IN_MEMORY_TRACKER_FACTORY
 from pulsarlab.clock import Scheduler
 from pulsarlab.events import EventLog
 from pulsarlab.profiles import get_profile

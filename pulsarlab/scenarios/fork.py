@@ -30,7 +30,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
 from pulsarlab.broker.delayed.factory import load_delayed_delivery_tracker_factory
-from pulsarlab.profiles import BROKER_DEFAULTS, PROFILES, get_profile
+from pulsarlab.profiles import BROKER_DEFAULTS, PROFILES, BrokerConfig, get_profile
 from pulsarlab.scenarios.run import Driver, RunResult
 from pulsarlab.scenarios.spec import GridRow
 from pulsarlab.snapshot.recorder import Recorder
@@ -167,7 +167,7 @@ def _restart_with(lab: Any, profile: Any, config: dict[str, Any]) -> None:
     """The broker restarts gracefully on ``profile`` with broker.conf ``config`` (the clients reconnect)."""
     svc = lab.service
     factory = load_delayed_delivery_tracker_factory(  # checks the delayed-delivery settings before anything changes
-        dict(config), profile, svc.scheduler, svc.bucket_snapshot_storage, svc.events
+        BrokerConfig(config), profile, svc.scheduler, svc.bucket_snapshot_storage, svc.events
     )
     lab.config.clear()  # in place: the broker, its topics and ledgers hold this dict
     lab.config.update(config)

@@ -10,9 +10,12 @@ the pending count and its limit, the expiry task) into frozen dataclasses of int
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pulsarlab.snapshot.base import Pos
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pulsarlab.messages import EntryData
 
 
 @dataclass(frozen=True)
@@ -58,7 +61,7 @@ class ChunkTrackerSnap:
     unacked_chunked_messages: int  # assembled, handed to the application, not acknowledged yet
 
 
-def chunk_info(data: Any) -> ChunkInfo | None:
+def chunk_info(data: "EntryData") -> ChunkInfo | None:
     """The chunk fields of an entry's `EntryData`, or None for an entry that is not a chunk."""
     meta = data.metadata
     if meta.uuid is None or not meta.is_chunk:

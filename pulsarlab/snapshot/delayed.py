@@ -15,13 +15,13 @@ are copied (the earliest), with the full counts beside them.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from pulsarlab.broker.delayed import jvm_memory
+from pulsarlab.broker.delayed.bucket.buckets import BucketState
 from pulsarlab.broker.delayed.bucket.snapshot import BucketSnapshotPersistenceException
 from pulsarlab.broker.delayed.bucket.tracker import BucketDelayedDeliveryTracker
 from pulsarlab.broker.delayed.factory import buffer_memory_usage, tracker_kind
-from pulsarlab.broker.delayed.in_memory import TimeBitmapDelayedDeliveryTracker
+from pulsarlab.broker.delayed.in_memory import InMemoryDelayedDeliveryTracker, TimeBitmapDelayedDeliveryTracker
 
 MAX_ITEMS = 400  # queued indexes copied per snapshot (the earliest ones)
 
@@ -109,7 +109,7 @@ class DelayedTrackerSnap:
         return sum(seg.indexes for b in self.buckets for seg in b.segments if seg.state == STORED)
 
 
-def delayed_snapshot(tracker: Any) -> DelayedTrackerSnap | None:
+def delayed_snapshot(tracker: InMemoryDelayedDeliveryTracker | None) -> DelayedTrackerSnap | None:
     """The snapshot of ``tracker`` (a dispatcher's ``delayed.tracker``), None when there is none."""
     if tracker is None:
         return None
@@ -174,14 +174,14 @@ def delayed_snapshot(tracker: Any) -> DelayedTrackerSnap | None:
     )
 
 
-def _next_delivery(tracker: Any) -> int | None:
+def _next_delivery(tracker: InMemoryDelayedDeliveryTracker) -> int | None:
     if isinstance(tracker, BucketDelayedDeliveryTracker):
         if not tracker.shared_queue_size() and tracker.mutable_bucket.is_empty():
             return None
     return tracker.next_delivery_time()
 
 
-def _bucket(tracker: BucketDelayedDeliveryTracker, state: Any) -> BucketSnap:
+def _bucket(tracker: BucketDelayedDeliveryTracker, state: BucketState) -> BucketSnap:
     metas: tuple = ()
     length = 0
     if state.bucket_id is not None:

@@ -57,7 +57,15 @@ from pulsarlab.snapshot.delayed import DelayedTrackerSnap, delayed_snapshot
 from pulsarlab.snapshot.redelivery import RedeliverySnap, RedeliverySnapshotBuilder
 
 if TYPE_CHECKING:  # pragma: no cover
+    from pulsarlab.broker.consumer import Consumer
+    from pulsarlab.broker.key_shared.base import StickyKeyConsumerSelector
+    from pulsarlab.broker.subscription import Dispatcher, PersistentSubscription
+    from pulsarlab.broker.topic import PersistentTopic
+    from pulsarlab.client.ack_grouping import AcknowledgmentsGroupingTracker
     from pulsarlab.lab import Lab
+    from pulsarlab.managed_ledger.cursor import ManagedCursor
+    from pulsarlab.managed_ledger.ledger import ManagedLedger
+    from pulsarlab.messages import EntryData
 
 # ---------------------------------------------------------------------------------------------
 # The snapshot's parts
@@ -418,7 +426,7 @@ REASON_TEXT = {
 }
 
 
-def _entry_key(data: Any) -> str | None:
+def _entry_key(data: "EntryData") -> str | None:
     meta = data.metadata
     if meta.ordering_key is not None:
         key = meta.ordering_key
@@ -436,7 +444,9 @@ class SnapshotBuilder:
         self._ledger_cache: dict[tuple[str, int], LedgerSnap] = {}
         self._redelivery = RedeliverySnapshotBuilder(lab)
         # selector -> (selector, consumer ids, assignments): assignments change only when consumers do
-        self._assignment_cache: dict[int, tuple[Any, tuple[int, ...], tuple[HashAssignment, ...]]] = {}
+        self._assignment_cache: dict[
+            int, tuple[StickyKeyConsumerSelector[Consumer], tuple[int, ...], tuple[HashAssignment, ...]]
+        ] = {}
 
     def _topic_wanted(self, name: str) -> bool:
         if self._wanted is None:
@@ -470,7 +480,7 @@ class SnapshotBuilder:
         )
 
     # --- topics and ledgers --------------------------------------------------------------------
-    def _ledger(self, topic: str, ml: Any, lid: int, open_: bool) -> LedgerSnap:
+    def _ledger(self, topic: str, ml: "ManagedLedger", lid: int, open_: bool) -> LedgerSnap:
         """Entries never change once written: reuse what earlier snapshots read, read only the new ones."""
         entries = ml.entries_of(lid)
         key = (topic, lid)
@@ -490,7 +500,7 @@ class SnapshotBuilder:
         self._ledger_cache[key] = snap
         return snap
 
-    def _topic(self, t: Any) -> TopicSnap:
+    def _topic(self, t: "PersistentTopic") -> TopicSnap:
         ml = t.ledger
         current = ml.current_ledger_id
         ledgers = tuple(self._ledger(t.name, ml, info.ledger_id, info.ledger_id == current) for info in ml.ledgers)
@@ -506,7 +516,7 @@ class SnapshotBuilder:
         )
 
     # --- cursor --------------------------------------------------------------------------------
-    def _cursor(self, cursor: Any, ledgers: tuple[LedgerSnap, ...]) -> CursorSnap:
+    def _cursor(self, cursor: "ManagedCursor", ledgers: tuple[LedgerSnap, ...]) -> CursorSnap:
         md = cursor.mark_delete_position
         rp = cursor.read_position
         idm = tuple(cursor.individually_deleted_messages)
@@ -530,7 +540,9 @@ class SnapshotBuilder:
         )
 
     # --- subscriptions -------------------------------------------------------------------------
-    def _subscription(self, t: Any, sub: Any, ledgers: tuple[LedgerSnap, ...]) -> SubscriptionSnap:
+    def _subscription(
+        self, t: "PersistentTopic", sub: "PersistentSubscription", ledgers: tuple[LedgerSnap, ...]
+    ) -> SubscriptionSnap:
         cursor = self._cursor(sub.cursor, ledgers)
         d = sub.dispatcher
         consumers = list(sub.consumers())
@@ -549,7 +561,9 @@ class SnapshotBuilder:
             consumers=snaps,
         )
 
-    def _dispatcher(self, t: Any, sub: Any, d: Any, consumers: list) -> DispatcherSnap:
+    def _dispatcher(
+        self, t: "PersistentTopic", sub: "PersistentSubscription", d: "Dispatcher", consumers: "list[Consumer]"
+    ) -> DispatcherSnap:
         kind = d.type_name
         order = tuple(c.id for c in consumers)
         if kind in ("Exclusive", "Failover"):
@@ -609,7 +623,7 @@ class SnapshotBuilder:
 
     # --- consumers -----------------------------------------------------------------------------
     def _consumer(
-        self, c: Any, dispatcher: DispatcherSnap | None, read_not_acked: int, batch_unacked: dict[Pos, int]
+        self, c: "Consumer", dispatcher: DispatcherSnap | None, read_not_acked: int, batch_unacked: dict[Pos, int]
     ) -> ConsumerSnap:
         pending = c.pending_acks
         if pending is not None:
@@ -685,7 +699,9 @@ def _messages_read_not_acked(cursor: CursorSnap, ledgers: tuple[LedgerSnap, ...]
     return total
 
 
-def _grouping(tracker: Any, batch_sizes: dict, partition: int) -> AckGroupingSnap:
+def _grouping(
+    tracker: "AcknowledgmentsGroupingTracker", batch_sizes: dict[tuple[int, int], int], partition: int
+) -> AckGroupingSnap:
     cum = tracker.last_cumulative_ack
     last_cum = None if cum.ledger < 0 and cum.entry < 0 else (cum.ledger, cum.entry)
     sets = []
@@ -708,7 +724,7 @@ def _grouping(tracker: Any, batch_sizes: dict, partition: int) -> AckGroupingSna
     )
 
 
-def _blocked_hashes(t: Any, d: Any, replay: tuple[ReplayEntry, ...]) -> tuple[BlockedHash, ...]:
+def _blocked_hashes(t: "PersistentTopic", d: "Dispatcher", replay: tuple[ReplayEntry, ...]) -> tuple[BlockedHash, ...]:
     """The hashes waiting in the replay set, each with the reason the dispatcher's `blocked_hash_reason` gives for
     its first position."""
     by_hash: dict[int | None, list[Pos]] = {}

@@ -26,9 +26,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
+from pulsarlab.protocol.handles import ClientConsumerConnection
 from pulsarlab.snapshot.base import History, Pos, short_topic
 
 if TYPE_CHECKING:  # pragma: no cover
+    from pulsarlab.client.consumer import Consumer as ClientConsumer
     from pulsarlab.lab import Lab
 
 
@@ -364,15 +366,19 @@ class RedeliverySnapshotBuilder:
         return RedeliverySnap(steps=steps, trackers=tuple(_trackers(self.lab)))
 
 
-def _client_consumers(lab: "Lab") -> list[Any]:
-    seen: dict[int, Any] = {}
+def _client_consumers(lab: "Lab") -> list["ClientConsumer"]:
+    """The lab's application consumers attached to the broker now, by id (serve's remote consumers have none)."""
+    from pulsarlab.client.consumer import Consumer as ClientConsumer
+
+    seen: dict[int, ClientConsumer] = {}
     for t in lab.service.topics.values():
         for sub in t.subscriptions.values():
             for c in sub.consumers():
-                parent = getattr(c.cnx, "parent", None)
-                if parent is not None and hasattr(parent, "unacked_message_tracker"):
-                    seen.setdefault(id(parent), parent)
-    return sorted(seen.values(), key=lambda p: p._id)
+                if isinstance(c.cnx, ClientConsumerConnection):
+                    app = c.cnx.application_consumer()
+                    if isinstance(app, ClientConsumer):
+                        seen.setdefault(id(app), app)
+    return sorted(seen.values(), key=lambda p: p.consumer_id)
 
 
 def _trackers(lab: "Lab") -> list[ClientTrackersSnap]:
@@ -383,11 +389,11 @@ def _trackers(lab: "Lab") -> list[ClientTrackersSnap]:
         next_nack = None
         candidates: list[Pos] = []
         form = lab.profile.negative_ack_tracker.value
-        step = _nack_step_ms(lab, c._nack_delay_ms, None)
-        for impl in c._all_impls:
+        step = _nack_step_ms(lab, c.negative_ack_redelivery_delay_ms, None)
+        for impl in c.topic_consumers():
             tracker = impl.nacks
             if tracker is not None:
-                step = _nack_step_ms(lab, c._nack_delay_ms, tracker)
+                step = _nack_step_ms(lab, c.negative_ack_redelivery_delay_ms, tracker)
                 nacks.extend(_nack_entries(impl.topic, tracker))
                 ns = tracker.next_timer_ns
                 if ns is not None:
@@ -398,7 +404,7 @@ def _trackers(lab: "Lab") -> list[ClientTrackersSnap]:
         policy = c.dead_letter_policy
         out.append(
             ClientTrackersSnap(
-                consumer=c._id,
+                consumer=c.consumer_id,
                 name=c.consumer_name(),
                 subscription=c.subscription_name(),
                 type=c.consumer_type.wire,
@@ -410,7 +416,7 @@ def _trackers(lab: "Lab") -> list[ClientTrackersSnap]:
                 else (),
                 next_tick_ms=unacked.next_tick_ms if unacked is not None else None,
                 nack_form=form,
-                nack_delay_ms=c._nack_delay_ms,
+                nack_delay_ms=c.negative_ack_redelivery_delay_ms,
                 nack_step_ms=step,
                 nacks=tuple(sorted(nacks, key=lambda n: (n.due_ms, n.ledger, n.entry))),
                 next_nack_ms=next_nack,

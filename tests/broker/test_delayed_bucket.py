@@ -25,9 +25,9 @@ from pulsarlab.broker.delayed.bucket.tracker import (
     ImmutableBucket,
     RecoverDelayedDeliveryTrackerException,
     bucket_key,
-    new_delayed_delivery_tracker,
     select_merged_buckets,
 )
+from pulsarlab.broker.delayed.factory import new_delayed_delivery_tracker
 from pulsarlab.broker.delayed.in_memory import InMemoryDelayedDeliveryTracker, timestamp_precision_bit_cnt
 from pulsarlab.clock import Scheduler
 from pulsarlab.errors import IllegalArgumentException

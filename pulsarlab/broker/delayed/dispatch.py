@@ -43,7 +43,11 @@ from pulsarlab.event_catalogue.delayed import (
 )
 
 if TYPE_CHECKING:  # pragma: no cover
+    from pulsarlab.broker.delayed.in_memory import InMemoryDelayedDeliveryTracker
+    from pulsarlab.broker.dispatch.shared import SharedDispatcher
     from pulsarlab.broker.redelivery import MessageRedeliveryController
+    from pulsarlab.clock import Timer
+    from pulsarlab.managed_ledger.cursor import Entry
 
 
 BUCKET_TOTAL = "pulsar_delayed_message_index_bucket_total"
@@ -69,10 +73,10 @@ class DelayedDelivery:
         "_requeue_timers",
     )
 
-    def __init__(self, dispatcher: Any) -> None:
+    def __init__(self, dispatcher: "SharedDispatcher") -> None:
         sub = dispatcher.subscription
         svc = sub.topic.service
-        self.tracker: Any = None
+        self.tracker: InMemoryDelayedDeliveryTracker | None = None
         self._dispatcher = dispatcher
         self._sub = sub
         self._factory = svc.delayed_tracker_factory
@@ -84,7 +88,7 @@ class DelayedDelivery:
         self._clock = svc.scheduler
         self._paused = False
         self._just_released: set[tuple[int, int]] = set()
-        self._requeue_timers: dict[int, Any] = {}  # read time -> scheduler timer
+        self._requeue_timers: dict[int, Timer] = {}  # read time -> scheduler timer
 
     @property
     def needed(self) -> bool:
@@ -126,17 +130,17 @@ class DelayedDelivery:
         self._requeue_timers.pop(until, None)
         self._dispatcher.read_more_entries()
 
-    def _held(self, item: tuple) -> bool:
+    def _held(self, item: Entry) -> bool:
         pos, data = item
         deliver_at = data.metadata.deliver_at_time
         if deliver_at is None and self.tracker is None:
             return False
         return self.track(pos.ledger_id, pos.entry_id, deliver_at)
 
-    def filter(self, entries: list) -> list:
+    def filter(self, entries: list[Entry]) -> list[Entry]:
         """The entries of ``entries`` (``(Position, EntryData)``) that are not held back, in order."""
         held = self._held
-        kept: list | None = None
+        kept: list[Entry] | None = None
         for i, item in enumerate(entries):
             if held(item):
                 if kept is None:
@@ -145,14 +149,14 @@ class DelayedDelivery:
                 kept.append(item)
         return entries if kept is None else kept
 
-    def filter_with_hashes(self, entries: list, hashes: list[int]) -> tuple[list, list[int]]:
+    def filter_with_hashes(self, entries: list[Entry], hashes: list[int]) -> tuple[list[Entry], list[int]]:
         """`filter` for a Key_Shared group and its sticky hashes (kept in step)."""
         held = [self._held(item) for item in entries]
         if not any(held):
             return entries, hashes
         return ([item for item, h in zip(entries, held) if not h], [x for x, h in zip(hashes, held) if not h])
 
-    def skip_held(self, entries: list) -> list:
+    def skip_held(self, entries: list[Entry]) -> list[Entry]:
         """A normal read's skip condition: drop entries the bucket tracker already holds."""
         tracker = self.tracker
         if not is_bucket_tracker(tracker):
@@ -247,7 +251,7 @@ class DelayedDelivery:
             "bucketDelayedIndexStats": bucket_index_stats(tracker),
         }
 
-    def _create(self) -> Any:
+    def _create(self) -> "InMemoryDelayedDeliveryTracker":
         d = self._dispatcher
         tracker = self.tracker = self._factory.new_tracker(
             self._sub.dispatcher_name, d.read_more_entries, self._sub.cursor.cursor_properties

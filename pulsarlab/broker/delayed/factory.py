@@ -16,13 +16,15 @@ never, on odd values); no per-topic or per-namespace delayed-delivery policies (
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Mapping, MutableMapping
+from typing import TYPE_CHECKING, Any, Callable, MutableMapping
 
+from pulsarlab.broker.delayed.bucket.snapshot import RecoverDelayedDeliveryTrackerException
 from pulsarlab.broker.delayed.tracker_names import BUCKET_TRACKER_FACTORY, IN_MEMORY_TRACKER_FACTORY, is_bucket_tracker
 from pulsarlab.clock import Scheduler
 from pulsarlab.errors import IllegalArgumentException, PulsarError
+from pulsarlab.event_catalogue.delayed_buckets import SNAPSHOT_FAILED
 from pulsarlab.events import EventLog
-from pulsarlab.profiles import Profile
+from pulsarlab.profiles import BrokerConfig, Profile, get_profile
 
 if TYPE_CHECKING:  # pragma: no cover
     from pulsarlab.broker.delayed.bucket.snapshot import BucketSnapshotStorage
@@ -49,7 +51,7 @@ class DelayedDeliverySettings:
     factory_class_name: str
 
     @classmethod
-    def from_config(cls, config: Mapping[str, Any], profile: Profile) -> "DelayedDeliverySettings":
+    def from_config(cls, config: BrokerConfig, profile: Profile) -> "DelayedDeliverySettings":
         """Read and check the settings; a bad value fails with the setting's name and what was expected."""
         name = config["delayedDeliveryTrackerFactoryClassName"]
         if not isinstance(name, str):
@@ -93,7 +95,7 @@ class DelayedDeliveryTrackerFactory:
     def __init__(
         self,
         settings: DelayedDeliverySettings,
-        config: Mapping[str, Any],
+        config: BrokerConfig,
         profile: Profile,
         scheduler: Scheduler,
         storage: BucketSnapshotStorage,
@@ -101,7 +103,7 @@ class DelayedDeliveryTrackerFactory:
     ) -> None:
         self.settings = settings
         self.class_name = settings.factory_class_name
-        self._config = dict(config)
+        self._config = BrokerConfig(config)
         self._profile = profile
         self._scheduler = scheduler
         self.storage = storage
@@ -111,9 +113,6 @@ class DelayedDeliveryTrackerFactory:
         self, name: str, read_more_entries: Callable[[], object], cursor_properties: MutableMapping[str, str]
     ) -> InMemoryDelayedDeliveryTracker:
         """``newTracker(dispatcher)``: ``name`` is the dispatcher's ``"<topic> / <subscription>"``."""
-        # the trackers load with the first one (numpy with them), not when the broker starts
-        from pulsarlab.broker.delayed.bucket.tracker import new_delayed_delivery_tracker
-
         return new_delayed_delivery_tracker(
             self._scheduler,
             read_more_entries,
@@ -127,12 +126,92 @@ class DelayedDeliveryTrackerFactory:
 
 
 def load_delayed_delivery_tracker_factory(
-    config: Mapping[str, Any], profile: Profile, scheduler: Scheduler, storage: BucketSnapshotStorage, events: EventLog
+    config: BrokerConfig, profile: Profile, scheduler: Scheduler, storage: BucketSnapshotStorage, events: EventLog
 ) -> DelayedDeliveryTrackerFactory:
     """``DelayedDeliveryTrackerLoader.loadDelayedDeliveryTrackerFactory(conf)`` at broker start-up."""
     return DelayedDeliveryTrackerFactory(
         DelayedDeliverySettings.from_config(config, profile), config, profile, scheduler, storage, events
     )
+
+
+def new_delayed_delivery_tracker(
+    scheduler: Scheduler,
+    read_more_entries: Callable[[], object],
+    *,
+    config: BrokerConfig | None = None,
+    profile: str | Profile | None = None,
+    snapshot_storage: BucketSnapshotStorage | None = None,
+    cursor_properties: MutableMapping[str, str] | None = None,
+    name: str = "persistent://public/default/topic / subscription",
+    events: EventLog | None = None,
+    clock: Callable[[], int] | None = None,
+) -> InMemoryDelayedDeliveryTracker:
+    """The tracker ``delayedDeliveryTrackerFactoryClassName`` names, built from the broker config.
+
+    ``config`` is the full broker config (`Profile.broker_config()`; the profile's defaults if None).
+    The bucket tracker falls back to the in-memory one when recovery fails, as its factory does.
+    """
+    from pulsarlab.broker.delayed.in_memory import InMemoryDelayedDeliveryTracker
+
+    prof = get_profile(profile)
+    conf = config if config is not None else prof.broker_config()
+    factory = conf.text("delayedDeliveryTrackerFactoryClassName")
+    tick_time_millis = conf.integer("delayedDeliveryTickTimeMillis")
+    strict = conf.flag("isDelayedDeliveryDeliverAtTimeStrict")
+
+    def in_memory() -> InMemoryDelayedDeliveryTracker:
+        return InMemoryDelayedDeliveryTracker(
+            scheduler,
+            read_more_entries,
+            profile=prof,
+            tick_time_millis=tick_time_millis,
+            is_delayed_delivery_deliver_at_time_strict=strict,
+            fixed_delay_detection_lookahead=conf.integer("delayedDeliveryFixedDelayDetectionLookahead"),
+            clock=clock,
+        )
+
+    if factory == IN_MEMORY_TRACKER_FACTORY:
+        return in_memory()
+    if factory != BUCKET_TRACKER_FACTORY:
+        raise IllegalArgumentException(
+            f"delayedDeliveryTrackerFactoryClassName {factory!r} is not a tracker factory the lab models; "
+            f"use {IN_MEMORY_TRACKER_FACTORY!r} or {BUCKET_TRACKER_FACTORY!r}"
+        )
+    # the bucket tracker loads with the first one (numpy with it), not when the broker starts
+    from pulsarlab.broker.delayed.bucket.buckets import check_int
+    from pulsarlab.broker.delayed.bucket.tracker import BucketDelayedDeliveryTracker
+
+    step_seconds = conf.integer("delayedDeliveryMaxTimeStepPerBucketSnapshotSegmentSeconds")
+    check_int("delayedDeliveryMaxTimeStepPerBucketSnapshotSegmentSeconds", step_seconds, 0)
+    try:
+        return BucketDelayedDeliveryTracker(
+            scheduler,
+            read_more_entries,
+            snapshot_storage=snapshot_storage,
+            cursor_properties=cursor_properties,
+            min_index_count_per_bucket=conf.integer("delayedDeliveryMinIndexCountPerBucket"),
+            time_step_per_bucket_snapshot_segment_millis=step_seconds * 1000,
+            max_indexes_per_bucket_snapshot_segment=conf.integer("delayedDeliveryMaxIndexesPerBucketSnapshotSegment"),
+            max_num_buckets=conf.integer("delayedDeliveryMaxNumBuckets"),
+            name=name,
+            events=events,
+            profile=prof,
+            tick_time_millis=tick_time_millis,
+            is_delayed_delivery_deliver_at_time_strict=strict,
+            clock=clock,
+        )
+    except RecoverDelayedDeliveryTrackerException as err:
+        if events is not None:
+            events.append(
+                SNAPSHOT_FAILED,
+                (clock or scheduler.now)(),
+                tracker=name,
+                start=-1,
+                end=-1,
+                op="recover (falling back to InMemoryDelayedDeliveryTracker)",
+                error=str(err),
+            )
+        return in_memory()
 
 
 def tracker_kind(tracker: Any) -> str:
@@ -150,22 +229,16 @@ def buffer_memory_usage(tracker: Any) -> int:
     In-memory tracker: its queue's (4.1: its bitmaps') estimated bytes; bucket tracker: the mutable
     bucket's and the shared queue's ``bytesCapacity`` (the bitmaps and stored segments are not counted).
     """
-    if is_bucket_tracker(tracker):
-        return tracker.buffer_memory_usage()
-    return tracker.memory_bytes()
+    usage: int = tracker.buffer_memory_usage() if is_bucket_tracker(tracker) else tracker.memory_bytes()
+    return usage
 
 
-def _int(config: Mapping[str, Any], key: str, minimum: int) -> int:
-    value = config[key]
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise TypeError(f"broker setting {key} must be an integer, got {type(value).__name__} {value!r}")
+def _int(config: BrokerConfig, key: str, minimum: int) -> int:
+    value = config.integer(key)
     if value < minimum:
         raise IllegalArgumentException(f"broker setting {key} must be >= {minimum}, got {value}")
     return value
 
 
-def _bool(config: Mapping[str, Any], key: str) -> bool:
-    value = config[key]
-    if not isinstance(value, bool):
-        raise TypeError(f"broker setting {key} must be true or false, got {type(value).__name__} {value!r}")
-    return value
+def _bool(config: BrokerConfig, key: str) -> bool:
+    return config.flag(key)

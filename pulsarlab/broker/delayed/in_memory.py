@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from sortedcontainers import SortedDict, SortedSet
 
@@ -29,6 +29,9 @@ from pulsarlab.broker.delayed import jvm_memory as delayed_memory
 from pulsarlab.broker.delayed.long_hash_map import LongOpenHashMap, LongOpenHashSet
 from pulsarlab.clock import Scheduler, Timer
 from pulsarlab.profiles import DelayedTrackerForm, Profile, get_profile
+
+if TYPE_CHECKING:  # numpy loads with the first tracker that needs it
+    import numpy as np
 
 Position = tuple[int, int]  # (ledgerId, entryId)
 
@@ -305,7 +308,7 @@ class TimeBitmapDelayedDeliveryTracker(InMemoryDelayedDeliveryTracker):
         """Estimated JVM bytes (`delayed_memory`): a sorted-map node per time bucket, its fastutil ledger
         map, a ``RoaringBitmap`` per ledger."""
         total = 0
-        groups = []
+        groups: list[np.ndarray] = []
         for ledgers in self._buckets.values():
             total += _TIME_BUCKET_NODE_BYTES + delayed_memory.fastutil_map_bytes(ledgers.capacity)
             groups.extend(delayed_memory.sorted_array(entries) for entries in ledgers.values())
@@ -351,7 +354,8 @@ class TimeBitmapDelayedDeliveryTracker(InMemoryDelayedDeliveryTracker):
         return positions
 
     def _next_delivery_time(self) -> int:
-        return self._buckets.peekitem(0)[0]
+        first: int = self._buckets.peekitem(0)[0]
+        return first
 
     def _clear_store(self) -> None:
         self._buckets.clear()

@@ -8,7 +8,10 @@ tracker (and numpy under it) until a bucket tracker is configured.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, TypeGuard
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pulsarlab.broker.delayed.bucket.tracker import BucketDelayedDeliveryTracker
 
 CURSOR_INTERNAL_PROPERTY_PREFIX = "#pulsar.internal."
 DELAYED_BUCKET_KEY_PREFIX = CURSOR_INTERNAL_PROPERTY_PREFIX + "delayed.bucket"
@@ -16,6 +19,6 @@ IN_MEMORY_TRACKER_FACTORY = "org.apache.pulsar.broker.delayed.InMemoryDelayedDel
 BUCKET_TRACKER_FACTORY = "org.apache.pulsar.broker.delayed.BucketDelayedDeliveryTrackerFactory"
 
 
-def is_bucket_tracker(tracker: Any) -> bool:
+def is_bucket_tracker(tracker: object) -> TypeGuard["BucketDelayedDeliveryTracker"]:
     """Whether ``tracker`` (or None) is a `BucketDelayedDeliveryTracker` (which sets ``BUCKET_BASED``)."""
-    return getattr(tracker, "BUCKET_BASED", False)
+    return getattr(tracker, "BUCKET_BASED", False) is True

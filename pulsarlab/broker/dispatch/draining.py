@@ -8,18 +8,28 @@ pending acks it is fed from live in `pulsarlab.broker.dispatch.pending_acks`. Si
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Callable, Generic, Protocol, TypeVar
 
 from pulsarlab.errors import IllegalArgumentException, IllegalStateException
 
 STICKY_KEY_HASH_NOT_SET = 0
 
 
+class DrainingConsumer(Protocol):
+    """What the tracker reads of a consumer: its id (its stats are kept by id; errors print the consumer)."""
+
+    @property
+    def id(self) -> int: ...
+
+
+DC = TypeVar("DC", bound=DrainingConsumer)  # the consumer type a tracker holds and hands back
+
+
 @dataclass
-class DrainingHashEntry:
+class DrainingHashEntry(Generic[DC]):
     """One draining hash: the consumer that still holds unacked messages of it, and counters."""
 
-    consumer: Any
+    consumer: DC
     ref_count: int = 0
     blocked_count: int = 0
 
@@ -32,7 +42,7 @@ class _ConsumerDrainingStats:
         self.cleared_total = 0
 
 
-class DrainingHashesTracker:
+class DrainingHashesTracker(Generic[DC]):
     """``DrainingHashesTracker``: hashes that moved to another consumer while the old one still had them unacked.
 
     ``unblocking_handler(hash)`` is called when a hash that blocked someone is fully drained (``-1`` once at
@@ -42,13 +52,13 @@ class DrainingHashesTracker:
     def __init__(
         self,
         dispatcher_name: str,
-        unblocking_handler: Callable[[int], Any],
-        on_change: Callable[[Any, int, int, bool], Any] | None = None,
+        unblocking_handler: Callable[[int], object],
+        on_change: Callable[[DC, int, int, bool], object] | None = None,
     ) -> None:
         self.dispatcher_name = dispatcher_name
         self._handler = unblocking_handler
         self._on_change = on_change  # (consumer, hash, ref_count, added) for the event log
-        self.draining_hashes: dict[int, DrainingHashEntry] = {}
+        self.draining_hashes: dict[int, DrainingHashEntry[DC]] = {}
         self.batch_level = 0
         self.unblocked_while_batching = False
         self._stats: dict[int, _ConsumerDrainingStats] = {}  # by consumer id
@@ -56,16 +66,16 @@ class DrainingHashesTracker:
     def __len__(self) -> int:
         return len(self.draining_hashes)
 
-    def get_entry(self, sticky_hash: int) -> DrainingHashEntry | None:
+    def get_entry(self, sticky_hash: int) -> DrainingHashEntry[DC] | None:
         return self.draining_hashes.get(sticky_hash)
 
-    def _conflict(self, entry: DrainingHashEntry, sticky_hash: int, consumer: Any) -> IllegalStateException:
+    def _conflict(self, entry: DrainingHashEntry[DC], sticky_hash: int, consumer: DC) -> IllegalStateException:
         return IllegalStateException(
             f"Consumer {entry.consumer} is already draining hash {sticky_hash} in dispatcher "
             f"{self.dispatcher_name}. Same hash being used for consumer {consumer}."
         )
 
-    def add_entry(self, consumer: Any, sticky_hash: int) -> None:
+    def add_entry(self, consumer: DC, sticky_hash: int) -> None:
         if sticky_hash == 0:
             raise IllegalArgumentException("Sticky hash cannot be 0")
         entry = self.draining_hashes.get(sticky_hash)
@@ -78,7 +88,7 @@ class DrainingHashesTracker:
         if self._on_change is not None:
             self._on_change(consumer, sticky_hash, entry.ref_count, True)
 
-    def pending_ack_removed(self, consumer: Any, ledger: int, entry: int, sticky_hash: int, closing: bool) -> None:
+    def pending_ack_removed(self, consumer: DC, ledger: int, entry: int, sticky_hash: int, closing: bool) -> None:
         """`PendingAcksMap` remove handler: `reduce_ref_count` of the hash (nothing to do while nothing drains)."""
         if self.draining_hashes:
             self.reduce_ref_count(consumer, sticky_hash, closing)
@@ -92,7 +102,7 @@ class DrainingHashesTracker:
             self.unblocked_while_batching = False
             self._handler(-1)
 
-    def reduce_ref_count(self, consumer: Any, sticky_hash: int, closing: bool) -> None:
+    def reduce_ref_count(self, consumer: DC, sticky_hash: int, closing: bool) -> None:
         if sticky_hash == 0:
             return
         entry = self.draining_hashes.get(sticky_hash)
@@ -119,14 +129,14 @@ class DrainingHashesTracker:
         if notify:
             self._handler(sticky_hash)
 
-    def blocking_entry(self, consumer: Any, sticky_hash: int) -> DrainingHashEntry | None:
+    def blocking_entry(self, consumer: DC, sticky_hash: int) -> DrainingHashEntry[DC] | None:
         """The entry of a hash another consumer is still draining, which keeps it from ``consumer``; read-only."""
         entry = self.draining_hashes.get(sticky_hash)
         if entry is None or entry.consumer is consumer:
             return None
         return entry
 
-    def should_block_sticky_key_hash(self, consumer: Any, sticky_hash: int) -> bool:
+    def should_block_sticky_key_hash(self, consumer: DC, sticky_hash: int) -> bool:
         """`shouldBlockStickyKeyHash`: `blocking_entry`, counting the blocked attempt; a hash that came back to
         the consumer draining it stops draining."""
         if sticky_hash == STICKY_KEY_HASH_NOT_SET:
@@ -140,7 +150,7 @@ class DrainingHashesTracker:
             self._remove_entry(sticky_hash, own)
         return False
 
-    def _remove_entry(self, sticky_hash: int, entry: DrainingHashEntry) -> None:
+    def _remove_entry(self, sticky_hash: int, entry: DrainingHashEntry[DC]) -> None:
         del self.draining_hashes[sticky_hash]
         stats = self._stats.get(entry.consumer.id)
         if stats is not None:
@@ -149,17 +159,17 @@ class DrainingHashesTracker:
         if self._on_change is not None:
             self._on_change(entry.consumer, sticky_hash, 0, False)
 
-    def consumer_removed(self, consumer: Any) -> None:
+    def consumer_removed(self, consumer: DC) -> None:
         self._stats.pop(consumer.id, None)
 
     def clear(self) -> None:
         self.draining_hashes.clear()
         self._stats.clear()
 
-    def consumer_stats(self, consumer: Any) -> dict[str, Any]:
+    def consumer_stats(self, consumer: DC) -> dict[str, int | list[dict[str, int]]]:
         """``drainingHashesCount``, ``drainingHashesClearedTotal``, ``drainingHashesUnackedMessages``, ``drainingHashes``."""
         stats = self._stats.get(consumer.id)
-        hashes = []
+        hashes: list[dict[str, int]] = []
         unacked = 0
         cleared = 0
         if stats is not None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Hashable, Protocol
+from typing import Generic, Hashable, Protocol, TypeVar
 
 from pulsarlab.errors import ServerMetadataException
 from pulsarlab.hashing import murmur3_32
@@ -72,8 +72,11 @@ def ring_index(names: list[str], hash_value: int) -> int:
     return ring[points[at] if at < len(points) else points[0]]
 
 
+FC = TypeVar("FC", bound=FailoverConsumer)  # the consumer type a list holds and hands back
+
+
 @dataclass
-class ActiveConsumerPick:
+class ActiveConsumerPick(Generic[FC]):
     """The outcome of an add or remove: whether the active consumer changed, and who was notified of whom.
 
     ``notifications`` lists ``(notified consumer, active consumer)`` in the order Pulsar sends the
@@ -81,7 +84,7 @@ class ActiveConsumerPick:
     """
 
     changed: bool
-    notifications: list[tuple[FailoverConsumer, FailoverConsumer]] = field(default_factory=list)
+    notifications: list[tuple[FC, FC]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -94,7 +97,7 @@ class FailoverSelection:
     by_partition: bool
 
 
-class FailoverConsumerList:
+class FailoverConsumerList(Generic[FC]):
     """The consumers of one Failover dispatcher (one topic or partition) and the active one.
 
     ``partition_index`` is -1 for a non-partitioned topic. ``consistent_hashing`` is the broker setting
@@ -114,10 +117,10 @@ class FailoverConsumerList:
         self.partition_index = partition_index
         self.consistent_hashing = bool(consistent_hashing)
         self.topic_hash = topic_hash(topic)
-        self.consumers: list[FailoverConsumer] = []
-        self.active: FailoverConsumer | None = None
+        self.consumers: list[FC] = []
+        self.active: FC | None = None
 
-    def add(self, consumer: FailoverConsumer) -> ActiveConsumerPick:
+    def add(self, consumer: FC) -> ActiveConsumerPick[FC]:
         """`addConsumer`: append (duplicates allowed) and pick; an unchanged pick notifies only the newcomer."""
         self.consumers.append(consumer)
         pick = self._pick()
@@ -125,7 +128,7 @@ class FailoverConsumerList:
             pick.notifications.append((consumer, self.active))
         return pick
 
-    def remove(self, consumer: FailoverConsumer) -> ActiveConsumerPick:
+    def remove(self, consumer: FC) -> ActiveConsumerPick[FC]:
         """`removeConsumer`: drop the first equal consumer (by id) and pick again unless none is left.
 
         Raises ServerMetadataException("Consumer was not connected") if it is not in the list.
@@ -181,7 +184,7 @@ class FailoverConsumerList:
             f"{name} ({CONSUMER_CONSISTENT_HASH_REPLICAS} points per consumer)"
         )
 
-    def _pick(self) -> ActiveConsumerPick:
+    def _pick(self) -> ActiveConsumerPick[FC]:
         """`pickAndScheduleActiveConsumer`: sort in place by (priority, name), choose, notify all on change."""
         self.consumers.sort(key=_failover_order)
         selected = self.consumers[self.selected_index()]

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from pulsarlab.broker.dispatch.draining import DrainingHashesTracker
 from pulsarlab.broker.dispatch.shared import NORMAL, REPLAY, SharedDispatcher
@@ -42,12 +42,16 @@ from pulsarlab.managed_ledger.position import Position
 
 if TYPE_CHECKING:  # pragma: no cover
     from pulsarlab.broker.consumer import Consumer
+    from pulsarlab.broker.key_shared.base import ImpactedConsumers, StickyKeyConsumerSelector
     from pulsarlab.broker.subscription import PersistentSubscription
+    from pulsarlab.clock import Timer
+    from pulsarlab.managed_ledger.cursor import Entry
+    from pulsarlab.messages import EntryData, MessageMetadata
 
 INT_MAX = 2**31 - 1
 
 
-def _in_ranges(ranges: list, h: int) -> bool:
+def _in_ranges(ranges: list[tuple[int, int]], h: int) -> bool:
     i = bisect_right(ranges, (h, INT_MAX + 1)) - 1
     return i >= 0 and ranges[i][0] <= h <= ranges[i][1]
 
@@ -70,7 +74,7 @@ class KeySharedDispatcher(SharedDispatcher):
     type_name = "Key_Shared"
 
     def __init__(
-        self, subscription: "PersistentSubscription", key_shared_mode: str, allow_out_of_order_delivery: bool
+        self, subscription: "PersistentSubscription", key_shared_mode: str | None, allow_out_of_order_delivery: bool
     ) -> None:
         self.key_shared_mode = key_shared_mode
         self.allow_out_of_order_delivery = allow_out_of_order_delivery
@@ -79,12 +83,15 @@ class KeySharedDispatcher(SharedDispatcher):
         self.draining_required = (
             not self.classic and key_shared_mode == "AUTO_SPLIT" and not allow_out_of_order_delivery
         )
+        self.selector: StickyKeyConsumerSelector[Consumer]
         if key_shared_mode == "STICKY":
             self.selector = make_selector("sticky", profile)
         elif key_shared_mode == "AUTO_SPLIT":
             impacted = self.draining_required if profile.is_4x else None
-            if conf["subscriptionKeySharedUseConsistentHashing"]:
-                kwargs: dict[str, Any] = {"points": conf["subscriptionKeySharedConsistentHashingReplicaPoints"]}
+            if conf.flag("subscriptionKeySharedUseConsistentHashing"):
+                kwargs: dict[str, int | bool | None] = {
+                    "points": conf.integer("subscriptionKeySharedConsistentHashingReplicaPoints")
+                }
                 if profile.is_4x:
                     kwargs["return_impacted"] = impacted
                 self.selector = make_selector("consistent_hashing", profile, **kwargs)
@@ -106,32 +113,32 @@ class KeySharedDispatcher(SharedDispatcher):
         )
         self.stuck_on_replays = False  # classic isDispatcherStuckOnReplays
         self.skip_next_replay = False  # 4.x skipNextReplayToTriggerLookAhead
-        self._reschedule_timer = None
+        self._reschedule_timer: Timer | None = None
         self._key_range = self.selector.key_hash_range()
         self._hash_cache: dict[tuple[int, int], int] = {}  # (ledger, entry) -> sticky hash of a keyless entry
         # ordering key (bytes) | partition key (str) | (base64 partition key,) -> sticky hash (bounded)
-        self._key_hash_memo: dict[Any, int] = {}
+        self._key_hash_memo: dict[bytes | str | tuple[str], int] = {}
         self._look_ahead_cache: tuple[int, int] = (-1, 0)  # (consumers, _effective_look_ahead_limit())
         self._replay_positions = self.redelivery_messages.position_hashes()  # len() is the replay set's size
 
     def _uses_classic(self) -> bool:
-        return not self.profile.is_4x or bool(self.config["subscriptionKeySharedUseClassicPersistentImplementation"])
+        return not self.profile.is_4x or self.config.flag("subscriptionKeySharedUseClassicPersistentImplementation")
 
-    def has_same_key_shared_policy(self, mode: str, allow_out_of_order: bool) -> bool:
+    def has_same_key_shared_policy(self, mode: str | None, allow_out_of_order: bool) -> bool:
         return mode == self.key_shared_mode and allow_out_of_order == self.allow_out_of_order_delivery
 
     # --- hashes --------------------------------------------------------------------------------
-    def sticky_key_hash(self, pos: Position, data: Any) -> int:
+    def sticky_key_hash(self, pos: Position, data: "EntryData") -> int:
         meta = data.metadata
         ordering_key = meta.ordering_key
         # keyed entries: the sticky key (and so its hash) is a pure function of the key, memoised per key
         # (an ordering key is bytes and a partition key str, so they never collide in one dict)
+        memo_key: bytes | str | tuple[str]
         if ordering_key is None:
-            memo_key = meta.partition_key
-            if type(memo_key) is not str:
+            partition_key = meta.partition_key
+            if type(partition_key) is not str:
                 return self._keyless_hash(pos, meta)
-            if meta.partition_key_b64_encoded:
-                memo_key = (memo_key,)
+            memo_key = (partition_key,) if meta.partition_key_b64_encoded else partition_key
         elif type(ordering_key) is bytes:
             memo_key = ordering_key
         else:
@@ -145,7 +152,7 @@ class KeySharedDispatcher(SharedDispatcher):
             memo[memo_key] = h
         return h
 
-    def _keyless_hash(self, pos: Position, meta: Any) -> int:
+    def _keyless_hash(self, pos: Position, meta: "MessageMetadata") -> int:
         """The hash of an entry without a plain key (4.x hashes producer name and sequence id), per position."""
         key = (pos.ledger_id, pos.entry_id)
         h = self._hash_cache.get(key)
@@ -164,11 +171,11 @@ class KeySharedDispatcher(SharedDispatcher):
         except ConsumerAssignException:
             self.consumer_list.remove(consumer)
             raise
-        if self.draining_required:
-            pending = consumer.pending_acks
+        draining = self.draining  # made when draining is required
+        pending = consumer.pending_acks
+        if draining is not None and pending is not None:
             pending.add_handler = self._handle_adding_pending_ack
             pending.add_handler_hashes = self._draining_hashes  # it refuses only hashes that drain
-            draining = self.draining
             pending.remove_handler = draining.pending_ack_removed
             pending.start_batch = draining.start_batch
             pending.end_batch = draining.end_batch
@@ -199,8 +206,10 @@ class KeySharedDispatcher(SharedDispatcher):
                 rj.clear()
                 rj.update(items)
 
-    def _register_draining_hashes(self, skip: "Consumer", impacted: Any) -> None:
+    def _register_draining_hashes(self, skip: "Consumer", impacted: "ImpactedConsumers[Consumer]") -> None:
         draining = self.draining
+        if draining is None:
+            return
         for c, ranges in impacted.removed.items():
             if c is skip or c.pending_acks is None:
                 continue
@@ -219,14 +228,14 @@ class KeySharedDispatcher(SharedDispatcher):
     def remove_consumer(self, consumer: "Consumer") -> None:
         impacted = self.selector.remove_consumer(consumer)
         super().remove_consumer(consumer)
-        if self.draining_required:
+        if self.draining is not None:
             if impacted is not None:
                 self._register_draining_hashes(consumer, impacted)
             self.draining.consumer_removed(consumer)
         rj = self.recently_joined
         if rj is not None:
             if rj.pop(consumer, None) is not None and self.events.enabled:
-                pos = Position.parse(consumer.read_position_when_joining)
+                pos = Position.parse(str(consumer.read_position_when_joining))  # set when it joined
                 self.events.append_row(
                     ev.RECENTLY_JOINED, self.scheduler.now(), consumer.id, pos.ledger_id, pos.entry_id, 0
                 )
@@ -243,7 +252,7 @@ class KeySharedDispatcher(SharedDispatcher):
 
     def _handle_adding_pending_ack(self, consumer: "Consumer", ledger: int, entry: int, sticky_hash: int) -> bool:
         """`handleAddingPendingAck`: refuse (and replay) an entry whose hash another consumer is draining."""
-        if self.draining.blocking_entry(consumer, sticky_hash) is not None:
+        if self.draining is not None and self.draining.blocking_entry(consumer, sticky_hash) is not None:
             self.add_message_to_replay(ledger, entry, sticky_hash)
             self._hash_blocked(consumer, sticky_hash, ledger, entry, ev.REASON_DRAINING)
             return False
@@ -276,7 +285,9 @@ class KeySharedDispatcher(SharedDispatcher):
     def _reschedule_read(self) -> None:
         if self._reschedule_timer is None and not self.closed:
             self._reschedule_timer = self.scheduler.call_later(
-                self.config["keySharedUnblockingIntervalMs"], self._rescheduled_read, "Key_Shared unblocking read"
+                self.config.integer("keySharedUnblockingIntervalMs"),
+                self._rescheduled_read,
+                "Key_Shared unblocking read",
             )
 
     def _rescheduled_read(self) -> None:
@@ -306,8 +317,8 @@ class KeySharedDispatcher(SharedDispatcher):
         if cached[0] == n:
             return cached[1]
         conf = self.config
-        per_consumer = conf["keySharedLookAheadMsgInReplayThresholdPerConsumer"]
-        per_sub = conf["keySharedLookAheadMsgInReplayThresholdPerSubscription"]
+        per_consumer = conf.integer("keySharedLookAheadMsgInReplayThresholdPerConsumer")
+        per_sub = conf.integer("keySharedLookAheadMsgInReplayThresholdPerSubscription")
         if per_consumer <= 0:
             limit = per_sub
         else:
@@ -315,10 +326,10 @@ class KeySharedDispatcher(SharedDispatcher):
             if 0 < per_sub < limit:
                 limit = per_sub
         if limit <= 0:
-            max_sub = conf["maxUnackedMessagesPerSubscription"]
+            max_sub = conf.integer("maxUnackedMessagesPerSubscription")
             if max_sub <= 0:
                 max_sub = INT_MAX
-            by_consumers = n * conf["maxUnackedMessagesPerConsumer"]
+            by_consumers = n * conf.integer("maxUnackedMessagesPerConsumer")
             if by_consumers <= 0:
                 by_consumers = INT_MAX
             limit = min(max_sub, by_consumers)
@@ -392,11 +403,11 @@ class KeySharedDispatcher(SharedDispatcher):
             return []
         return self.redelivery_messages.messages_to_replay_now(max_messages, self._replay_filter())
 
-    def _replay_filter(self):
+    def _replay_filter(self) -> Callable[[tuple[int, int]], bool] | None:
         """`ReplayPositionFilter`: stateful for one call."""
         if self.allow_out_of_order_delivery:
             return None
-        permits: dict[int, list] = {}
+        permits: dict[int, list[int]] = {}
         blocked: set[int] = set()
         controller = self.redelivery_messages
         select = self.selector.select
@@ -417,7 +428,7 @@ class KeySharedDispatcher(SharedDispatcher):
             if slot[0] <= 0:
                 blocked.add(h)
                 return False
-            if self.draining_required and self.draining.should_block_sticky_key_hash(c, h):
+            if self.draining is not None and self.draining.should_block_sticky_key_hash(c, h):
                 blocked.add(h)
                 return False
             slot[0] -= 1
@@ -439,7 +450,7 @@ class KeySharedDispatcher(SharedDispatcher):
             )
 
     # --- sending -------------------------------------------------------------------------------
-    def try_send_messages_to_consumers(self, read_type: int, entries: list) -> bool:
+    def try_send_messages_to_consumers(self, read_type: int, entries: list[Entry]) -> bool:
         if not self.consumer_list.consumers:
             self.subscription.rewind_cursor()
             return False
@@ -447,7 +458,9 @@ class KeySharedDispatcher(SharedDispatcher):
             return self._send_classic(read_type, entries)
         return self._send_pip379(read_type, entries)
 
-    def _send_group(self, consumer: "Consumer", group: list, hashes: list[int], read_type: int) -> tuple[int, int]:
+    def _send_group(
+        self, consumer: "Consumer", group: list[Entry], hashes: list[int], read_type: int
+    ) -> tuple[int, int]:
         if read_type == REPLAY:
             remove = self.redelivery_messages.remove
             for pos, _ in group:
@@ -460,10 +473,10 @@ class KeySharedDispatcher(SharedDispatcher):
         self.total_available_permits -= msgs - acked
         return sent_entries, msgs
 
-    def _send_classic(self, read_type: int, entries: list) -> bool:
+    def _send_classic(self, read_type: int, entries: list[Entry]) -> bool:
         select = self.selector.select
         sticky_key_hash = self.sticky_key_hash
-        groups: dict[int, tuple[Any, list, list]] = {}  # consumer id -> (consumer, entries, hashes)
+        groups: dict[int, tuple[Consumer, list[Entry], list[int]]] = {}  # consumer id -> (consumer, entries, hashes)
         for entry in entries:
             pos, data = entry
             h = sticky_key_hash(pos, data)
@@ -479,19 +492,19 @@ class KeySharedDispatcher(SharedDispatcher):
                 group[1].append(entry)
                 group[2].append(h)
         total_sent = 0
-        for c, group, hashes in groups.values():
-            n = len(group)
+        for c, batch, hashes in groups.values():
+            n = len(batch)
             permits = self.entry_permits(c)
             max_for_c = n if n < permits else permits
-            count = self._restricted_max_entries(c, group, max_for_c, read_type, hashes)
+            count = self._restricted_max_entries(c, batch, max_for_c, read_type, hashes)
             if count == n:
-                total_sent += self._send_group(c, group, hashes, read_type)[1]
+                total_sent += self._send_group(c, batch, hashes, read_type)[1]
                 continue
             if count > 0:
-                _, msgs = self._send_group(c, group[:count], hashes[:count], read_type)
+                _, msgs = self._send_group(c, batch[:count], hashes[:count], read_type)
                 total_sent += msgs
             for i in range(count, n):
-                pos = group[i][0]
+                pos = batch[i][0]
                 self.add_message_to_replay(pos.ledger_id, pos.entry_id, hashes[i])
                 if self.events.enabled:
                     self._hash_blocked(c, hashes[i], pos.ledger_id, pos.entry_id, self._last_cut_reason)
@@ -501,7 +514,7 @@ class KeySharedDispatcher(SharedDispatcher):
         return total_sent > 0
 
     def _restricted_max_entries(
-        self, c: "Consumer", group: list, max_messages: int, read_type: int, hashes: list[int]
+        self, c: "Consumer", group: list[Entry], max_messages: int, read_type: int, hashes: list[int]
     ) -> int:
         """`getRestrictedMaxEntriesForConsumer` (classic)."""
         self._last_cut_reason = ev.REASON_NO_PERMITS
@@ -527,7 +540,7 @@ class KeySharedDispatcher(SharedDispatcher):
                 return i
         return max_messages
 
-    def _send_pip379(self, read_type: int, entries: list) -> bool:
+    def _send_pip379(self, read_type: int, entries: list[Entry]) -> bool:
         """`filterAndGroupEntriesForDispatching` + sending; True to read again (progress or look-ahead)."""
         select = self.selector.select
         sticky_key_hash = self.sticky_key_hash
@@ -540,10 +553,10 @@ class KeySharedDispatcher(SharedDispatcher):
         draining_hashes = self._draining_hashes
         # consumer id -> entry permits left in this read; its keys are the consumers seen in the read
         permits_for: dict[int, int] = {}
-        groups: dict[int, tuple[Any, list, list]] = {}  # consumer id -> (consumer, entries, hashes)
+        groups: dict[int, tuple[Consumer, list[Entry], list[int]]] = {}  # consumer id -> (consumer, entries, hashes)
         # made on first use (most reads block nothing): hashes blocked in this read, consumers blocked with permits
         already_blocked: set[int] | None = None
-        blocked_with_permits: dict[int, Any] | None = None
+        blocked_with_permits: dict[int, Consumer] | None = None
         for entry in entries:
             pos, data = entry
             h = sticky_key_hash(pos, data)
@@ -560,7 +573,11 @@ class KeySharedDispatcher(SharedDispatcher):
                     if permits > 0:
                         if normal and replay_positions and self.redelivery_messages.contains_sticky_key_hash(h):
                             reason = ev.REASON_REPLAY
-                        elif draining_hashes and draining.should_block_sticky_key_hash(consumer, h):
+                        elif (
+                            draining_hashes
+                            and draining is not None
+                            and draining.should_block_sticky_key_hash(consumer, h)
+                        ):
                             reason = ev.REASON_DRAINING
                         else:
                             permits_for[cid] = permits - 1
@@ -589,11 +606,11 @@ class KeySharedDispatcher(SharedDispatcher):
                 return True
             return False
         total_entries = 0
-        for c, group, hashes in groups.values():
-            total_entries += self._send_group(c, group, hashes, read_type)[0]
+        for c, batch, hashes in groups.values():
+            total_entries += self._send_group(c, batch, hashes, read_type)[0]
         return total_entries > 0
 
-    def _look_ahead_useful(self, permits_for: dict[int, int], blocked_with_permits: dict[int, Any] | None) -> bool:
+    def _look_ahead_useful(self, permits_for: dict[int, int], blocked_with_permits: dict[int, Consumer] | None) -> bool:
         """Nothing was sent: does a consumer still have permits for the entries after these (trigger look-ahead)?"""
         if blocked_with_permits:
             for cid in blocked_with_permits:
@@ -646,7 +663,7 @@ class KeySharedDispatcher(SharedDispatcher):
             limit = self.recently_joined_limit(c, REPLAY)
             if limit is not None and position >= limit:
                 return HashBlock(ev.REASON_RECENTLY_JOINED, c, joined_at=limit)
-        elif self.draining_required:
+        elif self.draining is not None:
             entry = self.draining.blocking_entry(c, sticky_hash)
             if entry is not None:
                 return HashBlock(ev.REASON_DRAINING, c, draining_from=entry.consumer)

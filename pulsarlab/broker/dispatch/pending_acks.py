@@ -10,7 +10,10 @@ differs, and every user of it feeds a sorted set).
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Container, Iterator
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pulsarlab.broker.consumer import Consumer
 
 
 class PendingAcksMap:
@@ -32,14 +35,14 @@ class PendingAcksMap:
         "closed",
     )
 
-    def __init__(self, consumer: Any) -> None:
+    def __init__(self, consumer: "Consumer") -> None:
         self.consumer = consumer
         self._map: dict[tuple[int, int], tuple[int, int]] = {}
-        self.add_handler: Callable[..., bool] | None = None
-        self.add_handler_hashes: Any = None
-        self.remove_handler: Callable[..., Any] | None = None
-        self.start_batch: Callable[[], Any] | None = None
-        self.end_batch: Callable[[], Any] | None = None
+        self.add_handler: Callable[[Consumer, int, int, int], bool] | None = None
+        self.add_handler_hashes: Container[int] | None = None
+        self.remove_handler: Callable[[Consumer, int, int, int, bool], None] | None = None
+        self.start_batch: Callable[[], None] | None = None
+        self.end_batch: Callable[[], None] | None = None
         self.closed = False
 
     def __len__(self) -> int:
@@ -80,7 +83,9 @@ class PendingAcksMap:
             self.start_batch()
         try:
             for p in doomed:
-                total += self.remove(*p)[0]
+                removed = self.remove(*p)
+                if removed is not None:  # always: ``doomed`` came from the map
+                    total += removed[0]
         finally:
             if self.end_batch is not None:
                 self.end_batch()
@@ -89,7 +94,7 @@ class PendingAcksMap:
     def items(self) -> Iterator[tuple[tuple[int, int], tuple[int, int]]]:
         return iter(list(self._map.items()))
 
-    def for_each_and_close(self, processor: Callable[[int, int, int, int], Any]) -> None:
+    def for_each_and_close(self, processor: Callable[[int, int, int, int], object]) -> None:
         """``forEachAndClose``: hand every pending ack to ``processor`` and empty the map (consumer closing)."""
         self.closed = True
         items = sorted(self._map.items())

@@ -12,7 +12,7 @@ max-consumers check stay with the dispatcher that owns this object. Consumer equ
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Hashable, Protocol
+from typing import Generic, Hashable, Protocol, TypeVar
 
 from pulsarlab.errors import IllegalStateException
 from pulsarlab.profiles import Profile, SharedDispatcherForm, get_profile
@@ -37,6 +37,9 @@ class SharedConsumer(Protocol):
     def cnx_active(self) -> bool: ...  # consumer.cnx().isActive()
 
 
+SC = TypeVar("SC", bound=SharedConsumer)  # the consumer type a list holds and hands back
+
+
 @dataclass(eq=False)
 class DispatchConsumer:
     """A plain consumer for the dispatch rules: identity is the instance, equality for removal is ``id``."""
@@ -56,7 +59,7 @@ def is_consumer_available(consumer: SharedConsumer, form: SharedDispatcherForm) 
     return form is SharedDispatcherForm.V3 or consumer.cnx_active
 
 
-class SharedConsumerList:
+class SharedConsumerList(Generic[SC]):
     """The consumer list of a Shared dispatcher and its round-robin index (rr).
 
     ``consumers`` keeps Pulsar's list order: by priority, stable, with duplicates if an instance was
@@ -67,8 +70,8 @@ class SharedConsumerList:
 
     def __init__(self, profile: Profile | str | None = None) -> None:
         self.form: SharedDispatcherForm = get_profile(profile).shared_dispatcher
-        self.consumers: list[SharedConsumer] = []
-        self._distinct: dict[Hashable, SharedConsumer] = {}
+        self.consumers: list[SC] = []
+        self._distinct: dict[Hashable, SC] = {}
         self.round_robin_index = 0  # currentConsumerRoundRobinIndex: the index after the last served
 
     @property
@@ -79,13 +82,13 @@ class SharedConsumerList:
     def __len__(self) -> int:
         return len(self.consumers)
 
-    def __contains__(self, consumer: SharedConsumer) -> bool:
+    def __contains__(self, consumer: SC) -> bool:
         return consumer.id in self._distinct
 
-    def is_available(self, consumer: SharedConsumer) -> bool:
+    def is_available(self, consumer: SC) -> bool:
         return is_consumer_available(consumer, self.form)
 
-    def add(self, consumer: SharedConsumer) -> None:
+    def add(self, consumer: SC) -> None:
         """`addConsumer`: append; re-sort (stable, by priority) when it outranks the previous last one."""
         consumers = self.consumers
         consumers.append(consumer)
@@ -93,7 +96,7 @@ class SharedConsumerList:
             consumers.sort(key=_priority)
         self._distinct.setdefault(consumer.id, consumer)
 
-    def remove(self, consumer: SharedConsumer) -> None:
+    def remove(self, consumer: SC) -> None:
         """`removeConsumer`: the first occurrence if registered, else every occurrence (the removeIf path)."""
         key = consumer.id
         consumers = self.consumers
@@ -105,7 +108,7 @@ class SharedConsumerList:
         else:
             consumers[:] = [c for c in consumers if c.id != key]
 
-    def next_consumer(self) -> SharedConsumer | None:
+    def next_consumer(self) -> SC | None:
         """`getNextConsumer`: the next available consumer by priority and round robin, or None."""
         consumers = self.consumers
         size = len(consumers)

@@ -64,6 +64,9 @@ from pulsarlab.protocol.acks import ack_set_mask
 if TYPE_CHECKING:  # pragma: no cover
     from pulsarlab.broker.consumer import Consumer
     from pulsarlab.broker.subscription import PersistentSubscription
+    from pulsarlab.events import EventLog
+    from pulsarlab.managed_ledger.cursor import Entry
+    from pulsarlab.messages import MessageMetadata
 
 NORMAL = 0
 REPLAY = 1
@@ -86,17 +89,21 @@ class SharedDispatcher:
         self.classic = self._uses_classic()
         form = SharedDispatcherForm.V3 if self.classic else self.profile.shared_dispatcher
         self.form = form
-        self.consumer_list = SharedConsumerList(self.profile.replace(shared_dispatcher=form))
+        self.consumer_list: SharedConsumerList[Consumer] = SharedConsumerList(
+            self.profile.replace(shared_dispatcher=form)
+        )
         self.redelivery_messages = MessageRedeliveryController(allow_out_of_order_delivery)
         self.redelivery_tracker = (
-            InMemoryRedeliveryTracker() if conf["subscriptionRedeliveryTrackerEnabled"] else RedeliveryTrackerDisabled()
+            InMemoryRedeliveryTracker()
+            if conf.flag("subscriptionRedeliveryTrackerEnabled")
+            else RedeliveryTrackerDisabled()
         )
         self.total_available_permits = 0
         self.total_unacked_messages = 0
         self.blocked_on_unacked = False
-        self.read_batch_size = conf["dispatcherMaxReadBatchSize"]
-        self.max_round_robin = conf["dispatcherMaxRoundRobinBatchSize"]
-        self.max_unacked_per_subscription = conf["maxUnackedMessagesPerSubscription"]
+        self.read_batch_size = conf.integer("dispatcherMaxReadBatchSize")
+        self.max_round_robin = conf.integer("dispatcherMaxRoundRobinBatchSize")
+        self.max_unacked_per_subscription = conf.integer("maxUnackedMessagesPerSubscription")
         self.waiting = False  # a normal read is parked at the end of the topic
         self.closed = False
         self.defer_reads = 0  # > 0 while an ack is applied: reads run after it (Pulsar reads asynchronously)
@@ -114,10 +121,12 @@ class SharedDispatcher:
             and cls.max_entries_read_limit is SharedDispatcher.max_entries_read_limit
             and cls.is_normal_read_allowed is SharedDispatcher.is_normal_read_allowed
         )
-        self.chunk_assignor: SharedConsumerAssignor | None = None  # made at the first read holding a chunk
+        self.chunk_assignor: SharedConsumerAssignor[Consumer, Entry] | None = (
+            None  # made at the first read holding a chunk
+        )
 
     def _uses_classic(self) -> bool:
-        return self.profile.is_4x and bool(self.config["subscriptionSharedUseClassicPersistentImplementation"])
+        return self.profile.is_4x and self.config.flag("subscriptionSharedUseClassicPersistentImplementation")
 
     # --- membership ----------------------------------------------------------------------------
     def consumers(self) -> list["Consumer"]:
@@ -151,7 +160,8 @@ class SharedDispatcher:
         if not len(self.consumer_list):
             self.waiting = False
             self.subscription.set_waiting(False)
-            consumer.pending_acks.closed = True
+            if consumer.pending_acks is not None:  # always: Shared consumers ack individually
+                consumer.pending_acks.closed = True
             self.redelivery_messages.clear()
             self.redelivery_tracker.clear()
             self.total_available_permits = 0
@@ -168,7 +178,8 @@ class SharedDispatcher:
             self.add_message_to_replay(ledger, entry, sticky_hash)
             tracker.add_if_absent(ledger, entry)
 
-        consumer.pending_acks.for_each_and_close(back)
+        if consumer.pending_acks is not None:
+            consumer.pending_acks.for_each_and_close(back)
 
     def _all_consumers_removed(self) -> None:
         pass
@@ -370,7 +381,7 @@ class SharedDispatcher:
         self.waiting = False
 
     # --- sending -------------------------------------------------------------------------------
-    def try_send_messages_to_consumers(self, read_type: int, entries: list) -> bool:
+    def try_send_messages_to_consumers(self, read_type: int, entries: list[Entry]) -> bool:
         """`trySendMessagesToConsumers` (Shared). Returns True when anything was sent."""
         if self._topic.msg_chunk_published and any(data.metadata.uuid is not None for _, data in entries):
             return self.send_chunked_messages_to_consumers(read_type, entries)
@@ -378,8 +389,8 @@ class SharedDispatcher:
         if n_entries == 1:
             # the loop below for one entry (a read of one published entry, the unbatched steady state): the first
             # turn's consumer takes it whatever batch_fn would say (>= 1), or it goes to the replay set
-            for c in self.consumer_list.consumers:  # first_available_consumer_permits() > 0, inlined
-                if not c.blocked and c.available_permits > 0:
+            for candidate in self.consumer_list.consumers:  # first_available_consumer_permits() > 0, inlined
+                if not candidate.blocked and candidate.available_permits > 0:
                     break
             else:
                 pos = entries[0][0]
@@ -420,12 +431,12 @@ class SharedDispatcher:
         max_rr = self.max_round_robin
         consumers = self.consumer_list.consumers
         delayed = self.delayed
-        delayed = delayed.filter if delayed.tracker is not None or self._topic.delayed_messages_published else None
+        held_back = delayed.filter if delayed.tracker is not None or self._topic.delayed_messages_published else None
         while start < n_entries:
             first_permits = 0
-            for c in consumers:  # first_available_consumer_permits(), inlined
-                if not c.blocked and c.available_permits > 0:
-                    first_permits = c.available_permits
+            for candidate in consumers:  # first_available_consumer_permits(), inlined
+                if not candidate.blocked and candidate.available_permits > 0:
+                    first_permits = candidate.available_permits
                     break
             if not (max(self.total_available_permits, first_permits) > 0 and first_permits > 0):
                 break
@@ -444,8 +455,8 @@ class SharedDispatcher:
             if read_type == REPLAY:
                 for pos, _ in batch:
                     replay_set.remove(pos.ledger_id, pos.entry_id)
-            if delayed is not None:
-                batch = delayed(batch)
+            if held_back is not None:
+                batch = held_back(batch)
             _, msgs, acked = c.send_messages(
                 batch, None, tracker, ack_sets_for(batch) if ack_sets_for is not None else None
             )
@@ -458,7 +469,7 @@ class SharedDispatcher:
                 self.add_message_to_replay(pos.ledger_id, pos.entry_id, 0)
         return sent_any
 
-    def send_chunked_messages_to_consumers(self, read_type: int, entries: list) -> bool:
+    def send_chunked_messages_to_consumers(self, read_type: int, entries: list[Entry]) -> bool:
         """`sendChunkedMessagesToConsumers`: the assignor splits the read; True when anything was sent."""
         assignor = self.chunk_assignor
         if assignor is None:
@@ -492,18 +503,19 @@ class SharedDispatcher:
             count = min(max(c.available_permits, 0), len(assigned))
             for entry in assigned[count:]:
                 meta = entry[1].metadata
-                reason = f"consumer {c.id} ran out of permits in this read"
+                why = f"consumer {c.id} ran out of permits in this read"
                 if (
                     meta.uuid is not None
+                    and meta.num_chunks_from_msg is not None
                     and meta.chunk_id == meta.num_chunks_from_msg - 1
                     and assignor.pinned_consumer(meta.uuid) is None
                 ):
-                    reason += (
+                    why += (
                         "; the assignor dropped the pin when it handed out this last chunk, so no consumer "
                         "will take it from the replay set and the subscription stalls (the released "
                         "permit bookkeeping, PR #25620)"
                     )
-                self._hold_chunk(entry, reason, assignor, events)
+                self._hold_chunk(entry, why, assignor, events)
             if count == 0:
                 continue
             batch = assigned[:count]
@@ -529,7 +541,9 @@ class SharedDispatcher:
             sent_any = sent_any or msgs > 0
         return sent_any
 
-    def _hold_chunk(self, entry: tuple, reason: str, assignor: SharedConsumerAssignor, events: Any) -> None:
+    def _hold_chunk(
+        self, entry: Entry, reason: str, assignor: SharedConsumerAssignor[Consumer, Entry], events: EventLog | None
+    ) -> None:
         pos, data = entry
         if not self.add_message_to_replay(pos.ledger_id, pos.entry_id, 0) or events is None:
             return
@@ -572,6 +586,8 @@ class SharedDispatcher:
         added there counts one more redelivery (`InMemoryRedeliveryTracker.incrementAndGetRedeliveryCount`).
         """
         pending = consumer.pending_acks
+        if pending is None:  # a Shared or Key_Shared consumer always has them
+            return
         if positions is None:
             items = sorted(pending.items())
             consumer.clear_unacked()
@@ -635,5 +651,5 @@ def _permits_of(consumer: "Consumer") -> int:
     return consumer.available_permits
 
 
-def _entry_metadata(entry: tuple) -> Any:
+def _entry_metadata(entry: Entry) -> MessageMetadata:
     return entry[1].metadata

@@ -28,8 +28,10 @@ from pulsarlab.errors import ConsumerBusyException
 from pulsarlab.event_catalogue import broker as ev
 
 if TYPE_CHECKING:  # pragma: no cover
+    from pulsarlab.broker.compaction import CompactedTopic
     from pulsarlab.broker.consumer import Consumer
     from pulsarlab.broker.subscription import PersistentSubscription
+    from pulsarlab.clock import Timer
 
 
 class SingleActiveConsumerDispatcher:
@@ -43,15 +45,15 @@ class SingleActiveConsumerDispatcher:
         self.config = topic.service.config
         self.scheduler = topic.service.scheduler
         self.events = topic.service.events
-        self.list = FailoverConsumerList(
+        self.list: FailoverConsumerList[Consumer] = FailoverConsumerList(
             topic.name,
             topic.partition_index,
-            consistent_hashing=bool(self.config["activeConsumerFailoverConsistentHashing"]),
+            consistent_hashing=self.config.flag("activeConsumerFailoverConsistentHashing"),
         )
-        self.read_batch_size = self.config["dispatcherMaxReadBatchSize"]
+        self.read_batch_size = self.config.integer("dispatcherMaxReadBatchSize")
         self.redelivery_tracker = RedeliveryTrackerDisabled()
         self.waiting_for: "Consumer | None" = None  # havePendingRead on an exhausted cursor
-        self.read_on_active_task = None
+        self.read_on_active_task: Timer | None = None
         self.closed = False
         self._reading = False
 
@@ -88,7 +90,7 @@ class SingleActiveConsumerDispatcher:
         if pick.changed:
             self._schedule_read_on_active_consumer()
 
-    def _notify(self, notifications: list) -> None:
+    def _notify(self, notifications: list[tuple["Consumer", "Consumer"]]) -> None:
         if self.type_name != "Failover":
             return
         events = self.events
@@ -108,7 +110,7 @@ class SingleActiveConsumerDispatcher:
     def _schedule_read_on_active_consumer(self) -> None:
         """`scheduleReadOnActiveConsumer`."""
         self.waiting_for = None  # cancelPendingRead
-        delay = self.config["activeConsumerFailoverDelayTimeMillis"]
+        delay = self.config.integer("activeConsumerFailoverDelayTimeMillis")
         active = self.list.active
         if self.events.enabled:
             self.events.append_row(
@@ -190,7 +192,7 @@ class SingleActiveConsumerDispatcher:
         finally:
             self._reading = False
 
-    def _read_compacted(self, consumer: "Consumer", compacted: Any, to_read: int) -> None:
+    def _read_compacted(self, consumer: "Consumer", compacted: "CompactedTopic", to_read: int) -> None:
         """`CompactedTopicImpl.asyncReadEntriesOrWait` below the horizon: send the kept entries from the read
         position on, or move the cursor past the horizon when none is left (the topic is read from there)."""
         cursor = self.cursor

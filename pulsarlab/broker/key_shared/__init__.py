@@ -14,7 +14,7 @@ from pulsarlab.profiles import Profile, get_profile
 SELECTOR_KINDS = ("auto_split", "consistent_hashing", "sticky")
 
 
-def make_selector(kind: str, version: str | Profile | None = None, **kwargs: Any) -> StickyKeyConsumerSelector:
+def make_selector(kind: str, version: str | Profile | None = None, **kwargs: Any) -> StickyKeyConsumerSelector[Any]:
     """A selector by kind: "auto_split" (range_size=65536), "consistent_hashing" (points=100) or
     "sticky" (range_size=65536), for a version profile."""
     profile = get_profile(version)
@@ -34,8 +34,8 @@ def make_selector(kind: str, version: str | Profile | None = None, **kwargs: Any
 
 
 def selector_for_subscription(
-    key_shared_mode: str, version: str | Profile | None = None, broker_config: dict | None = None
-) -> StickyKeyConsumerSelector:
+    key_shared_mode: str | None, version: str | Profile | None = None, broker_config: dict[str, object] | None = None
+) -> StickyKeyConsumerSelector[Any]:
     """The selector a Key_Shared dispatcher builds for a mode ("AUTO_SPLIT" or "STICKY") and broker.conf."""
     profile = get_profile(version)
     conf = profile.broker_config(broker_config)
@@ -43,9 +43,9 @@ def selector_for_subscription(
         return make_selector("sticky", profile)
     if key_shared_mode != "AUTO_SPLIT":
         raise ValueError(f"key_shared mode must be AUTO_SPLIT or STICKY, not {key_shared_mode!r}")
-    if conf["subscriptionKeySharedUseConsistentHashing"]:
+    if conf.flag("subscriptionKeySharedUseConsistentHashing"):
         return make_selector(
-            "consistent_hashing", profile, points=conf["subscriptionKeySharedConsistentHashingReplicaPoints"]
+            "consistent_hashing", profile, points=conf.integer("subscriptionKeySharedConsistentHashingReplicaPoints")
         )
     return make_selector("auto_split", profile)
 

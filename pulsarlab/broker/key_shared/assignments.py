@@ -16,40 +16,40 @@ from __future__ import annotations
 import bisect
 import operator
 from dataclasses import dataclass
-from typing import Any, Hashable, Iterable, Sequence
+from typing import Any, Generic, Iterable, Sequence, SupportsIndex
 
 import numpy as np
+import numpy.typing as npt
 
-from pulsarlab.broker.key_shared.base import ImpactedConsumers
+from pulsarlab.broker.key_shared.base import H, ImpactedConsumers
 from pulsarlab.errors import IllegalArgumentException
 from pulsarlab.hashing import INT_MAX
 
-Assignment = tuple[int, int, Any]  # (start, end, consumer), both ends inclusive
+Assignment = tuple[int, int, H]  # (start, end, consumer), both ends inclusive
 RangeT = tuple[int, int]
 
 _UNSORTED = "Ranges must be non-overlapping and sorted"
 _INVERTED = "Range end must >= range start."
 
 
-def as_int(value: Any, what: str) -> int:
+def as_int(value: object, what: str) -> int:
     """``value`` as a Python int; TypeError naming ``what`` for bools, floats, strings and the like."""
     if isinstance(value, bool):
         raise TypeError(f"{what} must be an int, not bool ({value!r})")
-    try:
-        return operator.index(value)
-    except TypeError:
-        raise TypeError(f"{what} must be an int, not {type(value).__name__} ({value!r})") from None
+    if not isinstance(value, SupportsIndex):  # what operator.index refuses
+        raise TypeError(f"{what} must be an int, not {type(value).__name__} ({value!r})")
+    return operator.index(value)
 
 
-def check_key_hash(value: Any) -> int:
+def check_key_hash(value: object) -> int:
     """A sticky-key hash as ``select(int)`` takes it: an int in [0, 2^31-1]."""
-    value = as_int(value, "a sticky key hash")
-    if not 0 <= value <= INT_MAX:
-        raise ValueError(f"a sticky key hash must be in [0, {INT_MAX}] (a masked Murmur3 hash), not {value}")
-    return value
+    key_hash = as_int(value, "a sticky key hash")
+    if not 0 <= key_hash <= INT_MAX:
+        raise ValueError(f"a sticky key hash must be in [0, {INT_MAX}] (a masked Murmur3 hash), not {key_hash}")
+    return key_hash
 
 
-def check_key_hashes(values: Any) -> np.ndarray:
+def check_key_hashes(values: npt.ArrayLike) -> np.ndarray:
     """Vectorised `check_key_hash`: an int64 array of hashes in [0, 2^31-1]."""
     arr = np.asarray(values)
     if arr.size == 0:
@@ -63,15 +63,15 @@ def check_key_hashes(values: Any) -> np.ndarray:
     return arr.astype(np.int64, copy=False)
 
 
-def make_range(start: Any, end: Any) -> RangeT:
+def make_range(start: object, end: object) -> RangeT:
     """Pulsar's `Range.of(start, end)`: two ints with end >= start."""
-    start, end = as_int(start, "hash range start"), as_int(end, "hash range end")
-    if end < start:
+    low, high = as_int(start, "hash range start"), as_int(end, "hash range end")
+    if high < low:
         raise IllegalArgumentException(_INVERTED)
-    return start, end
+    return low, high
 
 
-def _range_of(item: Any) -> RangeT:
+def _range_of(item: Any) -> RangeT:  # any (start, end) pair a caller gives
     try:
         start, end = item
     except (TypeError, ValueError):
@@ -92,7 +92,7 @@ def merge_overlapping_ranges(ranges: Iterable[Sequence[int]]) -> list[RangeT]:
     return merged
 
 
-class UpdatedHashRanges(list):
+class UpdatedHashRanges(list[RangeT]):
     """`UpdatedHashRanges`: one consumer's merged, sorted hash ranges (a list of ``(start, end)``).
 
     Build it with `of`; the list must stay sorted and merged for `contains_sticky_key` to hold.
@@ -109,27 +109,27 @@ class UpdatedHashRanges(list):
         return i >= 0 and self[i][0] <= sticky_key_hash <= self[i][1]
 
 
-def _group_merged(pairs: Iterable[tuple[Hashable, RangeT]]) -> dict[Any, UpdatedHashRanges]:
-    grouped: dict[Any, list[RangeT]] = {}
+def _group_merged(pairs: Iterable[tuple[H, RangeT]]) -> dict[H, UpdatedHashRanges]:
+    grouped: dict[H, list[RangeT]] = {}
     for consumer, rng in pairs:
         grouped.setdefault(consumer, []).append(rng)
     return {consumer: UpdatedHashRanges.of(rs) for consumer, rs in grouped.items()}
 
 
 @dataclass(frozen=True)
-class ConsumerHashAssignmentsSnapshot:
+class ConsumerHashAssignmentsSnapshot(Generic[H]):
     """The hash ranges assigned to each consumer at one point in time (sorted by (start, end))."""
 
-    assignments: tuple[Assignment, ...]
+    assignments: tuple[Assignment[H], ...]
 
     @classmethod
-    def of(cls, assignments: Iterable[Sequence[Any]]) -> "ConsumerHashAssignmentsSnapshot":
+    def of(cls, assignments: Iterable[tuple[object, object, H]]) -> "ConsumerHashAssignmentsSnapshot[H]":
         """Build from ``(start, end, consumer)`` items in order.
 
         Raises Pulsar's IllegalArgumentException when an item is not strictly greater than the previous
         one by (start, end); overlapping-but-sorted ranges such as [1,5],[5,9] are accepted, as in Pulsar.
         """
-        out: list[Assignment] = []
+        out: list[Assignment[H]] = []
         prev: RangeT | None = None
         for item in assignments:
             if len(item) != 3:
@@ -142,28 +142,30 @@ class ConsumerHashAssignmentsSnapshot:
         return cls(tuple(out))
 
     @classmethod
-    def empty(cls) -> "ConsumerHashAssignmentsSnapshot":
+    def empty(cls) -> "ConsumerHashAssignmentsSnapshot[H]":
         return cls(())
 
-    def ranges_by_consumer(self) -> dict[Any, UpdatedHashRanges]:
+    def ranges_by_consumer(self) -> dict[H, UpdatedHashRanges]:
         """`getRangesByConsumer()`: each consumer's ranges, merged."""
         return _group_merged((c, (s, e)) for s, e, c in self.assignments)
 
-    def diff_ranges(self, other: "ConsumerHashAssignmentsSnapshot") -> dict[RangeT, tuple[Any, Any]]:
+    def diff_ranges(self, other: "ConsumerHashAssignmentsSnapshot[H]") -> dict[RangeT, tuple[H | None, H | None]]:
         return diff_ranges(self.assignments, other.assignments)
 
-    def resolve_impacted_consumers(self, other: "ConsumerHashAssignmentsSnapshot") -> ImpactedConsumers:
+    def resolve_impacted_consumers(self, other: "ConsumerHashAssignmentsSnapshot[H]") -> ImpactedConsumers[H]:
         return resolve_impacted_consumers(self.diff_ranges(other))
 
 
-def diff_ranges(before: Sequence[Assignment], after: Sequence[Assignment]) -> dict[RangeT, tuple[Any, Any]]:
+def diff_ranges(
+    before: Sequence[Assignment[H]], after: Sequence[Assignment[H]]
+) -> dict[RangeT, tuple[H | None, H | None]]:
     """`diffRanges`: range -> (consumer before, consumer after), in Pulsar's LinkedHashMap order.
 
     Both inputs must already be valid snapshots (sorted; see `ConsumerHashAssignmentsSnapshot.of`).
     A later put of an existing range overwrites its value but keeps its first position (as a Python
     dict does).
     """
-    impacted: dict[RangeT, tuple[Any, Any]] = {}
+    impacted: dict[RangeT, tuple[H | None, H | None]] = {}
     i = j = 0
     while i < len(before) and j < len(after):
         b_start, b_end, bc = before[i]
@@ -194,16 +196,16 @@ def diff_ranges(before: Sequence[Assignment], after: Sequence[Assignment]) -> di
     return impacted
 
 
-def resolve_impacted_consumers(diff: dict[RangeT, tuple[Any, Any]]) -> ImpactedConsumers:
+def resolve_impacted_consumers(diff: dict[RangeT, tuple[H | None, H | None]]) -> ImpactedConsumers[H]:
     """`resolveImpactedConsumers`: per consumer, the merged ranges it lost (``removed``) and gained (``added``)."""
-    removed = _group_merged((bc, rng) for rng, (bc, _ac) in diff.items() if bc is not None)
-    added = _group_merged((ac, rng) for rng, (_bc, ac) in diff.items() if ac is not None)
+    removed: dict[H, list[RangeT]] = {**_group_merged((bc, rng) for rng, (bc, _ac) in diff.items() if bc is not None)}
+    added: dict[H, list[RangeT]] = {**_group_merged((ac, rng) for rng, (_bc, ac) in diff.items() if ac is not None)}
     return ImpactedConsumers(removed=removed, added=added)
 
 
 def impacted_consumers(
-    before_assignments: Iterable[Sequence[Any]], after_assignments: Iterable[Sequence[Any]]
-) -> ImpactedConsumers:
+    before_assignments: Iterable[tuple[object, object, H]], after_assignments: Iterable[tuple[object, object, H]]
+) -> ImpactedConsumers[H]:
     """The impact of going from one assignment list to another (lists of ``(start, end, consumer)``).
 
     What a 4.x selector returns from add/remove when ``addOrRemoveReturnsImpactedConsumersResult`` is on.

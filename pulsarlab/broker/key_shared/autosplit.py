@@ -24,7 +24,7 @@ from pulsarlab.broker.key_shared.assignments import (
     check_key_hash,
     check_key_hashes,
 )
-from pulsarlab.broker.key_shared.base import NO_CONSUMER, Consumer, ImpactedConsumers, StickyKeyConsumerSelector
+from pulsarlab.broker.key_shared.base import NO_CONSUMER, C, ImpactedConsumers, StickyKeyConsumerSelector
 from pulsarlab.errors import ConsumerAssignException, IllegalArgumentException
 from pulsarlab.hashing import INT_MAX
 from pulsarlab.profiles import ErrorDelivery, Profile, StickyHashMode, get_profile
@@ -32,19 +32,19 @@ from pulsarlab.profiles import ErrorDelivery, Profile, StickyHashMode, get_profi
 DEFAULT_RANGE_SIZE = 2 << 15
 
 
-def validate_range_size(range_size: Any) -> int:
+def validate_range_size(range_size: object) -> int:
     """The constructor's checks, with Pulsar's IllegalArgumentException texts."""
-    range_size = as_int(range_size, "range_size")
-    if range_size < 2:
+    size = as_int(range_size, "range_size")
+    if size < 2:
         raise IllegalArgumentException("range size must greater than 2")
-    if range_size & (range_size - 1):
+    if size & (size - 1):
         raise IllegalArgumentException("range size must be nth power with 2")
-    if range_size > INT_MAX:
-        raise ValueError(f"range_size {range_size} does not fit a Java int (at most {INT_MAX})")
-    return range_size
+    if size > INT_MAX:
+        raise ValueError(f"range_size {size} does not fit a Java int (at most {INT_MAX})")
+    return size
 
 
-class HashRangeAutoSplitSelector(StickyKeyConsumerSelector):
+class HashRangeAutoSplitSelector(StickyKeyConsumerSelector[C]):
     """Auto-split hash-range selector; ``return_impacted`` defaults to the 4.x behaviour of the profile."""
 
     kind = "auto_split"
@@ -59,13 +59,15 @@ class HashRangeAutoSplitSelector(StickyKeyConsumerSelector):
         self.range_size = validate_range_size(range_size)
         self.return_impacted = self.profile.is_4x if return_impacted is None else bool(return_impacted)
         self._range_map: SortedDict = SortedDict()  # upper bound -> Consumer
-        self._consumer_range: dict[Consumer, int] = {}  # Consumer -> its upper bound, in attach order
+        self._consumer_range: dict[C, int] = {}  # Consumer -> its upper bound, in attach order
         self._gaps = SortedList()  # (-(upper - lower upper), upper): first item is the range to split
-        self._last_snapshot = ConsumerHashAssignmentsSnapshot.empty() if self.return_impacted else None
+        self._last_snapshot: ConsumerHashAssignmentsSnapshot[C] | None = (
+            ConsumerHashAssignmentsSnapshot.empty() if self.return_impacted else None
+        )
         self._bulk_cache: tuple[np.ndarray, np.ndarray] | None = None
 
     # -- membership ---------------------------------------------------------------------------
-    def add_consumer(self, consumer: Consumer) -> ImpactedConsumers | None:
+    def add_consumer(self, consumer: C) -> ImpactedConsumers[C] | None:
         if not self._range_map:
             self._put(self.range_size, consumer)
         else:
@@ -78,7 +80,7 @@ class HashRangeAutoSplitSelector(StickyKeyConsumerSelector):
             self._put(upper - (-neg_gap >> 1), consumer)
         return self._impacts()
 
-    def remove_consumer(self, consumer: Consumer) -> ImpactedConsumers | None:
+    def remove_consumer(self, consumer: C) -> ImpactedConsumers[C] | None:
         upper = self._consumer_range.pop(consumer, None)
         if upper is not None:
             if upper == self.range_size and len(self._range_map) > 1:
@@ -93,10 +95,10 @@ class HashRangeAutoSplitSelector(StickyKeyConsumerSelector):
         return self._impacts()
 
     @property
-    def consumers(self) -> list[Consumer]:
+    def consumers(self) -> list[C]:
         return list(self._consumer_range)
 
-    def _put(self, upper: int, consumer: Consumer) -> None:
+    def _put(self, upper: int, consumer: C) -> None:
         index = self._range_map.bisect_left(upper)
         lower = self._range_map.peekitem(index - 1)[0] if index > 0 else 0
         if index < len(self._range_map):
@@ -108,7 +110,7 @@ class HashRangeAutoSplitSelector(StickyKeyConsumerSelector):
         self._consumer_range[consumer] = upper
         self._bulk_cache = None
 
-    def _delete(self, upper: int) -> Consumer:
+    def _delete(self, upper: int) -> C:
         index = self._range_map.index(upper)
         lower = self._range_map.peekitem(index - 1)[0] if index > 0 else 0
         self._gaps.remove((lower - upper, upper))
@@ -117,12 +119,14 @@ class HashRangeAutoSplitSelector(StickyKeyConsumerSelector):
             self._gaps.remove((upper - above, above))
             self._gaps.add((lower - above, above))
         self._bulk_cache = None
-        return self._range_map.pop(upper)
+        owner: C = self._range_map.pop(upper)
+        return owner
 
-    def _impacts(self) -> ImpactedConsumers | None:
+    def _impacts(self) -> ImpactedConsumers[C] | None:
         if not self.return_impacted:
             return None
         after = ConsumerHashAssignmentsSnapshot.of(self.assignments())
+        assert self._last_snapshot is not None  # kept whenever return_impacted is on
         impacted = self._last_snapshot.resolve_impacted_consumers(after)
         self._last_snapshot = after
         return impacted
@@ -134,14 +138,15 @@ class HashRangeAutoSplitSelector(StickyKeyConsumerSelector):
     def _slot(self, key_hash: int) -> int:
         return key_hash % self.range_size if self.profile.sticky_hash_mode is StickyHashMode.FULL else key_hash
 
-    def select(self, key_hash: int) -> Consumer | None:
+    def select(self, key_hash: int) -> C | None:
         key_hash = check_key_hash(key_hash)
         if not self._range_map:
             return None
         index = self._range_map.bisect_left(self._slot(key_hash))
         if index == len(self._range_map):
             raise ValueError(self._above_range_message(key_hash))
-        return self._range_map.peekitem(index)[1]
+        owner: C = self._range_map.peekitem(index)[1]
+        return owner
 
     def select_bulk(self, key_hashes: np.ndarray) -> np.ndarray:
         hashes = check_key_hashes(key_hashes)
@@ -166,13 +171,13 @@ class HashRangeAutoSplitSelector(StickyKeyConsumerSelector):
         return self._bulk_cache
 
     # -- reporting ----------------------------------------------------------------------------
-    def consumer_key_hash_ranges(self) -> dict[Consumer, list[tuple[int, int]]]:
-        result: dict[Consumer, list[tuple[int, int]]] = {}
+    def consumer_key_hash_ranges(self) -> dict[C, list[tuple[int, int]]]:
+        result: dict[C, list[tuple[int, int]]] = {}
         for start, end, consumer in self.assignments():
             result.setdefault(consumer, []).append((start, end))
         return result
 
-    def assignments(self) -> list[tuple[int, int, Consumer]]:
+    def assignments(self) -> list[tuple[int, int, C]]:
         out = []
         start = 0
         for upper, consumer in self._range_map.items():
@@ -180,7 +185,7 @@ class HashRangeAutoSplitSelector(StickyKeyConsumerSelector):
             start = upper + 1
         return out
 
-    def range_map(self) -> list[tuple[int, Consumer]]:
+    def range_map(self) -> list[tuple[int, C]]:
         """Pulsar's ``rangeMap``: (upper bound, consumer) in ascending order."""
         return list(self._range_map.items())
 

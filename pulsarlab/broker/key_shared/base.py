@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import abc
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any, Generic, Hashable, Iterable, Protocol, Sequence, TypeVar
 
 import numpy as np
 
@@ -18,6 +18,29 @@ from pulsarlab.hashing import make_sticky_key_hash, make_sticky_key_hash_bulk, m
 from pulsarlab.profiles import Profile
 
 NO_CONSUMER = -1  # what the bulk path returns where select() would return None
+
+
+class SelectorConsumer(Protocol):
+    """What a selector reads of a consumer: the four attributes of `Consumer` below, which the broker's consumers
+    (`pulsarlab.broker.consumer.Consumer`) have too. A selector hands back the consumers it was given."""
+
+    @property
+    def id(self) -> int: ...
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def priority(self) -> int: ...
+
+    @property
+    def ranges(self) -> tuple[tuple[int, int], ...] | None: ...
+
+    def __hash__(self) -> int: ...
+
+
+C = TypeVar("C", bound=SelectorConsumer)  # the consumer type a selector holds and returns
+H = TypeVar("H", bound=Hashable)  # a consumer as the assignment diff sees it: anything hashable
 
 
 @dataclass(frozen=True, eq=False)
@@ -68,18 +91,18 @@ def consumer_to_string(consumer_id: int, name: str, subscription: str | None) ->
 
 
 @dataclass(frozen=True)
-class ImpactedConsumers:
+class ImpactedConsumers(Generic[H]):
     """4.x `ImpactedConsumersResult`: per consumer, the merged hash ranges it lost and gained."""
 
-    removed: dict[Any, list[tuple[int, int]]]
-    added: dict[Any, list[tuple[int, int]]]
+    removed: dict[H, list[tuple[int, int]]]
+    added: dict[H, list[tuple[int, int]]]
 
     @property
     def is_empty(self) -> bool:
         return not self.removed
 
 
-class StickyKeyConsumerSelector(abc.ABC):
+class StickyKeyConsumerSelector(abc.ABC, Generic[C]):
     """Base class of the three selectors. Subclasses implement the abstract methods.
 
     ``select`` takes the hash value Pulsar's ``select(int)`` receives under the profile (3.x: the
@@ -93,16 +116,16 @@ class StickyKeyConsumerSelector(abc.ABC):
 
     # -- membership ---------------------------------------------------------------------------
     @abc.abstractmethod
-    def add_consumer(self, consumer: Consumer) -> ImpactedConsumers | None:
+    def add_consumer(self, consumer: C) -> ImpactedConsumers[C] | None:
         """Attach a consumer; raises ConsumerAssignException as Pulsar fails. 4.x may return impacts."""
 
     @abc.abstractmethod
-    def remove_consumer(self, consumer: Consumer) -> ImpactedConsumers | None:
+    def remove_consumer(self, consumer: C) -> ImpactedConsumers[C] | None:
         """Detach a consumer (unknown consumers: as the modelled version does)."""
 
     @property
     @abc.abstractmethod
-    def consumers(self) -> list[Consumer]:
+    def consumers(self) -> list[C]:
         """Attached consumers, in attach order."""
 
     # -- selection ----------------------------------------------------------------------------
@@ -111,13 +134,13 @@ class StickyKeyConsumerSelector(abc.ABC):
         """The inclusive range 4.x reduces sticky-key hashes into (3.x: what select() covers)."""
 
     @abc.abstractmethod
-    def select(self, key_hash: int) -> Consumer | None:
+    def select(self, key_hash: int) -> C | None:
         """The consumer for a sticky-key hash, or None."""
 
     def make_sticky_key_hash(self, key: str | bytes) -> int:
         return make_sticky_key_hash(key, self.profile, self.key_hash_range())
 
-    def select_key(self, key: str | bytes) -> Consumer | None:
+    def select_key(self, key: str | bytes) -> C | None:
         """The consumer for a sticky key (its bytes, or text hashed as UTF-8)."""
         return self.select(self.make_sticky_key_hash(key))
 
@@ -137,10 +160,10 @@ class StickyKeyConsumerSelector(abc.ABC):
 
     # -- reporting ----------------------------------------------------------------------------
     @abc.abstractmethod
-    def consumer_key_hash_ranges(self) -> dict[Consumer, list[tuple[int, int]]]:
+    def consumer_key_hash_ranges(self) -> dict[C, list[tuple[int, int]]]:
         """`getConsumerKeyHashRanges()` exactly as the modelled version reports it, quirks included."""
 
-    def assignments(self) -> list[tuple[int, int, Consumer]]:
+    def assignments(self) -> list[tuple[int, int, C]]:
         """The hash ranges and owners, sorted and non-overlapping (4.x `ConsumerHashAssignmentsSnapshot`)."""
         out = [(s, e, c) for c, ranges in self.consumer_key_hash_ranges().items() for s, e in ranges]
         return sorted(out, key=lambda t: (t[0], t[1]))

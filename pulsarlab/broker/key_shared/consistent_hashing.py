@@ -20,13 +20,13 @@ there is no locking; the 4.x "zero points" error is kept as a message rather tha
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Sequence
+from typing import Any, Generic, Iterator, Sequence
 
 import numpy as np
 from sortedcontainers import SortedDict
 
 from pulsarlab.broker.key_shared.assignments import as_int, impacted_consumers
-from pulsarlab.broker.key_shared.base import NO_CONSUMER, Consumer, ImpactedConsumers, StickyKeyConsumerSelector
+from pulsarlab.broker.key_shared.base import NO_CONSUMER, C, ImpactedConsumers, StickyKeyConsumerSelector
 from pulsarlab.errors import IllegalArgumentException, NullPointerException
 from pulsarlab.hashing import INT_MAX, murmur3_32, murmur3_32_bulk, reduce_hash, reduce_hash_bulk
 from pulsarlab.profiles import ConsistentHashingVariant, Profile, get_profile
@@ -109,7 +109,7 @@ class ConsumerNameIndexTracker:
             index += 1
         return index
 
-    def add_reference(self, consumer: Consumer) -> int:
+    def add_reference(self, consumer: C) -> int:
         entry = self._entries.get(consumer.id)
         if entry is None:
             index = self.next_free_index(consumer.name)
@@ -118,7 +118,7 @@ class ConsumerNameIndexTracker:
         entry.refs += 1
         return entry.index
 
-    def remove_reference(self, consumer: Consumer) -> None:
+    def remove_reference(self, consumer: C) -> None:
         entry = self._entries[consumer.id]
         entry.refs -= 1
         if entry.refs == 0:
@@ -128,7 +128,7 @@ class ConsumerNameIndexTracker:
                 del self._used[entry.name]
             del self._entries[consumer.id]
 
-    def tracked_index(self, consumer: Consumer) -> int | None:
+    def tracked_index(self, consumer: C) -> int | None:
         entry = self._entries.get(consumer.id)
         return None if entry is None else entry.index
 
@@ -138,28 +138,28 @@ class ConsumerNameIndexTracker:
 
 
 @dataclass(eq=False)
-class _CountedEntry:
+class _CountedEntry(Generic[C]):
     """v3_counters `ConsumerEntry`: compared by identity, so the same consumer may sit twice at a point."""
 
-    consumer: Consumer
+    consumer: C
 
 
 @dataclass(eq=False)
-class _CountedPoint:
+class _CountedPoint(Generic[C]):
     """v3_counters `HashRingEntry`: ordered entries and the selected one (always entry 0 after a change)."""
 
-    entries: list[_CountedEntry] = field(default_factory=list)
-    selected: _CountedEntry | None = None
+    entries: list[_CountedEntry[C]] = field(default_factory=list)
+    selected: _CountedEntry[C] | None = None
 
 
 @dataclass(eq=False)
-class _SharedPoint:
+class _SharedPoint(Generic[C]):
     """v4 `HashRingPointEntry`: the consumer holding the point and those queued behind it (FIFO)."""
 
-    selected: Consumer | None
-    colliding: list[Consumer] = field(default_factory=list)
+    selected: C | None
+    colliding: list[C] = field(default_factory=list)
 
-    def remove(self, consumer: Consumer) -> bool:
+    def remove(self, consumer: C) -> bool:
         """Drop a consumer; True when the point is left empty."""
         if self.selected == consumer:
             self.selected = self.colliding.pop(0) if self.colliding else None
@@ -178,7 +178,7 @@ class _BulkArrays:
     table: np.ndarray | None = None  # V4 with a small key-hash range: the selected id for every hash 0..range_max
 
 
-class ConsistentHashingSelector(StickyKeyConsumerSelector):
+class ConsistentHashingSelector(StickyKeyConsumerSelector[C]):
     """Pulsar's consistent-hashing selector for the profile's generation (see the module docstring).
 
     ``points`` is `subscriptionKeySharedConsistentHashingReplicaPoints`. 4.x only: ``range_max`` is the top
@@ -224,21 +224,21 @@ class ConsistentHashingSelector(StickyKeyConsumerSelector):
         self._ring: SortedDict = SortedDict()
         # select() answers by hash since the ring last changed (cleared by add_consumer / remove_consumer, the
         # only paths that change the ring); a pure speed-up of the per-entry dispatch path
-        self._selected: dict[int, Consumer] = {}
-        self._attached: dict[int, Consumer] = {}
+        self._selected: dict[int, C] = {}
+        self._attached: dict[int, C] = {}
         self._tracker = ConsumerNameIndexTracker()
         self._added_index: dict[int, int] = {}  # name index each attached consumer was added with
         self._counters: dict[int, int] = {}  # v3_counters: points where each instance is selected
         self._zero_point_messages: dict[int, str] = {}  # v4: Pulsar's error log for consumers with no point
-        self._assignments_snapshot: list[tuple[int, int, Consumer]] = []
+        self._assignments_snapshot: list[tuple[int, int, C]] = []
         self._bulk: _BulkArrays | None = None
 
     # -- membership ---------------------------------------------------------------------------
     @property
-    def consumers(self) -> list[Consumer]:
+    def consumers(self) -> list[C]:
         return list(self._attached.values())
 
-    def add_consumer(self, consumer: Consumer) -> ImpactedConsumers | None:
+    def add_consumer(self, consumer: C) -> ImpactedConsumers[C] | None:
         self._selected.clear()
         consumer = _check_consumer(consumer)
         if consumer.id in self._attached:
@@ -255,7 +255,7 @@ class ConsistentHashingSelector(StickyKeyConsumerSelector):
         self._bulk = None
         return self._impacted()
 
-    def remove_consumer(self, consumer: Consumer) -> ImpactedConsumers | None:
+    def remove_consumer(self, consumer: C) -> ImpactedConsumers[C] | None:
         """Detach a consumer. An instance that was never attached: v3_counters fails with a
         NullPointerException (state unchanged) when a point of its name is missing; others do nothing.
         (v3_counters also throws, part-way and leaving the consumer attached, in the near-impossible case
@@ -281,7 +281,7 @@ class ConsistentHashingSelector(StickyKeyConsumerSelector):
             self._bulk = None
         return self._impacted()
 
-    def _impacted(self) -> ImpactedConsumers | None:
+    def _impacted(self) -> ImpactedConsumers[C] | None:
         if not self.return_impacted:
             return None
         after = self._v4_assignments()
@@ -293,7 +293,7 @@ class ConsistentHashingSelector(StickyKeyConsumerSelector):
         return point_hash(point_key(self.variant, name, name_index, i), self.variant, self.range_max)
 
     # LEGACY: lists, no duplicates, stable-sorted by name.
-    def _add_legacy(self, consumer: Consumer) -> None:
+    def _add_legacy(self, consumer: C) -> None:
         for i in range(self.points):
             h = self._hash_of(consumer.name, 0, i)
             holders = self._ring.get(h)
@@ -303,7 +303,7 @@ class ConsistentHashingSelector(StickyKeyConsumerSelector):
                 holders.append(consumer)
                 holders.sort(key=lambda c: java_string_order(c.name))
 
-    def _remove_legacy(self, consumer: Consumer) -> None:
+    def _remove_legacy(self, consumer: C) -> None:
         for i in range(self.points):
             h = self._hash_of(consumer.name, 0, i)
             holders = self._ring.get(h)
@@ -313,10 +313,10 @@ class ConsistentHashingSelector(StickyKeyConsumerSelector):
                     del self._ring[h]
 
     # V3_COUNTERS: ordered entries with per-instance selection counters.
-    def _entry_order(self, consumer: Consumer) -> tuple[int, bytes, int]:
+    def _entry_order(self, consumer: C) -> tuple[int, bytes, int]:
         return (-consumer.priority, java_string_order(consumer.name), self._counters[consumer.id])
 
-    def _reselect(self, point: _CountedPoint) -> None:
+    def _reselect(self, point: _CountedPoint[C]) -> None:
         new = point.entries[0] if point.entries else None
         if new is point.selected:
             return
@@ -326,7 +326,7 @@ class ConsistentHashingSelector(StickyKeyConsumerSelector):
         if new is not None:
             self._counters[new.consumer.id] += 1
 
-    def _add_counted(self, consumer: Consumer) -> None:
+    def _add_counted(self, consumer: C) -> None:
         self._counters.setdefault(consumer.id, 0)
         for i in range(self.points):
             h = self._hash_of(consumer.name, 0, i)
@@ -341,7 +341,7 @@ class ConsistentHashingSelector(StickyKeyConsumerSelector):
             point.entries.insert(at, _CountedEntry(consumer))
             self._reselect(point)
 
-    def _remove_counted(self, consumer: Consumer) -> None:
+    def _remove_counted(self, consumer: C) -> None:
         for i in range(self.points):
             h = self._hash_of(consumer.name, 0, i)
             point = self._ring.get(h)
@@ -356,7 +356,7 @@ class ConsistentHashingSelector(StickyKeyConsumerSelector):
                 del self._ring[h]
 
     # V3_IDENTITY: put replaces; reference counts free the name index.
-    def _add_identity(self, consumer: Consumer) -> None:
+    def _add_identity(self, consumer: C) -> None:
         for i in range(self.points):
             index = self._tracker.add_reference(consumer)
             self._added_index[consumer.id] = index
@@ -366,7 +366,7 @@ class ConsistentHashingSelector(StickyKeyConsumerSelector):
             if replaced is not None:
                 self._tracker.remove_reference(replaced)
 
-    def _remove_identity(self, consumer: Consumer) -> None:
+    def _remove_identity(self, consumer: C) -> None:
         index = self._tracker.tracked_index(consumer)
         if index is None:  # every point was taken over; the index is already free
             return
@@ -377,7 +377,7 @@ class ConsistentHashingSelector(StickyKeyConsumerSelector):
                 self._tracker.remove_reference(consumer)
 
     # V4: first keeps the point, later ones queue behind it.
-    def _add_v4(self, consumer: Consumer) -> None:
+    def _add_v4(self, consumer: C) -> None:
         added = collisions = 0
         for i in range(self.points):
             index = self._tracker.add_reference(consumer)
@@ -397,7 +397,7 @@ class ConsistentHashingSelector(StickyKeyConsumerSelector):
                 f"subscriptionKeySharedConsistentHashingReplicaPoints={recommended_points(self.points)}"
             )
 
-    def _remove_v4(self, consumer: Consumer) -> None:
+    def _remove_v4(self, consumer: C) -> None:
         index = self._tracker.tracked_index(consumer)
         if index is None:
             return
@@ -424,7 +424,7 @@ class ConsistentHashingSelector(StickyKeyConsumerSelector):
             return reduce_hash_bulk(masked.astype(np.int64, copy=True), 1, self.range_max)
         return masked
 
-    def _holders(self, value: Any) -> list[Consumer]:
+    def _holders(self, value: Any) -> list[C]:
         """The consumers at a ring point, the selected one first (LEGACY: list order)."""
         if self.variant is Variant.LEGACY:
             return list(value)
@@ -434,24 +434,28 @@ class ConsistentHashingSelector(StickyKeyConsumerSelector):
             return [value]
         return [value.selected, *value.colliding]
 
-    def _owner(self, value: Any) -> Consumer:
+    def _owner(self, value: Any) -> C:
         """The consumer a non-LEGACY ring point selects."""
+        owner: C
         if self.variant is Variant.V3_COUNTERS:
-            return value.selected.consumer
-        if self.variant is Variant.V3_IDENTITY:
-            return value
-        return value.selected
+            owner = value.selected.consumer
+        elif self.variant is Variant.V3_IDENTITY:
+            owner = value
+        else:
+            owner = value.selected
+        return owner
 
-    def select(self, key_hash: int) -> Consumer | None:
+    def select(self, key_hash: int) -> C | None:
         if type(key_hash) is int:  # a hash already selected since the last ring change: the same answer
-            cached = self._selected.get(key_hash, _NOT_CACHED)
-            if cached is not _NOT_CACHED:
+            cached = self._selected.get(key_hash)
+            if cached is not None:
                 return cached
         h = _check_hash(key_hash)
         if not self._ring:
             return None
         at = self._ring.bisect_left(h)
         _, value = self._ring.peekitem(at if at < len(self._ring) else 0)
+        selected: C
         if self.variant is Variant.LEGACY:
             selected = value[h % len(value)]
         else:
@@ -489,20 +493,24 @@ class ConsistentHashingSelector(StickyKeyConsumerSelector):
             return np.full(hashes.shape, NO_CONSUMER, dtype=np.int64)
         arrays = self._arrays()
         if arrays.table is not None and hashes.size and int(hashes.max()) < len(arrays.table):
-            return arrays.table[hashes]
+            selected: np.ndarray = arrays.table[hashes]
+            return selected
         at = np.searchsorted(arrays.points, hashes, side="left")
         at[at == len(arrays.points)] = 0
-        if self.variant is Variant.LEGACY:
-            return arrays.flat[arrays.offsets[at] + hashes % arrays.sizes[at]]
-        return arrays.owners[at]
+        ids: np.ndarray = (
+            arrays.flat[arrays.offsets[at] + hashes % arrays.sizes[at]]
+            if self.variant is Variant.LEGACY
+            else arrays.owners[at]
+        )
+        return ids
 
     # -- reporting ----------------------------------------------------------------------------
-    def consumer_key_hash_ranges(self) -> dict[Consumer, list[tuple[int, int]]]:
+    def consumer_key_hash_ranges(self) -> dict[C, list[tuple[int, int]]]:
         """`getConsumerKeyHashRanges()` as each generation reports it (golden README §4), quirks included:
         LEGACY has no wrap range and lists every holder of a shared point; 3.x gives the wrap range
         [lastPoint+1, 2^31-2] (V3_IDENTITY: from lastPoint+2) to the first point's consumer; V4 merges per
         consumer from the assignment snapshot."""
-        result: dict[Consumer, list[tuple[int, int]]] = {}
+        result: dict[C, list[tuple[int, int]]] = {}
         if not self._ring:
             return result
         if self.variant is Variant.V4:
@@ -530,9 +538,9 @@ class ConsistentHashingSelector(StickyKeyConsumerSelector):
             result[first].append((_java_int(last_key + 1), INT_MAX - 1))
         return result
 
-    def _v4_assignments(self) -> list[tuple[int, int, Consumer]]:
+    def _v4_assignments(self) -> list[tuple[int, int, C]]:
         """The 4.x `ConsumerHashAssignmentsSnapshot`: arcs from 1, joined per consumer, wrap to range_max."""
-        out: list[tuple[int, int, Consumer]] = []
+        out: list[tuple[int, int, C]] = []
         if not self._ring:
             return out
         start, last_key, previous = 1, -1, None
@@ -551,11 +559,11 @@ class ConsistentHashingSelector(StickyKeyConsumerSelector):
                 out.append((last_key + 1, self.range_max, first))
         return out
 
-    def _arcs(self) -> Iterator[tuple[int, int, tuple[Consumer, ...]]]:
+    def _arcs(self) -> Iterator[tuple[int, int, tuple[C, ...]]]:
         """What select() gives over [0, 2^31-1]: (start, end, holders) arcs, equal neighbours joined."""
         if not self._ring:
             return
-        arcs: list[tuple[int, int, tuple[Consumer, ...]]] = []
+        arcs: list[tuple[int, int, tuple[C, ...]]] = []
         start = 0
         for point, value in self._ring.items():
             holders = tuple(value) if self.variant is Variant.LEGACY else (self._owner(value),)
@@ -572,7 +580,7 @@ class ConsistentHashingSelector(StickyKeyConsumerSelector):
                 merged.append(arc)
         yield from merged
 
-    def assignments(self) -> list[tuple[int, int, Consumer]]:
+    def assignments(self) -> list[tuple[int, int, C]]:
         """4.x: Pulsar's `ConsumerHashAssignmentsSnapshot`. 3.x (which has none): the arcs select() really
         gives over [0, 2^31-1], with the wrap arc; a LEGACY point shared by k consumers splits its arc by
         ``hash % k``, which ranges cannot express, so such an arc is listed once per holder."""
@@ -580,7 +588,7 @@ class ConsistentHashingSelector(StickyKeyConsumerSelector):
             return self._v4_assignments()
         return [(s, e, c) for s, e, holders in self._arcs() for c in holders]
 
-    def consumers_without_points(self) -> list[Consumer]:
+    def consumers_without_points(self) -> list[C]:
         """Attached consumers selected at no ring point now, and so receiving no keys: 4.x colliders,
         3.0.7+ consumers whose points were all replaced, 3.0.3 same-name instances never put first.
         A LEGACY consumer counts as holding every point whose list it is in (it gets ``hash % k`` keys)."""
@@ -592,12 +600,12 @@ class ConsistentHashingSelector(StickyKeyConsumerSelector):
                 holding.add(self._owner(value).id)
         return [c for c in self._attached.values() if c.id not in holding]
 
-    def zero_points_message(self, consumer: Consumer) -> str | None:
+    def zero_points_message(self, consumer: C) -> str | None:
         """The error 4.x logs when an added consumer got no point of its own, with Pulsar's advice
         ``subscriptionKeySharedConsistentHashingReplicaPoints = max(1.5*points, points+1)``; else None."""
         return self._zero_point_messages.get(_check_consumer(consumer).id)
 
-    def point_keys(self, consumer: Consumer, name_index: int | None = None) -> list[RingPointKey]:
+    def point_keys(self, consumer: C, name_index: int | None = None) -> list[RingPointKey]:
         """Each point of a consumer: the key string hashed, its ring position and who holds it now.
 
         The name index is the one the consumer was added with, else ``name_index``, else the index a new
@@ -645,11 +653,11 @@ class ConsistentHashingSelector(StickyKeyConsumerSelector):
         return snap
 
 
-def _same_ids(a: tuple[Consumer, ...], b: tuple[Consumer, ...]) -> bool:
+def _same_ids(a: tuple[C, ...], b: tuple[C, ...]) -> bool:
     return len(a) == len(b) and all(x.id == y.id for x, y in zip(a, b))
 
 
-def _check_consumer(consumer: Any) -> Consumer:
+def _check_consumer(consumer: C) -> C:
     for attr in ("id", "name", "priority"):
         if not hasattr(consumer, attr):
             raise TypeError(f"a consumer needs id, name and priority attributes; {consumer!r} has no {attr!r}")
@@ -660,7 +668,6 @@ def _check_consumer(consumer: Any) -> Consumer:
     return consumer
 
 
-_NOT_CACHED = object()
 _SELECTED_CACHE_MAX = 65536
 
 

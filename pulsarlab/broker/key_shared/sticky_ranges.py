@@ -22,7 +22,7 @@ import numpy as np
 from sortedcontainers import SortedDict
 
 from pulsarlab.broker.key_shared.assignments import as_int, check_key_hash, check_key_hashes
-from pulsarlab.broker.key_shared.base import NO_CONSUMER, Consumer, StickyKeyConsumerSelector
+from pulsarlab.broker.key_shared.base import NO_CONSUMER, C, StickyKeyConsumerSelector
 from pulsarlab.errors import ConsumerAssignException, IllegalArgumentException
 from pulsarlab.hashing import INT_MAX
 from pulsarlab.profiles import ErrorDelivery, Profile, StickyHashMode, StickyRangesVariant, get_profile
@@ -31,16 +31,16 @@ from pulsarlab.protocol.subscription import hash_range_pair
 DEFAULT_RANGE_SIZE = 2 << 15
 
 
-def validate_range_size(range_size: Any) -> int:
-    range_size = as_int(range_size, "range_size")
-    if range_size < 1:
+def validate_range_size(range_size: object) -> int:
+    size = as_int(range_size, "range_size")
+    if size < 1:
         raise IllegalArgumentException("range size must greater than 0")
-    if range_size > INT_MAX:
-        raise ValueError(f"range_size {range_size} does not fit a Java int (at most {INT_MAX})")
-    return range_size
+    if size > INT_MAX:
+        raise ValueError(f"range_size {size} does not fit a Java int (at most {INT_MAX})")
+    return size
 
 
-def declared_ranges(consumer: Consumer) -> list[tuple[int, int]] | None:
+def declared_ranges(consumer: C) -> list[tuple[int, int]] | None:
     """A consumer's KeySharedMeta hash ranges as int pairs, in the given order (None: no KeySharedMeta)."""
     if consumer.ranges is None:
         return None
@@ -53,7 +53,7 @@ def _overlaps(a: tuple[int, int], b: tuple[int, int]) -> bool:
     return max(a[0], b[0]) <= min(a[1], b[1])
 
 
-class HashRangeExclusiveSelector(StickyKeyConsumerSelector):
+class HashRangeExclusiveSelector(StickyKeyConsumerSelector[C]):
     """Exclusive (STICKY) hash-range selector; the consumers' ranges come from ``Consumer.ranges``."""
 
     kind = "sticky"
@@ -64,12 +64,12 @@ class HashRangeExclusiveSelector(StickyKeyConsumerSelector):
         self.variant = self.profile.sticky_ranges
         # LEGACY: boundary key -> Consumer.  PAIR: start -> (start, end, Consumer).
         self._map: SortedDict = SortedDict()
-        self._keys_by_consumer: dict[Consumer, list[int]] = {}  # attach order; the map keys each one put
-        self._bulk_cache: tuple[np.ndarray, ...] | None = None
+        self._keys_by_consumer: dict[C, list[int]] = {}  # attach order; the map keys each one put
+        self._bulk_cache: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
     # -- membership ---------------------------------------------------------------------------
-    def add_consumer(self, consumer: Consumer) -> None:
-        ranges = declared_ranges(consumer)
+    def add_consumer(self, consumer: C) -> None:
+        ranges = self._check_meta(declared_ranges(consumer))
         if self.variant is StickyRangesVariant.LEGACY:
             self._validate_legacy(ranges)
             keys = [k for start, end in ranges for k in (start, end)]
@@ -83,13 +83,13 @@ class HashRangeExclusiveSelector(StickyKeyConsumerSelector):
         self._keys_by_consumer[consumer] = keys
         self._bulk_cache = None
 
-    def remove_consumer(self, consumer: Consumer) -> None:
+    def remove_consumer(self, consumer: C) -> None:
         for k in self._keys_by_consumer.pop(consumer, ()):
             self._map.pop(k, None)
         self._bulk_cache = None
 
     @property
-    def consumers(self) -> list[Consumer]:
+    def consumers(self) -> list[C]:
         return list(self._keys_by_consumer)
 
     def _fail(self, message: str) -> ConsumerAssignException:
@@ -140,7 +140,7 @@ class HashRangeExclusiveSelector(StickyKeyConsumerSelector):
                 if entry is not None and _overlaps(new, entry[1][:2]):
                     raise self._conflict(entry[1][2])
 
-    def _conflict(self, owner: Consumer) -> ConsumerAssignException:
+    def _conflict(self, owner: C) -> ConsumerAssignException:
         return self._fail(f"Range conflict with consumer {owner}")
 
     # -- selection ----------------------------------------------------------------------------
@@ -150,7 +150,7 @@ class HashRangeExclusiveSelector(StickyKeyConsumerSelector):
     def _full_hash(self) -> bool:
         return self.profile.sticky_hash_mode is StickyHashMode.FULL
 
-    def select(self, key_hash: int) -> Consumer | None:
+    def select(self, key_hash: int) -> C | None:
         key_hash = check_key_hash(key_hash)
         if not self._map:
             return None
@@ -159,10 +159,12 @@ class HashRangeExclusiveSelector(StickyKeyConsumerSelector):
         if self.variant is StickyRangesVariant.LEGACY:
             ceiling = self._ceiling(slot)
             if floor is not None and ceiling is not None and floor[1] == ceiling[1]:
-                return floor[1]
+                owner: C = floor[1]
+                return owner
             return None
         if floor is not None and floor[1][0] <= slot <= floor[1][1]:
-            return floor[1][2]
+            pair_owner: C = floor[1][2]
+            return pair_owner
         return None
 
     def select_bulk(self, key_hashes: np.ndarray) -> np.ndarray:
@@ -197,10 +199,10 @@ class HashRangeExclusiveSelector(StickyKeyConsumerSelector):
         return self._bulk_cache
 
     # -- reporting ----------------------------------------------------------------------------
-    def consumer_key_hash_ranges(self) -> dict[Consumer, list[tuple[int, int]]]:
+    def consumer_key_hash_ranges(self) -> dict[C, list[tuple[int, int]]]:
         """LEGACY pairs the boundary keys (1st, 2nd), (3rd, 4th), ... and reports a pair only when both
         belong to one consumer, so a single-point range shifts the pairing. PAIR lists declared ranges."""
-        result: dict[Consumer, list[tuple[int, int]]] = {}
+        result: dict[C, list[tuple[int, int]]] = {}
         if self.variant is StickyRangesVariant.LEGACY:
             items = list(self._map.items())
             for (k1, c1), (k2, c2) in zip(items[0::2], items[1::2]):
@@ -211,18 +213,18 @@ class HashRangeExclusiveSelector(StickyKeyConsumerSelector):
                 result.setdefault(consumer, []).append((start, end))
         return result
 
-    def range_map(self) -> list[tuple]:
+    def range_map(self) -> list[tuple[object, ...]]:
         """Pulsar's ``rangeMap``: LEGACY (boundary, consumer); PAIR (start, (start, end), consumer)."""
         if self.variant is StickyRangesVariant.LEGACY:
             return list(self._map.items())
         return [(start, (start, end), c) for start, end, c in self._map.values()]
 
-    def declared_assignments(self) -> list[tuple[int, int, Consumer]]:
+    def declared_assignments(self) -> list[tuple[int, int, C]]:
         """The ranges the attached consumers declared, sorted by (start, end)."""
-        out = [(s, e, c) for c in self._keys_by_consumer for s, e in declared_ranges(c)]
+        out = [(s, e, c) for c in self._keys_by_consumer for s, e in declared_ranges(c) or ()]
         return sorted(out, key=lambda t: (t[0], t[1]))
 
-    def served_assignments(self) -> list[tuple[int, int, Consumer]]:
+    def served_assignments(self) -> list[tuple[int, int, C]]:
         """The slots ``select`` gives each consumer, as sorted runs (boundaries beyond range_size kept).
 
         PAIR: the declared ranges. LEGACY: every boundary key, plus the whole span between two consecutive
@@ -230,7 +232,7 @@ class HashRangeExclusiveSelector(StickyKeyConsumerSelector):
         """
         if self.variant is StickyRangesVariant.PAIR:
             return list(self._map.values())
-        runs: list[tuple[int, int, Consumer]] = []
+        runs: list[tuple[int, int, C]] = []
         items = list(self._map.items())
         for i, (key, consumer) in enumerate(items):
             has_next = i + 1 < len(items) and items[i + 1][1] == consumer

@@ -53,6 +53,12 @@ class BucketNotExistException(BucketSnapshotPersistenceException):
     java_class = _PKG + "BucketNotExistException"
 
 
+class RecoverDelayedDeliveryTrackerException(PulsarError):
+    """Rebuilding the tracker from its stored buckets failed; the factory falls back to the in-memory one."""
+
+    java_class = _PKG + "RecoverDelayedDeliveryTrackerException"
+
+
 def _frozen(values: object) -> np.ndarray:
     import numpy as np  # loaded on first use: `pulsarlab serve` starts without it
 
@@ -280,7 +286,7 @@ class InMemoryBucketSnapshotStorage:
         """Bytes stored across every snapshot ledger."""
         return sum(ledger.length for ledger in self._ledgers.values())
 
-    def _check(self, queue: deque | None, ledger_id: int, operation: str) -> None:
+    def _check(self, queue: deque[BucketSnapshotPersistenceException] | None, ledger_id: int, operation: str) -> None:
         if queue:
             raise queue.popleft()
         if not self.available:
@@ -288,7 +294,7 @@ class InMemoryBucketSnapshotStorage:
                 f"{BOOKIES_UNAVAILABLE} -  ledger={ledger_id} - operation={operation}"
             )
 
-    def _open(self, bucket_id: int, queue: deque | None) -> SnapshotLedger:
+    def _open(self, bucket_id: int, queue: deque[BucketSnapshotPersistenceException] | None) -> SnapshotLedger:
         self._check(queue, bucket_id, "Open ledger")
         ledger = self._ledgers.get(bucket_id)
         if ledger is None:
@@ -332,7 +338,7 @@ def _segments_size(segments: list[SnapshotSegment]) -> int:
         _varint_len(np.concatenate([getattr(s, col) for s in segments]))
         for col in ("timestamps", "ledger_ids", "entry_ids")
     )
-    return int((1 + _varint_len(body) + body).sum())
+    return int((1 + _varint_len(np.asarray(body)) + body).sum())
 
 
 def _metadata_size(metas: list[SnapshotSegmentMetadata]) -> int:

@@ -30,6 +30,8 @@ The timer rules, cutoff and ``readMoreEntries`` callback are `InMemoryDelayedDel
 (`AbstractDelayedDeliveryTracker` in Pulsar), reused by subclassing; ``close()`` stops the timer and
 leaves what is stored for the next tracker. ``add_messages`` is a vectorised ``add_message`` for bulk
 runs (same results and state); ``memory_bytes()`` prices the in-memory state as `delayed_memory` says.
+The buckets themselves and the merge choice are `pulsarlab.broker.delayed.bucket.buckets`; the factory function
+`new_delayed_delivery_tracker` is `pulsarlab.broker.delayed.factory`'s.
 
 Simplifies: storage calls complete at once, so "asynchronous" writes, loads and merges finish inside the
 call that starts them (no pending-load or merging windows); the mutable bucket keeps columns rather than
@@ -44,19 +46,32 @@ segment's timestamp when ranking windows (4.0 reads one segment too far), a clea
 from __future__ import annotations
 
 import heapq
-from array import array
-from bisect import bisect_right
-from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, MutableMapping, TypeVar
+from typing import Any, Callable, MutableMapping, TypeVar
 
 import numpy as np
 
 from pulsarlab.broker.delayed import jvm_memory as mem
+from pulsarlab.broker.delayed.bucket.buckets import (
+    DELIMITER,
+    BucketRangeMap,
+    BucketState,
+    ImmutableBucket,
+    MutableBucket,
+    SealedBucket,
+    bucket_key,
+    check_int,
+    group_by_ledger,
+    parse_bucket_id,
+    push_many,
+    segment_bounds,
+    select_merged_buckets,
+)
 from pulsarlab.broker.delayed.bucket.snapshot import (
     BucketNotExistException,
     BucketSnapshotPersistenceException,
     BucketSnapshotStorage,
     InMemoryBucketSnapshotStorage,
+    RecoverDelayedDeliveryTrackerException,
     SnapshotMetadata,
     SnapshotSegment,
     SnapshotSegmentMetadata,
@@ -68,7 +83,7 @@ from pulsarlab.broker.delayed.tracker_names import (
     IN_MEMORY_TRACKER_FACTORY,
 )
 from pulsarlab.clock import Scheduler
-from pulsarlab.errors import IllegalArgumentException, PulsarError
+from pulsarlab.errors import IllegalArgumentException
 from pulsarlab.event_catalogue.delayed_buckets import (
     BUCKET_DELETED,
     BUCKET_RECOVERED,
@@ -78,9 +93,8 @@ from pulsarlab.event_catalogue.delayed_buckets import (
     SNAPSHOT_FAILED,
 )
 from pulsarlab.events import EventLog
-from pulsarlab.profiles import Profile, get_profile
+from pulsarlab.profiles import Profile
 
-DELIMITER = "_"
 MAX_MERGE_NUM = 4
 MAX_RETRY_TIMES = 3  # Bucket.MaxRetryTimes: one try plus three retries
 
@@ -97,278 +111,6 @@ SCHEDULE_TIMESTAMP_BYTES = 24  # firstScheduleTimestamps: a boxed Long and its r
 
 _T = TypeVar("_T")
 _NO_DELIVERY_TIME = 2**63 - 1  # Long.MAX_VALUE: only stored segments remain, nothing to wait for in memory
-
-
-class RecoverDelayedDeliveryTrackerException(PulsarError):
-    """Rebuilding the tracker from its stored buckets failed; the factory falls back to the in-memory one."""
-
-    java_class = "org.apache.pulsar.broker.delayed.bucket.RecoverDelayedDeliveryTrackerException"
-
-
-def bucket_key(start_ledger_id: int, end_ledger_id: int) -> str:
-    """The cursor property naming a bucket: ``#pulsar.internal.delayed.bucket_<start>_<end>``."""
-    return DELIMITER.join((DELAYED_BUCKET_KEY_PREFIX, str(start_ledger_id), str(end_ledger_id)))
-
-
-# --- the buckets ---------------------------------------------------------------------------------
-
-
-class MutableBucket:
-    """``lastMutableBucket``: the open bucket's indexes, its ledger range and its bitmap.
-
-    The bitmap also holds indexes that went straight to the shared queue (ledger before the range, or in
-    a sealed bucket), as Pulsar's does. Indexes are kept as three int64 columns; the earliest time is
-    tracked, due indexes are moved out with numpy and sealing sorts once.
-    """
-
-    __slots__ = ("start_ledger_id", "end_ledger_id", "bitmap", "_ts", "_ledgers", "_entries", "_min_ts")
-
-    def __init__(self) -> None:
-        self.start_ledger_id = -1
-        self.end_ledger_id = -1
-        self.bitmap: dict[int, set[int]] = {}
-        self._ts = array("q")
-        self._ledgers = array("q")
-        self._entries = array("q")
-        self._min_ts: int | None = None
-
-    def size(self) -> int:
-        return len(self._ts)
-
-    def is_empty(self) -> bool:
-        return not self._ts
-
-    def next_delivery_time(self) -> int:
-        if self._min_ts is None:
-            raise IllegalArgumentException("the mutable bucket is empty")
-        return self._min_ts
-
-    def add_message(self, ledger_id: int, entry_id: int, deliver_at: int) -> None:
-        self._ts.append(deliver_at)
-        self._ledgers.append(ledger_id)
-        self._entries.append(entry_id)
-        if self._min_ts is None or deliver_at < self._min_ts:
-            self._min_ts = deliver_at
-        if self.start_ledger_id == -1:
-            self.start_ledger_id = ledger_id
-        self.end_ledger_id = ledger_id
-        bits = self.bitmap.get(ledger_id)
-        if bits is None:
-            self.bitmap[ledger_id] = {entry_id}
-        else:
-            bits.add(entry_id)
-
-    def add_run(self, ledger_id: int, entry_ids: np.ndarray, deliver_ats: np.ndarray) -> None:
-        """``add_message`` for many entries of one ledger, in order."""
-        self._ts.frombytes(deliver_ats.astype(np.int64).tobytes())
-        self._entries.frombytes(entry_ids.astype(np.int64).tobytes())
-        self._ledgers.frombytes(np.full(len(entry_ids), ledger_id, dtype=np.int64).tobytes())
-        low = int(deliver_ats.min())
-        if self._min_ts is None or low < self._min_ts:
-            self._min_ts = low
-        if self.start_ledger_id == -1:
-            self.start_ledger_id = ledger_id
-        self.end_ledger_id = ledger_id
-        self.bitmap.setdefault(ledger_id, set()).update(entry_ids.tolist())
-
-    def put_index_bit(self, ledger_id: int, entry_id: int) -> None:
-        bits = self.bitmap.get(ledger_id)
-        if bits is None:
-            self.bitmap[ledger_id] = {entry_id}
-        else:
-            bits.add(entry_id)
-
-    def remove_index_bit(self, ledger_id: int, entry_id: int) -> bool:
-        bits = self.bitmap.get(ledger_id)
-        if bits is None or entry_id not in bits:
-            return False
-        bits.remove(entry_id)
-        if not bits:
-            del self.bitmap[ledger_id]
-        return True
-
-    def contains_message(self, ledger_id: int, entry_id: int) -> bool:
-        bits = self.bitmap.get(ledger_id)
-        return bits is not None and entry_id in bits
-
-    def items(self, limit: int | None = None) -> list[tuple[int, int, int]]:
-        """(deliverAt, ledger, entry) of the held indexes in delivery order (the first ``limit``), for views."""
-        ts, ledgers, entries = self.columns()
-        order = np.lexsort((entries, ledgers, ts))[:limit]
-        return list(zip(ts[order].tolist(), ledgers[order].tolist(), entries[order].tolist()))
-
-    def columns(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(timestamps, ledger ids, entry ids) as numpy views, in insertion order."""
-        return (
-            np.frombuffer(self._ts, dtype=np.int64),
-            np.frombuffer(self._ledgers, dtype=np.int64),
-            np.frombuffer(self._entries, dtype=np.int64),
-        )
-
-    def move_scheduled_to(self, cutoff: int, shared: list[tuple[int, int, int]]) -> int:
-        """``moveScheduledMessageToSharedQueue``: every index due by ``cutoff`` joins the shared queue."""
-        if self._min_ts is None or self._min_ts > cutoff:
-            return 0
-        ts, ledgers, entries = (c.copy() for c in self.columns())
-        due = ts <= cutoff
-        _push_many(shared, ts[due], ledgers[due], entries[due])
-        keep = ~due
-        self._reset_columns(ts[keep], ledgers[keep], entries[keep])
-        return int(due.sum())
-
-    def drain_sorted(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Take every index, sorted by (timestamp, ledger, entry) as the priority queue pops them."""
-        ts, ledgers, entries = (c.copy() for c in self.columns())
-        order = np.lexsort((entries, ledgers, ts))
-        self._reset_columns(ts[:0], ledgers[:0], entries[:0])
-        return ts[order], ledgers[order], entries[order]
-
-    def reset_range(self) -> None:
-        self.start_ledger_id = -1
-        self.end_ledger_id = -1
-
-    def clear(self) -> None:
-        self.reset_range()
-        self.bitmap.clear()
-        self._reset_columns(np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.int64))
-
-    def _reset_columns(self, ts: np.ndarray, ledgers: np.ndarray, entries: np.ndarray) -> None:
-        self._ts = array("q", ts.tobytes())
-        self._ledgers = array("q", ledgers.tobytes())
-        self._entries = array("q", entries.tobytes())
-        self._min_ts = int(ts.min()) if len(ts) else None
-
-
-@dataclass(eq=False)
-class ImmutableBucket:
-    """A sealed bucket: its ledger range, the bitmap of what it still holds, and where its segments are."""
-
-    start_ledger_id: int
-    end_ledger_id: int
-    bitmap: dict[int, set[int]] = field(default_factory=dict)  # delayedIndexBitMap
-    number_bucket_delayed_messages: int = 0
-    last_segment_entry_id: int = -1
-    current_segment_entry_id: int = -1
-    first_schedule_timestamps: list[int] = field(default_factory=list)  # per segment, 0-based
-    bucket_id: int | None = None  # the snapshot ledger id
-    snapshot_length: int = 0
-    merging: bool = False
-
-    @property
-    def bucket_key(self) -> str:
-        return bucket_key(self.start_ledger_id, self.end_ledger_id)
-
-    def contains_message(self, ledger_id: int, entry_id: int) -> bool:
-        bits = self.bitmap.get(ledger_id)
-        return bits is not None and entry_id in bits
-
-    def remove_index_bit(self, ledger_id: int, entry_id: int) -> bool:
-        bits = self.bitmap.get(ledger_id)
-        if bits is None or entry_id not in bits:
-            return False
-        bits.remove(entry_id)
-        if not bits:
-            del self.bitmap[ledger_id]
-        if self.number_bucket_delayed_messages > 0:
-            self.number_bucket_delayed_messages -= 1
-        return True
-
-
-class BucketRangeMap:
-    """Guava's ``TreeRangeMap<Long, ImmutableBucket>`` over closed ledger ranges.
-
-    ``put`` overwrites what it overlaps, leaving the uncovered parts of a partly overlapped bucket mapped
-    (Guava clips); ``remove_exact`` drops a range only when its key is exactly that range
-    (``asMapOfRanges().remove(Range.closed(start, end))``).
-    """
-
-    __slots__ = ("_starts", "_ends", "_buckets")
-
-    def __init__(self) -> None:
-        self._starts: list[int] = []
-        self._ends: list[int] = []
-        self._buckets: list[ImmutableBucket] = []
-
-    def __len__(self) -> int:
-        return len(self._starts)
-
-    def __bool__(self) -> bool:
-        return bool(self._starts)
-
-    def get(self, ledger_id: int) -> ImmutableBucket | None:
-        i = bisect_right(self._starts, ledger_id) - 1
-        if i >= 0 and ledger_id <= self._ends[i]:
-            return self._buckets[i]
-        return None
-
-    def put(self, start: int, end: int, bucket: ImmutableBucket) -> None:
-        pieces = []
-        for s, e, b in self.ranges():
-            if e < start or s > end:
-                pieces.append((s, e, b))
-                continue
-            if s < start:
-                pieces.append((s, start - 1, b))
-            if e > end:
-                pieces.append((end + 1, e, b))
-        pieces.append((start, end, bucket))
-        pieces.sort(key=lambda p: p[0])
-        self._starts = [p[0] for p in pieces]
-        self._ends = [p[1] for p in pieces]
-        self._buckets = [p[2] for p in pieces]
-
-    def remove_exact(self, start: int, end: int) -> bool:
-        i = bisect_right(self._starts, start) - 1
-        if i >= 0 and self._starts[i] == start and self._ends[i] == end:
-            del self._starts[i], self._ends[i], self._buckets[i]
-            return True
-        return False
-
-    def contains_value(self, bucket: ImmutableBucket) -> bool:
-        return any(b is bucket for b in self._buckets)
-
-    def overlapping(self, start: int, end: int) -> list[ImmutableBucket]:
-        """Distinct buckets with a mapped piece inside [start, end] (``subRangeMap(range)`` values)."""
-        out: list[ImmutableBucket] = []
-        for s, e, b in self.ranges():
-            if e >= start and s <= end and not any(b is o for o in out):
-                out.append(b)
-        return out
-
-    def ranges(self) -> list[tuple[int, int, ImmutableBucket]]:
-        return list(zip(self._starts, self._ends, self._buckets))
-
-    def values(self) -> list[ImmutableBucket]:
-        """``asMapOfRanges().values()`` in range order (a clipped bucket appears once per piece)."""
-        return list(self._buckets)
-
-    def distinct(self) -> list[ImmutableBucket]:
-        out: list[ImmutableBucket] = []
-        for b in self._buckets:
-            if not any(b is o for o in out):
-                out.append(b)
-        return out
-
-
-@dataclass(frozen=True)
-class BucketState:
-    """What a view shows of one sealed bucket."""
-
-    start_ledger_id: int
-    end_ledger_id: int
-    bucket_id: int | None
-    current_segment_entry_id: int
-    last_segment_entry_id: int
-    messages: int
-    first_schedule_timestamps: tuple[int, ...]
-
-
-@dataclass(frozen=True)
-class _SealedBucket:
-    bucket: ImmutableBucket
-    metadata: SnapshotMetadata
-    segments: list[SnapshotSegment]
-    first_last_index: Position
 
 
 # --- the tracker ---------------------------------------------------------------------------------
@@ -404,14 +146,14 @@ class BucketDelayedDeliveryTracker(InMemoryDelayedDeliveryTracker):
         name: str = "persistent://public/default/topic / subscription",
         events: EventLog | None = None,
     ) -> None:
-        _check_int("delayedDeliveryMinIndexCountPerBucket", min_index_count_per_bucket, 0)
-        _check_int("timeStepPerBucketSnapshotSegmentInMillis", time_step_per_bucket_snapshot_segment_millis, 0)
-        _check_int("delayedDeliveryMaxIndexesPerBucketSnapshotSegment", max_indexes_per_bucket_snapshot_segment, -1)
+        check_int("delayedDeliveryMinIndexCountPerBucket", min_index_count_per_bucket, 0)
+        check_int("timeStepPerBucketSnapshotSegmentInMillis", time_step_per_bucket_snapshot_segment_millis, 0)
+        check_int("delayedDeliveryMaxIndexesPerBucketSnapshotSegment", max_indexes_per_bucket_snapshot_segment, -1)
         if max_indexes_per_bucket_snapshot_segment == 0:
             raise IllegalArgumentException(
                 "delayedDeliveryMaxIndexesPerBucketSnapshotSegment must be -1 (no limit) or at least 1, got 0"
             )
-        _check_int("delayedDeliveryMaxNumBuckets", max_num_buckets, -1)
+        check_int("delayedDeliveryMaxNumBuckets", max_num_buckets, -1)
         if not isinstance(name, str) or " / " not in name:
             raise IllegalArgumentException(f"name must be '<topic> / <subscription>', got {name!r}")
         super().__init__(
@@ -527,7 +269,7 @@ class BucketDelayedDeliveryTracker(InMemoryDelayedDeliveryTracker):
                 run_times = times[s:e][take]
                 self._seal_if_due(ledger_id, bucket)
                 if ledger_id < mutable.end_ledger_id or bucket is not None:
-                    _push_many(self._shared, run_times, np.full(len(run_times), ledger_id), run_entries)
+                    push_many(self._shared, run_times, np.full(len(run_times), ledger_id), run_entries)
                     mutable.bitmap.setdefault(ledger_id, set()).update(run_entries.tolist())
                 else:
                     mutable.add_run(ledger_id, run_entries, run_times)
@@ -722,7 +464,7 @@ class BucketDelayedDeliveryTracker(InMemoryDelayedDeliveryTracker):
         mutable = self._mutable
         start, end = mutable.start_ledger_id, mutable.end_ledger_id
         ts, ledgers, entries = mutable.drain_sorted()
-        for ledger_id, group in _group_by_ledger(ledgers, entries):
+        for ledger_id, group in group_by_ledger(ledgers, entries):
             bits = mutable.bitmap.get(ledger_id)
             if bits is not None:
                 bits.difference_update(group.tolist())
@@ -744,9 +486,9 @@ class BucketDelayedDeliveryTracker(InMemoryDelayedDeliveryTracker):
 
     def _create_immutable_bucket(
         self, ts: np.ndarray, ledgers: np.ndarray, entries: np.ndarray, start: int, end: int
-    ) -> _SealedBucket:
+    ) -> SealedBucket:
         """``createImmutableBucketAndAsyncPersistent`` before the write: cut segments, push segment 1."""
-        bounds = _segment_bounds(
+        bounds = segment_bounds(
             ts, self.time_step_per_bucket_snapshot_segment_millis, self.max_indexes_per_bucket_snapshot_segment
         )
         seg_ids = np.repeat(np.arange(len(bounds)), [j - i for i, j in bounds])
@@ -762,18 +504,18 @@ class BucketDelayedDeliveryTracker(InMemoryDelayedDeliveryTracker):
             metas.append(SnapshotSegmentMetadata(bitmaps[k], int(ts[j - 1]), int(ts[i])))
             segments.append(SnapshotSegment(ts[i:j], ledgers[i:j], entries[i:j]))
         i0, j0 = bounds[0]
-        _push_many(self._shared, ts[i0:j0], ledgers[i0:j0], entries[i0:j0])
+        push_many(self._shared, ts[i0:j0], ledgers[i0:j0], entries[i0:j0])
         bucket = ImmutableBucket(start, end)
         bucket.current_segment_entry_id = 1
         bucket.number_bucket_delayed_messages = len(ts)
         bucket.last_segment_entry_id = len(bounds)
         bucket.first_schedule_timestamps = [int(ts[i]) for i, _ in bounds]
-        bucket.bitmap = {lid: set(group.tolist()) for lid, group in _group_by_ledger(ledgers, entries)}
-        return _SealedBucket(
+        bucket.bitmap = {lid: set(group.tolist()) for lid, group in group_by_ledger(ledgers, entries)}
+        return SealedBucket(
             bucket, SnapshotMetadata(tuple(metas)), segments, (int(ledgers[j0 - 1]), int(entries[j0 - 1]))
         )
 
-    def _after_create_immutable_bucket(self, sealed: _SealedBucket) -> int | None:
+    def _after_create_immutable_bucket(self, sealed: SealedBucket) -> int | None:
         """Map the bucket, index its loaded segment's last position, write the snapshot; None if that failed."""
         bucket = sealed.bucket
         self._buckets.put(bucket.start_ledger_id, bucket.end_ledger_id, bucket)
@@ -786,7 +528,7 @@ class BucketDelayedDeliveryTracker(InMemoryDelayedDeliveryTracker):
             )
         except BucketSnapshotPersistenceException as err:
             for segment in sealed.segments[1:]:
-                _push_many(self._shared, segment.timestamps, segment.ledger_ids, segment.entry_ids)
+                push_many(self._shared, segment.timestamps, segment.ledger_ids, segment.entry_ids)
             bucket.current_segment_entry_id = bucket.last_segment_entry_id
             self._buckets.remove_exact(bucket.start_ledger_id, bucket.end_ledger_id)
             self._last_index.pop(sealed.first_last_index, None)
@@ -830,7 +572,7 @@ class BucketDelayedDeliveryTracker(InMemoryDelayedDeliveryTracker):
         bucket.current_segment_entry_id = next_id
         last = segment.last_index()
         self._last_index[(last[1], last[2])] = bucket
-        _push_many(self._shared, segment.timestamps, segment.ledger_ids, segment.entry_ids)
+        push_many(self._shared, segment.timestamps, segment.ledger_ids, segment.entry_ids)
         self._emit(
             SEGMENT_LOADED,
             start=bucket.start_ledger_id,
@@ -846,15 +588,14 @@ class BucketDelayedDeliveryTracker(InMemoryDelayedDeliveryTracker):
         chosen = select_merged_buckets(self._buckets.values(), MAX_MERGE_NUM)
         if not chosen:
             return  # "Can't find able merged buckets"
+
+        def unloaded_segments(b: ImmutableBucket) -> Callable[[], list[SnapshotSegment]]:
+            return lambda: self.snapshot_storage.get_bucket_snapshot_segment(
+                self._bucket_id(b), b.current_segment_entry_id + 1, b.last_segment_entry_id
+            )
+
         try:
-            remaining = [
-                self._with_retry(
-                    lambda b=b: self.snapshot_storage.get_bucket_snapshot_segment(
-                        self._bucket_id(b), b.current_segment_entry_id + 1, b.last_segment_entry_id
-                    )
-                )
-                for b in chosen
-            ]
+            remaining = [self._with_retry(unloaded_segments(b)) for b in chosen]
         except BucketSnapshotPersistenceException as err:
             self._emit(
                 SNAPSHOT_FAILED,
@@ -897,7 +638,7 @@ class BucketDelayedDeliveryTracker(InMemoryDelayedDeliveryTracker):
             value = self.cursor_properties.get(bucket.bucket_key)
             if value is None:
                 return
-            bucket_id = _parse_bucket_id(bucket.bucket_key, value)
+            bucket_id = parse_bucket_id(bucket.bucket_key, value)
         try:
             self._with_retry(lambda: self.snapshot_storage.delete_bucket_snapshot(bucket_id))
         except BucketSnapshotPersistenceException as err:
@@ -945,7 +686,7 @@ class BucketDelayedDeliveryTracker(InMemoryDelayedDeliveryTracker):
             segment, skipped = recovered
             last = segment.last_index()
             self._last_index[(last[1], last[2])] = bucket
-            _push_many(self._shared, segment.timestamps, segment.ledger_ids, segment.entry_ids)
+            push_many(self._shared, segment.timestamps, segment.ledger_ids, segment.entry_ids)
             self._emit(
                 BUCKET_RECOVERED,
                 start=bucket.start_ledger_id,
@@ -1011,7 +752,7 @@ class BucketDelayedDeliveryTracker(InMemoryDelayedDeliveryTracker):
             value = self.cursor_properties.get(bucket.bucket_key)
             if value is None:
                 raise IllegalArgumentException(f"no cursor property {bucket.bucket_key!r} for this bucket")
-            bucket.bucket_id = _parse_bucket_id(bucket.bucket_key, value)
+            bucket.bucket_id = parse_bucket_id(bucket.bucket_key, value)
         return bucket.bucket_id
 
     @staticmethod
@@ -1033,161 +774,16 @@ class BucketDelayedDeliveryTracker(InMemoryDelayedDeliveryTracker):
             self._events.append(event_type_, self._clock(), tracker=self.name, **fields)
 
 
-def select_merged_buckets(values: list[ImmutableBucket], merge_num: int) -> list[ImmutableBucket]:
-    """``selectMergedBuckets``: the adjacent window of up to ``merge_num`` buckets to merge, or [].
-
-    Only windows whose buckets all have an unloaded segment qualify. A window at least as small (in
-    stored messages) as the smallest seen so far replaces the choice only if its next schedule time is
-    earlier, as in Pulsar's loop. Falls back to smaller windows, down to 2.
-    """
-    if len(values) < 2 or merge_num < 2:
-        return []
-    k = min(merge_num, len(values))
-    min_messages = min_timestamp = 2**63 - 1
-    min_index = -1
-    for i in range(len(values) - k + 1):
-        window = values[i : i + k]
-        if not all(b.last_segment_entry_id > b.current_segment_entry_id and not b.merging for b in window):
-            continue
-        messages = sum(b.number_bucket_delayed_messages for b in window)
-        if messages <= min_messages:
-            min_messages = messages
-            timestamp = min(b.first_schedule_timestamps[b.current_segment_entry_id] for b in window)
-            if timestamp < min_timestamp:
-                min_timestamp = timestamp
-                min_index = i
-    if min_index >= 0:
-        return values[min_index : min_index + k]
-    if k > 2:
-        return select_merged_buckets(values, k - 1)
-    return []
-
-
-# --- the factory -----------------------------------------------------------------------------------
-
-
-def new_delayed_delivery_tracker(
-    scheduler: Scheduler,
-    read_more_entries: Callable[[], object],
-    *,
-    config: Mapping[str, Any] | None = None,
-    profile: str | Profile | None = None,
-    snapshot_storage: BucketSnapshotStorage | None = None,
-    cursor_properties: MutableMapping[str, str] | None = None,
-    name: str = "persistent://public/default/topic / subscription",
-    events: EventLog | None = None,
-    clock: Callable[[], int] | None = None,
-) -> InMemoryDelayedDeliveryTracker:
-    """The tracker ``delayedDeliveryTrackerFactoryClassName`` names, built from the broker config.
-
-    ``config`` is the full broker config (`Profile.broker_config()`; the profile's defaults if None).
-    The bucket tracker falls back to the in-memory one when recovery fails, as its factory does.
-    """
-    prof = get_profile(profile)
-    conf = dict(config) if config is not None else prof.broker_config()
-    factory = conf.get("delayedDeliveryTrackerFactoryClassName", IN_MEMORY_TRACKER_FACTORY)
-    common: dict[str, Any] = dict(
-        profile=prof,
-        tick_time_millis=conf.get("delayedDeliveryTickTimeMillis", DEFAULT_TICK_TIME_MILLIS),
-        is_delayed_delivery_deliver_at_time_strict=conf.get("isDelayedDeliveryDeliverAtTimeStrict", False),
-        clock=clock,
-    )
-    in_memory = dict(
-        common, fixed_delay_detection_lookahead=conf.get("delayedDeliveryFixedDelayDetectionLookahead", 50000)
-    )
-    if factory == IN_MEMORY_TRACKER_FACTORY:
-        return InMemoryDelayedDeliveryTracker(scheduler, read_more_entries, **in_memory)
-    if factory != BUCKET_TRACKER_FACTORY:
-        raise IllegalArgumentException(
-            f"delayedDeliveryTrackerFactoryClassName {factory!r} is not a tracker factory the lab models; "
-            f"use {IN_MEMORY_TRACKER_FACTORY!r} or {BUCKET_TRACKER_FACTORY!r}"
-        )
-    step_seconds = conf.get(
-        "delayedDeliveryMaxTimeStepPerBucketSnapshotSegmentSeconds",
-        DEFAULT_MAX_TIME_STEP_PER_BUCKET_SNAPSHOT_SEGMENT_SECONDS,
-    )
-    _check_int("delayedDeliveryMaxTimeStepPerBucketSnapshotSegmentSeconds", step_seconds, 0)
-    try:
-        return BucketDelayedDeliveryTracker(
-            scheduler,
-            read_more_entries,
-            snapshot_storage=snapshot_storage,
-            cursor_properties=cursor_properties,
-            min_index_count_per_bucket=conf.get(
-                "delayedDeliveryMinIndexCountPerBucket", DEFAULT_MIN_INDEX_COUNT_PER_BUCKET
-            ),
-            time_step_per_bucket_snapshot_segment_millis=step_seconds * 1000,
-            max_indexes_per_bucket_snapshot_segment=conf.get(
-                "delayedDeliveryMaxIndexesPerBucketSnapshotSegment", DEFAULT_MAX_INDEXES_PER_BUCKET_SNAPSHOT_SEGMENT
-            ),
-            max_num_buckets=conf.get("delayedDeliveryMaxNumBuckets", DEFAULT_MAX_NUM_BUCKETS),
-            name=name,
-            events=events,
-            **common,
-        )
-    except RecoverDelayedDeliveryTrackerException as err:
-        if events is not None:
-            events.append(
-                SNAPSHOT_FAILED,
-                (clock or scheduler.now)(),
-                tracker=name,
-                start=-1,
-                end=-1,
-                op="recover (falling back to InMemoryDelayedDeliveryTracker)",
-                error=str(err),
-            )
-        return InMemoryDelayedDeliveryTracker(scheduler, read_more_entries, **in_memory)
-
-
-# --- helpers -----------------------------------------------------------------------------------------
-
-
-def _segment_bounds(ts: np.ndarray, time_step: int, max_indexes: int) -> list[tuple[int, int]]:
-    """Index ranges of the segments of sorted ``ts``: a segment ends when the next timestamp passes
-    first + step - 1, or when it holds ``max_indexes`` indexes (-1: no limit)."""
-    bounds = []
-    n = len(ts)
-    i = 0
-    while i < n:
-        j = int(np.searchsorted(ts, ts[i] + time_step - 1, side="right"))
-        if max_indexes != -1:
-            j = min(j, i + max_indexes)
-        j = max(j, i + 1)
-        bounds.append((i, j))
-        i = j
-    return bounds
-
-
-def _group_by_ledger(ledgers: np.ndarray, entries: np.ndarray) -> list[tuple[int, np.ndarray]]:
-    """(ledger, its entry ids ascending) for each ledger present."""
-    if not len(ledgers):
-        return []
-    order = np.lexsort((entries, ledgers))
-    ls, es = ledgers[order], entries[order]
-    cuts = np.flatnonzero(np.r_[True, ls[1:] != ls[:-1]])
-    ends = np.r_[cuts[1:], len(ls)]
-    return [(int(ls[a]), es[a:b]) for a, b in zip(cuts.tolist(), ends.tolist())]
-
-
-def _push_many(heap: list[tuple[int, int, int]], ts: np.ndarray, ledgers: np.ndarray, entries: np.ndarray) -> None:
-    items = list(zip(np.asarray(ts).tolist(), np.asarray(ledgers).tolist(), np.asarray(entries).tolist()))
-    if len(items) > len(heap):
-        heap.extend(items)
-        heapq.heapify(heap)
-    else:
-        for item in items:
-            heapq.heappush(heap, item)
-
-
-def _parse_bucket_id(key: str, value: str) -> int:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        raise IllegalArgumentException(f"cursor property {key!r} holds {value!r}, not a ledger id") from None
-
-
-def _check_int(name: str, value: object, minimum: int) -> None:
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
-    if value < minimum:
-        raise IllegalArgumentException(f"{name} must be >= {minimum}, got {value}")
+# what the tracker's callers import from here: its buckets and the names that choose it
+__all__ = [
+    "BUCKET_TRACKER_FACTORY",
+    "DELAYED_BUCKET_KEY_PREFIX",
+    "IN_MEMORY_TRACKER_FACTORY",
+    "BucketDelayedDeliveryTracker",
+    "BucketState",
+    "ImmutableBucket",
+    "MutableBucket",
+    "RecoverDelayedDeliveryTrackerException",
+    "bucket_key",
+    "select_merged_buckets",
+]
