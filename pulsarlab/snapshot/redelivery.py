@@ -383,11 +383,11 @@ def _trackers(lab: "Lab") -> list[ClientTrackersSnap]:
         next_nack = None
         candidates: list[Pos] = []
         form = lab.profile.negative_ack_tracker.value
-        step = _nack_step_ms(lab, c._nack_delay_ms, None)
-        for impl in c._all_impls:
+        step = _nack_step_ms(lab, c.config.negative_ack_redelivery_delay_ms, None)
+        for impl in c.inner_consumers:
             tracker = impl.nacks
             if tracker is not None:
-                step = _nack_step_ms(lab, c._nack_delay_ms, tracker)
+                step = _nack_step_ms(lab, c.config.negative_ack_redelivery_delay_ms, tracker)
                 nacks.extend(_nack_entries(impl.topic, tracker))
                 ns = tracker.next_timer_ns
                 if ns is not None:
@@ -410,7 +410,7 @@ def _trackers(lab: "Lab") -> list[ClientTrackersSnap]:
                 else (),
                 next_tick_ms=unacked.next_tick_ms if unacked is not None else None,
                 nack_form=form,
-                nack_delay_ms=c._nack_delay_ms,
+                nack_delay_ms=c.config.negative_ack_redelivery_delay_ms,
                 nack_step_ms=step,
                 nacks=tuple(sorted(nacks, key=lambda n: (n.due_ms, n.ledger, n.entry))),
                 next_nack_ms=next_nack,
