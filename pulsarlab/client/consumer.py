@@ -307,7 +307,8 @@ class Consumer:
             if not queue:
                 raise Timeout("Pulsar error: TimeOut")
         msg = queue.popleft()
-        impl = state.inner.taken(msg)
+        inner = state.inner
+        impl = inner.taken(msg) if inner.by_retry_topic else self._impls[msg._partition]
         events = self._events
         if events is not None:
             events.append_row(
