@@ -128,6 +128,7 @@ class Consumer:
         if config.lab_retry_enable:
             policy = resolve_retry_policy(policy, full_topic, subscription, commands.topic_exists)
         self._state = state = ConsumerState(
+            consumer=self,
             client=client,
             lab=lab,
             commands=commands,

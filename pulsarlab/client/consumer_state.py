@@ -23,12 +23,13 @@ from pulsarlab.client.start_filter import drop_before
 from pulsarlab.client.unacked_tracker import UnAckedMessageTracker
 from pulsarlab.clock import Scheduler
 from pulsarlab.event_catalogue import redelivery as rev
-from pulsarlab.events import EventLog
+from pulsarlab.events import EventLog, EventType
 from pulsarlab.ids import MessageId
 from pulsarlab.protocol.handles import ClientCommands
 
 if TYPE_CHECKING:  # pragma: no cover
     from pulsarlab.client.client import Client
+    from pulsarlab.client.consumer import Consumer
     from pulsarlab.client.partition_consumer import PartitionConsumer
     from pulsarlab.lab import Lab
 
@@ -90,6 +91,7 @@ class InnerConsumers:
 class ConsumerState:
     """The fields a client consumer shares with its inner consumers (see the module docstring)."""
 
+    consumer: Consumer  # the application's side, what the lab's snapshots find through an inner consumer
     client: Client
     lab: Lab
     commands: ClientCommands
@@ -182,16 +184,15 @@ class ConsumerState:
 
     def ack_timeout_ticked(self, _now: int, ids: list[MessageId]) -> None:
         """An ack-timeout tick: logged when something timed out or is tracked."""
+        self.log_timer(rev.ACK_TIMEOUT_TICK, ids, self.unacked.size() if self.unacked is not None else 0)
+
+    def log_timer(self, event: EventType, ids: list[MessageId], held: int) -> None:
+        """A redelivery timer ran (an ack-timeout tick, a negative-ack timer): its row, when it let ``ids`` go or
+        still holds ``held`` ids."""
         events = self.events
-        tracked = self.unacked.size() if self.unacked is not None else 0
-        if events is not None and (ids or tracked):
+        if events is not None and (ids or held):
             events.append_row(
-                rev.ACK_TIMEOUT_TICK,
-                self.scheduler.now_ms,
-                self.consumer_id,
-                len(ids),
-                tracked,
-                events.text_id(ids_json(ids)),
+                event, self.scheduler.now_ms, self.consumer_id, len(ids), held, events.text_id(ids_json(ids))
             )
 
     def close_tasks(self) -> None:

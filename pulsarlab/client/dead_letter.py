@@ -144,6 +144,16 @@ def letter_properties(
     return dict(sorted(out.items()))
 
 
+class LetterOwner(TypedDict):
+    """Who writes the letters (`DeadLetters`, `RetryLetters` take these keywords): the consumer, its
+    subscription, whether it is a multi-topic consumer, and whether copies carry ``REAL_SUBSCRIPTION``."""
+
+    consumer_id: int
+    subscription: str
+    multi_topics: bool
+    real_subscription: bool
+
+
 class CopyKeywords(TypedDict, total=False):
     """The keywords of ``Producer.send`` a dead-letter or retry copy passes besides payload and properties."""
 

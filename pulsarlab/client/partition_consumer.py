@@ -13,13 +13,13 @@ ack-timeout tracker) is the `ConsumerState`. Simplifies: see `pulsarlab.client.c
 from __future__ import annotations
 
 from functools import partial
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 from pulsarlab.client.ack_grouping import AcknowledgmentsGroupingTracker
 from pulsarlab.client.chunk_reassembly import ChunkedMessageTracker
 from pulsarlab.client.chunking import ChunkMessageId
-from pulsarlab.client.consumer_state import ConsumerState, ids_json
-from pulsarlab.client.dead_letter import DeadLetters, LetterProducer, resolve_consumer_policy
+from pulsarlab.client.consumer_state import ConsumerState
+from pulsarlab.client.dead_letter import DeadLetters, LetterOwner, LetterProducer, resolve_consumer_policy
 from pulsarlab.client.message import Message, message_with_id, plain_id
 from pulsarlab.client.negative_acks import NegativeAcksTracker
 from pulsarlab.client.retry import RetryLetters
@@ -32,6 +32,9 @@ from pulsarlab.messages import EntryData
 from pulsarlab.protocol.acks import AckCommand, AckType
 from pulsarlab.protocol.handles import SubscribedConsumer
 from pulsarlab.protocol.subscription import ConsumerType
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pulsarlab.client.consumer import Consumer
 
 MAX_REDELIVER_UNACKNOWLEDGED = 1000  # ConsumerImpl: ids per redeliver command
 _ACKNOWLEDGED = ev.ACKNOWLEDGED
@@ -71,6 +74,12 @@ class PartitionConsumer:
         self.retry: RetryLetters | None = None
         self._setup_letters()
 
+    @property
+    def parent(self) -> Consumer:
+        """The client consumer this one belongs to (what the lab's snapshots read through the broker's consumer's
+        connection)."""
+        return self.state.consumer
+
     def _setup_letters(self) -> None:
         """The dead-letter and retry state (`ConsumerImpl` constructor)."""
         state = self.state
@@ -85,29 +94,16 @@ class PartitionConsumer:
         dlq = LetterProducer(
             lab, make, cid, "dead letter", resolved.dead_letter_topic, resolved.initial_subscription_name
         )
-        real_subscription = lab.profile.retry_real_subscription_property
-        self.dead_letters = DeadLetters(
-            lab,
-            resolved,
-            consumer_id=cid,
-            subscription=subscription,
-            multi_topics=state.multi_topics,
-            real_subscription=real_subscription,
-            producer=dlq,
-            acknowledge=self.acknowledge_entry,
-        )
+        owner: LetterOwner = {
+            "consumer_id": cid,
+            "subscription": subscription,
+            "multi_topics": state.multi_topics,
+            "real_subscription": lab.profile.retry_real_subscription_property,
+        }
+        self.dead_letters = DeadLetters(lab, resolved, producer=dlq, acknowledge=self.acknowledge_entry, **owner)
         if state.config.lab_retry_enable:
             retry = LetterProducer(lab, make, cid, "retry letter", resolved.retry_letter_topic)
-            self.retry = RetryLetters(
-                lab,
-                resolved,
-                consumer_id=cid,
-                subscription=subscription,
-                multi_topics=state.multi_topics,
-                real_subscription=real_subscription,
-                retry_producer=retry,
-                dead_letter_producer=dlq,
-            )
+            self.retry = RetryLetters(lab, resolved, retry_producer=retry, dead_letter_producer=dlq, **owner)
 
     def subscribe(self) -> None:
         """SUBSCRIBE this topic (or partition) with the consumer's settings; connected once the broker accepts."""
@@ -364,18 +360,8 @@ class PartitionConsumer:
         return self.nacks
 
     def _nack_timer_ran(self, _now_ns: int, ids: list[MessageId]) -> None:
-        state = self.state
-        events = state.events
         held = self.nacks.nacked_messages_count() if self.nacks is not None else 0
-        if events is not None and (ids or held):
-            events.append_row(
-                rev.NACK_TIMER_FIRED,
-                state.scheduler.now_ms,
-                state.consumer_id,
-                len(ids),
-                held,
-                events.text_id(ids_json(ids)),
-            )
+        self.state.log_timer(rev.NACK_TIMER_FIRED, ids, held)
 
     def redeliver_ids(self, ids: Iterable[MessageId], from_parent: bool = False) -> None:
         """``ConsumerImpl.redeliverUnacknowledgedMessages(Set<MessageId>)``.
