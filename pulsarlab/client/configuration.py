@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from pulsarlab.client.ack_grouping import DEFAULT_ACK_GROUP_TIME_MS, DEFAULT_MAX_ACK_GROUP_SIZE
 from pulsarlab.client.batching import (
     DEFAULT_BATCHING_MAX_BYTES,
     DEFAULT_BATCHING_MAX_MESSAGES,
@@ -28,7 +29,7 @@ from pulsarlab.client.chunk_reassembly import (
 )
 from pulsarlab.client.chunking import DEFAULT_CHUNK_MAX_MESSAGE_SIZE, check_chunking_config
 from pulsarlab.client.library import ClientLibrary
-from pulsarlab.client.negative_acks import MultiplierRedeliveryBackoff
+from pulsarlab.client.negative_acks import DEFAULT_NEGATIVE_ACK_REDELIVERY_DELAY_MICROS, MultiplierRedeliveryBackoff
 from pulsarlab.client.policies import ConsumerDeadLetterPolicy
 from pulsarlab.client.routing import MessageView, PartitionsRoutingMode
 from pulsarlab.client.schemas import Schema, schema_data
@@ -42,9 +43,7 @@ from pulsarlab.protocol.subscription import ConsumerKeySharedPolicy, ConsumerTyp
 
 DEFAULT_RECEIVER_QUEUE_SIZE = 1000  # ConsumerConfigurationData.receiverQueueSize
 DEFAULT_MAX_TOTAL_RECEIVER_QUEUE_SIZE_ACROSS_PARTITIONS = 50_000
-DEFAULT_NEGATIVE_ACK_REDELIVERY_DELAY_MS = 60_000  # ConsumerConfigurationData.negativeAckRedeliveryDelayMicros / 1000
-DEFAULT_ACK_GROUP_TIME_MS = 100  # ConsumerConfigurationData.acknowledgementsGroupTimeMicros / 1000
-DEFAULT_MAX_ACK_GROUP_SIZE = 1000  # ConsumerConfigurationData.maxAcknowledgmentGroupSize
+DEFAULT_NEGATIVE_ACK_REDELIVERY_DELAY_MS = DEFAULT_NEGATIVE_ACK_REDELIVERY_DELAY_MICROS // 1000
 DEFAULT_BATCHING_MAX_PUBLISH_DELAY_MS = 10  # the Python client's batching_max_publish_delay_ms
 TOPICS_CONSUMER_QUEUE_SIZE = "Receiver queue size needs to be greater than 0 for Topics Consumer"
 
@@ -298,6 +297,8 @@ def _check_redelivery_options(conf: ConsumerConfiguration) -> None:
 
 
 __all__ = [
+    "DEFAULT_ACK_GROUP_TIME_MS",
+    "DEFAULT_MAX_ACK_GROUP_SIZE",
     "DEFAULT_NEGATIVE_ACK_REDELIVERY_DELAY_MS",
     "DEFAULT_RECEIVER_QUEUE_SIZE",
     "TOPICS_CONSUMER_QUEUE_SIZE",
