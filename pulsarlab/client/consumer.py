@@ -85,7 +85,6 @@ from pulsarlab.errors import IncompatibleSchemaException as BrokerIncompatibleSc
 from pulsarlab.event_catalogue import broker as ev
 from pulsarlab.event_catalogue import redelivery as rev
 from pulsarlab.ids import LATEST, MessageId
-from pulsarlab.protocol.acks import AckType
 from pulsarlab.protocol.subscription import ConsumerType
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -94,7 +93,6 @@ if TYPE_CHECKING:  # pragma: no cover
 CUMULATIVE_NOT_ALLOWED = "Cannot use cumulative acks on a non-exclusive/non-failover subscription"
 _RECEIVED = ev.RECEIVED
 _ACKNOWLEDGED = ev.ACKNOWLEDGED
-_INDIVIDUAL = AckType.INDIVIDUAL
 _ChunkMessageId = ChunkMessageId
 
 
@@ -204,6 +202,16 @@ class Consumer:
     def consumer_name(self) -> str:
         return self._state.name
 
+    @property
+    def consumer_id(self) -> int:
+        """The lab-wide id this consumer was created with (`ConsumerBase.consumerId`)."""
+        return self._id
+
+    @property
+    def negative_ack_redelivery_delay_ms(self) -> int:
+        """``negative_ack_redelivery_delay_ms`` as subscribed with."""
+        return self._state.config.negative_ack_redelivery_delay_ms
+
     def is_connected(self) -> bool:
         return not self._state.closed
 
@@ -262,10 +270,9 @@ class Consumer:
         """Every topic (or partition) this consumer is subscribed to, retry topic included."""
         return [i.topic for i in self._all_impls]
 
-    @property
-    def inner_consumers(self) -> tuple[PartitionConsumer, ...]:
+    def topic_consumers(self) -> list[PartitionConsumer]:
         """Every inner consumer (`ConsumerImpl`): the partitions' (or the topic's own), then the retry topic's."""
-        return tuple(self._all_impls)
+        return list(self._all_impls)
 
     def inner_consumer(self, key: int | str) -> PartitionConsumer:
         """The inner consumer (`ConsumerImpl`) of a partition index (-1: the topic's own) or of a topic name."""
@@ -391,27 +398,7 @@ class Consumer:
         if self._state.config.consumer_type.individual_ack_mode:
             raise InvalidConfigurationException(CUMULATIVE_NOT_ALLOWED)
         mid, batch_size, impl = self._resolve(message)
-        self._ack_cumulative(impl, mid, batch_size)
-
-    def _ack_cumulative(self, impl: PartitionConsumer, mid: MessageId, batch_size: int) -> None:
-        if self._events is not None:
-            self._events.append_row(
-                ev.ACKNOWLEDGED, self._scheduler.now_ms, self._id, mid.ledger, mid.entry, mid.batch_index, 1
-            )
-        if type(mid) is _ChunkMessageId:
-            impl.acknowledge_chunked(mid, True)
-            return
-        impl.tracker.add_acknowledgment(mid, batch_size, AckType.CUMULATIVE)
-        state = self._state
-        unacked = state.unacked
-        if unacked is not None:
-            if state.multi_topics:
-                inner, topic = state.inner, state.topic
-                unacked.remove_messages_till(
-                    mid, lambda m: m.partition == mid.partition and inner.of_id(m, topic) is impl
-                )
-            else:
-                unacked.remove_messages_till(mid)
+        impl.acknowledge_cumulative(mid, batch_size)
 
     # --- negative acks, retry ------------------------------------------------------------------------
     def negative_acknowledge(self, message: Message | MessageId) -> None:
@@ -462,7 +449,7 @@ class Consumer:
         """
         impl, delay_ms = self._retry_target(message, delay)
         assert impl.retry is not None
-        impl.retry.reconsume_later(message, delay_ms, properties, partial(self._ack_retried, impl, message))
+        impl.retry.reconsume_later(message, delay_ms, properties, partial(impl.acknowledge_retried, message))
 
     def reconsume_later_cumulative(
         self, message: Message, delay: timedelta | int, properties: Mapping[str, str] | None = None
@@ -474,7 +461,7 @@ class Consumer:
             raise InvalidConfigurationException(RECONSUME_LATER_CUMULATIVE_NOT_ALLOWED)
         assert impl.retry is not None
         impl.retry.reconsume_later(
-            message, delay_ms, properties, partial(self._ack_cumulative, impl, message._id, message._batch_size)
+            message, delay_ms, properties, partial(impl.acknowledge_cumulative, message._id, message._batch_size)
         )
 
     def _retry_target(self, message: Message, delay: timedelta | int) -> tuple[PartitionConsumer, int]:
@@ -487,17 +474,6 @@ class Consumer:
                 f"reconsume_later takes a Message (its payload and properties are copied), not {type(message).__name__}"
             )
         return state.inner.of_message(message, state.topic), delay_millis(delay)
-
-    def _ack_retried(self, impl: PartitionConsumer, message: Message) -> None:
-        mid = message._id
-        if self._events is not None:
-            self._events.append_row(
-                _ACKNOWLEDGED, self._scheduler.now_ms, self._id, mid.ledger, mid.entry, mid.batch_index, 0
-            )
-        impl.tracker.add_acknowledgment(mid, message._batch_size, _INDIVIDUAL)
-        # the parent's unAckedMessageTracker.remove(topicMessageId) drops one message's id: with entry-level ids
-        # that is the entry once all its messages are acked
-        impl.after_individual_ack(mid, message._batch_size)
 
     # --- redelivery ----------------------------------------------------------------------------------
     def redeliver_unacknowledged_messages(self) -> None:

@@ -80,6 +80,10 @@ class PartitionConsumer:
         connection)."""
         return self.state.consumer
 
+    def application_consumer(self) -> Consumer:
+        """The application's consumer this topic's consumer belongs to (`parent`)."""
+        return self.state.consumer
+
     def _setup_letters(self) -> None:
         """The dead-letter and retry state (`ConsumerImpl` constructor)."""
         state = self.state
@@ -307,6 +311,41 @@ class PartitionConsumer:
             unacked.remove(mid)
         if self.dead_letters is not None:
             self.dead_letters.forget(mid.ledger, mid.entry)
+
+    def acknowledge_cumulative(self, mid: MessageId, batch_size: int) -> None:
+        """A cumulative ack up to ``mid`` (a chunked message's: up to its last chunk); the ack-timeout tracker
+        drops what it covers (on a multi-topic consumer, only this consumer's ids of the same partition)."""
+        state = self.state
+        if state.events is not None:
+            state.events.append_row(
+                _ACKNOWLEDGED, state.scheduler.now_ms, state.consumer_id, mid.ledger, mid.entry, mid.batch_index, 1
+            )
+        if type(mid) is ChunkMessageId:
+            self.acknowledge_chunked(mid, True)
+            return
+        self.tracker.add_acknowledgment(mid, batch_size, AckType.CUMULATIVE)
+        unacked = state.unacked
+        if unacked is not None:
+            if state.multi_topics:
+                inner, topic = state.inner, state.topic
+                unacked.remove_messages_till(
+                    mid, lambda m: m.partition == mid.partition and inner.of_id(m, topic) is self
+                )
+            else:
+                unacked.remove_messages_till(mid)
+
+    def acknowledge_retried(self, message: Message) -> None:
+        """The individual ack of a message ``reconsume_later`` copied to the retry (or dead-letter) topic."""
+        state = self.state
+        mid = message._id
+        if state.events is not None:
+            state.events.append_row(
+                _ACKNOWLEDGED, state.scheduler.now_ms, state.consumer_id, mid.ledger, mid.entry, mid.batch_index, 0
+            )
+        self.tracker.add_acknowledgment(mid, message._batch_size, _INDIVIDUAL)
+        # the parent's unAckedMessageTracker.remove(topicMessageId) drops one message's id: with entry-level ids
+        # that is the entry once all its messages are acked
+        self.after_individual_ack(mid, message._batch_size)
 
     def acknowledge_entry(self, mid: MessageId) -> None:
         """``acknowledgeAsync(entry id)`` from inside the client (a message written to the DLQ)."""

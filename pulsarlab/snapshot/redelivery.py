@@ -383,11 +383,11 @@ def _trackers(lab: "Lab") -> list[ClientTrackersSnap]:
         next_nack = None
         candidates: list[Pos] = []
         form = lab.profile.negative_ack_tracker.value
-        step = _nack_step_ms(lab, c.config.negative_ack_redelivery_delay_ms, None)
-        for impl in c.inner_consumers:
+        step = _nack_step_ms(lab, c.negative_ack_redelivery_delay_ms, None)
+        for impl in c.topic_consumers():
             tracker = impl.nacks
             if tracker is not None:
-                step = _nack_step_ms(lab, c.config.negative_ack_redelivery_delay_ms, tracker)
+                step = _nack_step_ms(lab, c.negative_ack_redelivery_delay_ms, tracker)
                 nacks.extend(_nack_entries(impl.topic, tracker))
                 ns = tracker.next_timer_ns
                 if ns is not None:
@@ -398,7 +398,7 @@ def _trackers(lab: "Lab") -> list[ClientTrackersSnap]:
         policy = c.dead_letter_policy
         out.append(
             ClientTrackersSnap(
-                consumer=c._id,
+                consumer=c.consumer_id,
                 name=c.consumer_name(),
                 subscription=c.subscription_name(),
                 type=c.consumer_type.wire,
@@ -410,7 +410,7 @@ def _trackers(lab: "Lab") -> list[ClientTrackersSnap]:
                 else (),
                 next_tick_ms=unacked.next_tick_ms if unacked is not None else None,
                 nack_form=form,
-                nack_delay_ms=c.config.negative_ack_redelivery_delay_ms,
+                nack_delay_ms=c.negative_ack_redelivery_delay_ms,
                 nack_step_ms=step,
                 nacks=tuple(sorted(nacks, key=lambda n: (n.due_ms, n.ledger, n.entry))),
                 next_nack_ms=next_nack,
