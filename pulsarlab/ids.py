@@ -156,7 +156,7 @@ class MessageId:
         return [self.ledger, self.entry, self.partition]
 
     @classmethod
-    def of(cls, value: "MessageId | tuple[int, ...] | list[int]") -> "MessageId":
+    def of(cls, value: object) -> "MessageId":
         """A MessageId from itself or from ``(ledger, entry[, partition[, batch_index]])``."""
         if isinstance(value, MessageId):
             return value
@@ -164,7 +164,10 @@ class MessageId:
             return cls(*value)
         if callable(getattr(value, "ledger_id", None)) and callable(getattr(value, "batch_index", None)):
             # pulsar-client's own MessageId (e.g. pulsar.MessageId.earliest)
-            return cls(value.ledger_id(), value.entry_id(), value.partition(), value.batch_index())
+            part = getattr(value, "partition")
+            return cls(
+                getattr(value, "ledger_id")(), getattr(value, "entry_id")(), part(), getattr(value, "batch_index")()
+            )
         raise TypeError(f"a message id is a MessageId or (ledger, entry[, partition[, batch_index]]), got {value!r}")
 
     @classmethod

@@ -41,7 +41,7 @@ acked as its entry.
 from __future__ import annotations
 
 from operator import itemgetter
-from typing import Any, Callable, Mapping
+from typing import Callable, Iterable, Mapping
 
 from pulsarlab.clock import Scheduler, Timer
 from pulsarlab.errors import IllegalArgumentException, IllegalStateException
@@ -58,7 +58,7 @@ _NO_BATCH = 2**31 - 1  # LastCumulativeAck.compareTo ranks batch index -1 as Int
 _LEDGER, _ENTRY, _PARTITION = itemgetter(0), itemgetter(1), itemgetter(2)
 
 
-def _sorted_keys(keys: Any) -> list[tuple[int, int, int]]:
+def _sorted_keys(keys: Iterable[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
     """``sorted(keys)`` for ``(ledger, entry, partition)`` keys: a stable sort per field, last field first, which
     compares ints where one tuple sort compares tuples (their equal ledgers first, then the entries)."""
     out = sorted(keys, key=_PARTITION)
@@ -114,7 +114,7 @@ class AcknowledgmentsGroupingTracker:
     def __init__(
         self,
         scheduler: Scheduler,
-        send: Callable[[AckCommand], Any],
+        send: Callable[[AckCommand], object],
         *,
         group_time_ms: int = DEFAULT_ACK_GROUP_TIME_MS,
         max_group_size: int = DEFAULT_MAX_ACK_GROUP_SIZE,
@@ -247,7 +247,7 @@ class AcknowledgmentsGroupingTracker:
             self._individual_batch_index(key, batch_index, state, immediate, properties)
         else:
             append_row = self._append_row
-            if append_row is not None and self._log_each_ack and self._events.enabled:
+            if append_row is not None and self._log_each_ack and self._events is not None and self._events.enabled:
                 # `_log_queued(_INDIVIDUAL, key, batch_index, BIT_CLEARED)`, inlined (one call per message)
                 append_row(
                     ACK_QUEUED,
@@ -267,7 +267,12 @@ class AcknowledgmentsGroupingTracker:
         chunked one), its id given as ints: the consumer's common ack, which needs no `MessageId` object."""
         key = (ledger, entry, partition)
         immediate = not self._grouping
-        if immediate or not self._log_each_ack or self._append_row is None or not self._events.enabled:
+        if (
+            immediate
+            or not self._log_each_ack
+            or self._append_row is None
+            or not (self._events and self._events.enabled)
+        ):
             self._individual(key, batch_index, immediate, None)
             return
         # `_individual(key, batch_index, False, None)` with its event logged by append_row, inlined (the
@@ -426,7 +431,7 @@ class AcknowledgmentsGroupingTracker:
             self._batch_pending.pop(key, None)
         if self._log_each_ack:
             append_row = self._append_row
-            if append_row is not None and self._events.enabled:
+            if append_row is not None and self._events is not None and self._events.enabled:
                 # `_log_queued(_INDIVIDUAL, key, batch_index, QUEUED)`, inlined (one call per acked message)
                 append_row(
                     ACK_QUEUED,
@@ -699,18 +704,34 @@ class NonPersistentAcknowledgmentGroupingTracker:
 def for_profile(
     profile: Profile | str | None,
     scheduler: Scheduler,
-    send: Callable[[AckCommand], Any],
+    send: Callable[[AckCommand], object],
     *,
     persistent: bool = True,
     batch_index_ack_enabled: bool | None = None,
-    **conf: Any,
+    group_time_ms: int = DEFAULT_ACK_GROUP_TIME_MS,
+    max_group_size: int = DEFAULT_MAX_ACK_GROUP_SIZE,
+    is_connected: Callable[[], bool] = lambda: True,
+    events: EventLog | None = None,
+    consumer_name: str = "",
+    log_each_ack: bool = True,
 ) -> AcknowledgmentsGroupingTracker | NonPersistentAcknowledgmentGroupingTracker:
-    """The tracker a consumer of this Pulsar line builds: batch-index ack per the profile unless given."""
+    """The tracker a consumer of this Pulsar line builds: batch-index ack per the profile unless given (the other
+    settings as `AcknowledgmentsGroupingTracker` takes them)."""
     if not persistent:
         return NonPersistentAcknowledgmentGroupingTracker()
     if batch_index_ack_enabled is None:
         batch_index_ack_enabled = get_profile(profile).batch_index_ack_enabled
-    return AcknowledgmentsGroupingTracker(scheduler, send, batch_index_ack_enabled=batch_index_ack_enabled, **conf)
+    return AcknowledgmentsGroupingTracker(
+        scheduler,
+        send,
+        group_time_ms=group_time_ms,
+        max_group_size=max_group_size,
+        batch_index_ack_enabled=batch_index_ack_enabled,
+        is_connected=is_connected,
+        events=events,
+        consumer_name=consumer_name,
+        log_each_ack=log_each_ack,
+    )
 
 
 def _ack_type(value: object) -> AckType:

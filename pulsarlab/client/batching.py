@@ -52,9 +52,11 @@ from __future__ import annotations
 import base64
 import enum
 from dataclasses import dataclass, field, fields
+from typing import Callable
 
 from pulsarlab.client.library import ClientLibrary
 from pulsarlab.errors import IllegalArgumentException
+from pulsarlab.ids import MessageId
 from pulsarlab.messages import EntryData, MessageMetadata, SingleMessageMetadata
 
 DEFAULT_BATCHING_MAX_MESSAGES = 1000
@@ -70,6 +72,10 @@ class BatchingType(enum.Enum):
 
 
 _JAVA = ClientLibrary.JAVA  # for the per-entry and per-message checks (an enum member lookup costs a call in 3.11)
+
+
+# ``callback(result, message id)``: "Ok" with the id, or a failure's ``pulsar.Result`` name with None
+SendCallback = Callable[[str, MessageId | None], object]
 
 
 @dataclass(slots=True)
@@ -88,7 +94,7 @@ class OutgoingMessage:
     ordering_key: bytes | None = None
     event_time: int = 0
     deliver_at: int | None = None
-    callback: object = None
+    callback: SendCallback | None = None
     publish_time: int | None = None
 
 
@@ -362,7 +368,7 @@ class KeyBasedBatchMessageContainer(_Container):
         batches = self._batches
         group = batches.get(key)
         first = group is None
-        if first:
+        if group is None:
             batches[key] = [msg]
         else:
             group.append(msg)

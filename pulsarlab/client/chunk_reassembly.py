@@ -47,7 +47,7 @@ from __future__ import annotations
 import enum
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Callable
 
 from pulsarlab.client.chunking import ChunkMessageId
 from pulsarlab.clock import Scheduler, Timer
@@ -138,7 +138,7 @@ class ChunkOutcome:
     message: AssembledMessage | None = None
 
 
-def _noop(*_: Any) -> None:
+def _noop(*_: object) -> None:
     return None
 
 
@@ -159,11 +159,11 @@ class ChunkedMessageTracker:
         max_pending_chunked_message: int = DEFAULT_MAX_PENDING_CHUNKED_MESSAGE,
         auto_ack_oldest_chunked_message_on_queue_full: bool = False,
         expire_time_of_incomplete_chunked_message_ms: int = DEFAULT_EXPIRE_TIME_OF_INCOMPLETE_CHUNKED_MESSAGE_MS,
-        ack: Callable[[list[MessageId]], Any] | None = None,
-        return_permits: Callable[[int], Any] | None = None,
-        track: Callable[[MessageId], Any] | None = None,
-        deliver: Callable[[AssembledMessage], Any] | None = None,
-        expired: Callable[[list[str]], Any] | None = None,
+        ack: Callable[[list[MessageId]], object] | None = None,
+        return_permits: Callable[[int], object] | None = None,
+        track: Callable[[MessageId], object] | None = None,
+        deliver: Callable[[AssembledMessage], object] | None = None,
+        expired: Callable[[list[str]], object] | None = None,
         events: EventLog | None = None,
         consumer_id: int = 0,
     ) -> None:
@@ -443,7 +443,7 @@ class ChunkedMessageTracker:
             self._timer.cancel()
             self._timer = None
 
-    def snapshot(self) -> dict[str, Any]:
+    def snapshot(self) -> dict[str, object]:
         """A JSON-friendly picture of the pending map, the uuid queue and the counters."""
         return {
             "pending": {

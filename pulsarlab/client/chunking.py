@@ -62,7 +62,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from pulsarlab.client.batching import ClientLibrary, OutgoingMessage, non_batched_entry
+from pulsarlab.client.batching import OutgoingMessage, non_batched_entry
+from pulsarlab.client.library import ClientLibrary
 from pulsarlab.errors import IllegalArgumentException, InvalidMessageException, PulsarClientException
 from pulsarlab.ids import MessageId
 from pulsarlab.messages import EntryData, MessageMetadata
@@ -172,11 +173,15 @@ def _stamped_metadata(
     sequence_id: int,
     *,
     properties: dict[str, str] | None = None,
-    **more,
+    uncompressed_size: int = 0,
+    uuid: str | None = None,
+    chunk_id: int | None = None,
+    num_chunks_from_msg: int | None = None,
+    total_chunk_msg_size: int | None = None,
 ) -> MessageMetadata:
     """The `MessageMetadata` a producer stamps on ``msg`` (`ProducerImpl.sendAsync`, C++ ``setMessageMetadata``):
     name, ``sequence_id``, publish time (the message's own if it has one), properties (``msg.properties``
-    unless given), keys, event and delivery time; ``more`` sets the other fields."""
+    unless given), keys, event and delivery time, and the chunk's fields when given."""
     return MessageMetadata(
         producer_name=producer_name,
         sequence_id=sequence_id,
@@ -186,7 +191,11 @@ def _stamped_metadata(
         ordering_key=msg.ordering_key,
         event_time=msg.event_time,
         deliver_at_time=msg.deliver_at,
-        **more,
+        uncompressed_size=uncompressed_size,
+        uuid=uuid,
+        chunk_id=chunk_id,
+        num_chunks_from_msg=num_chunks_from_msg,
+        total_chunk_msg_size=total_chunk_msg_size,
     )
 
 
@@ -480,6 +489,7 @@ class ChunkMessageId(MessageId):
     """
 
     __slots__ = ("first",)
+    first: MessageId
 
     def __init__(self, first: MessageId, last: MessageId) -> None:
         if not isinstance(first, MessageId) or not isinstance(last, MessageId):
@@ -535,13 +545,13 @@ class ChunkMessageId(MessageId):
     def __repr__(self) -> str:
         return f"ChunkMessageId(first={self.first!r}, last={self.last!r})"
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[type["ChunkMessageId"], tuple[MessageId, MessageId]]:
         return (ChunkMessageId, (self.first, self.last))
 
     def __copy__(self) -> "ChunkMessageId":
         return self
 
-    def __deepcopy__(self, memo: dict) -> "ChunkMessageId":
+    def __deepcopy__(self, memo: dict[int, object]) -> "ChunkMessageId":
         return self
 
 

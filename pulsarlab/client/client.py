@@ -11,13 +11,12 @@ messages and chunks against it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Callable, cast
 
 from pulsarlab.client.batching import (
     DEFAULT_BATCHING_MAX_BYTES,
     DEFAULT_BATCHING_MAX_MESSAGES,
     BatchingType,
-    ClientLibrary,
 )
 from pulsarlab.client.chunk_reassembly import (
     DEFAULT_EXPIRE_TIME_OF_INCOMPLETE_CHUNKED_MESSAGE_MS,
@@ -25,7 +24,20 @@ from pulsarlab.client.chunk_reassembly import (
 )
 from pulsarlab.client.chunking import DEFAULT_CHUNK_MAX_MESSAGE_SIZE
 from pulsarlab.client.compat import lab_enum
-from pulsarlab.client.consumer import DEFAULT_NEGATIVE_ACK_REDELIVERY_DELAY_MS, Consumer
+from pulsarlab.client.configuration import (
+    DEFAULT_ACK_GROUP_TIME_MS,
+    DEFAULT_BATCHING_MAX_PUBLISH_DELAY_MS,
+    DEFAULT_MAX_ACK_GROUP_SIZE,
+    DEFAULT_MAX_TOTAL_RECEIVER_QUEUE_SIZE_ACROSS_PARTITIONS,
+    DEFAULT_NEGATIVE_ACK_REDELIVERY_DELAY_MS,
+    DEFAULT_RECEIVER_QUEUE_SIZE,
+    ConsumerConfiguration,
+    MessageRouterFunction,
+    ProducerConfiguration,
+    ReaderConfiguration,
+)
+from pulsarlab.client.consumer import Consumer
+from pulsarlab.client.library import ClientLibrary
 from pulsarlab.client.negative_acks import MultiplierRedeliveryBackoff
 from pulsarlab.client.options import (
     PULSAR_CLIENT_PRODUCER_PARAMETERS,
@@ -38,8 +50,11 @@ from pulsarlab.client.policies import ConsumerDeadLetterPolicy
 from pulsarlab.client.producer import AlreadyClosedException, Producer
 from pulsarlab.client.reader import Reader
 from pulsarlab.client.routing import PartitionsRoutingMode
+from pulsarlab.client.schemas import Schema
 from pulsarlab.client.unacked_tracker import DEFAULT_TICK_DURATION_MILLIS
 from pulsarlab.errors import PulsarError
+from pulsarlab.ids import MessageId
+from pulsarlab.protocol.handles import ClientCommands
 from pulsarlab.protocol.producer_access import ProducerAccessMode
 from pulsarlab.protocol.subscription import ConsumerKeySharedPolicy, ConsumerType, InitialPosition
 
@@ -57,11 +72,35 @@ class Client:
         if not isinstance(max_size, int) or isinstance(max_size, bool) or max_size <= 0:
             raise ValueError(f"broker setting maxMessageSize must be an int > 0 (bytes), got {max_size!r}")
         self._lab = lab
+        # BrokerService's command methods name its own handle classes, the ones it hands out; the client passes
+        # back only those, so it holds the service as the protocol (tests/test_client_configuration.py keeps the
+        # two signatures in step)
+        self._commands = cast(ClientCommands, lab.service)
         self._client_library = client_library
         self._max_message_size = max_size
         self._producers: list[Producer] = []
         self._consumers: list[Consumer] = []
         self._closed = False
+
+    @property
+    def lab(self) -> "Lab":
+        """The lab whose broker this client talks to."""
+        return self._lab
+
+    @property
+    def commands(self) -> ClientCommands:
+        """The broker's command surface, as this client sends to it."""
+        return self._commands
+
+    @property
+    def client_library(self) -> ClientLibrary:
+        """Whose batching, chunking and seek rules the client follows (`ClientLibrary`)."""
+        return self._client_library
+
+    @property
+    def max_message_size(self) -> int:
+        """The broker's ``maxMessageSize``, learnt on connect (CONNECTED's ``max_message_size``)."""
+        return self._max_message_size
 
     def create_producer(
         self,
@@ -72,17 +111,17 @@ class Client:
         batching_enabled: bool = False,
         batching_max_messages: int = DEFAULT_BATCHING_MAX_MESSAGES,
         batching_max_allowed_size_in_bytes: int = DEFAULT_BATCHING_MAX_BYTES,
-        batching_max_publish_delay_ms: int = 10,
+        batching_max_publish_delay_ms: int = DEFAULT_BATCHING_MAX_PUBLISH_DELAY_MS,
         batching_type: BatchingType = BatchingType.Default,
         message_routing_mode: PartitionsRoutingMode = PartitionsRoutingMode.RoundRobinDistribution,
-        message_router: Callable[[Any, int], int] | None = None,
+        message_router: MessageRouterFunction | None = None,
         properties: dict[str, str] | None = None,
         chunking_enabled: bool = False,
         access_mode: ProducerAccessMode = ProducerAccessMode.Shared,
-        schema: Any = None,
+        schema: Schema | None = None,
         lab_chunk_max_message_size: int = DEFAULT_CHUNK_MAX_MESSAGE_SIZE,
         lab_chunk_send_interval_ms: int = 0,
-        **unknown: Any,
+        **unknown: object,
     ) -> Producer:
         """``pulsar.Client.create_producer``: a producer on ``topic`` (every partition of a partitioned topic).
 
@@ -106,9 +145,7 @@ class Client:
         """
         refuse_unknown_options("create_producer", unknown, RENAMED_PRODUCER_OPTIONS, PULSAR_CLIENT_PRODUCER_PARAMETERS)
         self._check()
-        producer = Producer(
-            self,
-            topic,
+        config = ProducerConfiguration(
             producer_name=producer_name,
             initial_sequence_id=initial_sequence_id,
             batching_enabled=batching_enabled,
@@ -125,6 +162,7 @@ class Client:
             lab_chunk_max_message_size=lab_chunk_max_message_size,
             lab_chunk_send_interval_ms=lab_chunk_send_interval_ms,
         )
+        producer = Producer(self, topic, config)
         self._producers.append(producer)
         return producer
 
@@ -134,8 +172,8 @@ class Client:
         subscription_name: str,
         consumer_type: ConsumerType = ConsumerType.Exclusive,
         *,
-        receiver_queue_size: int = 1000,
-        max_total_receiver_queue_size_across_partitions: int = 50000,
+        receiver_queue_size: int = DEFAULT_RECEIVER_QUEUE_SIZE,
+        max_total_receiver_queue_size_across_partitions: int = DEFAULT_MAX_TOTAL_RECEIVER_QUEUE_SIZE_ACROSS_PARTITIONS,
         consumer_name: str | None = None,
         unacked_messages_timeout_ms: int | None = None,
         negative_ack_redelivery_delay_ms: int = DEFAULT_NEGATIVE_ACK_REDELIVERY_DELAY_MS,
@@ -147,15 +185,15 @@ class Client:
         batch_index_ack_enabled: bool | None = None,
         dead_letter_policy: ConsumerDeadLetterPolicy | None = None,
         is_read_compacted: bool = False,
-        schema: Any = None,
+        schema: Schema | None = None,
         lab_priority_level: int = 0,
-        lab_ack_group_time_ms: int = 100,
-        lab_max_ack_group_size: int = 1000,
+        lab_ack_group_time_ms: int = DEFAULT_ACK_GROUP_TIME_MS,
+        lab_max_ack_group_size: int = DEFAULT_MAX_ACK_GROUP_SIZE,
         lab_tick_duration_ms: int = DEFAULT_TICK_DURATION_MILLIS,
         lab_negative_ack_redelivery_backoff: MultiplierRedeliveryBackoff | None = None,
         lab_retry_enable: bool = False,
         lab_expire_time_of_incomplete_chunked_message_ms: int = DEFAULT_EXPIRE_TIME_OF_INCOMPLETE_CHUNKED_MESSAGE_MS,
-        **unknown: Any,
+        **unknown: object,
     ) -> Consumer:
         """``pulsar.Client.subscribe``: a consumer of ``topic`` (every partition of a partitioned topic) on the
         subscription ``subscription_name``.
@@ -188,9 +226,7 @@ class Client:
         """
         refuse_unknown_options("subscribe", unknown, RENAMED_SUBSCRIBE_OPTIONS, PULSAR_CLIENT_SUBSCRIBE_PARAMETERS)
         self._check()
-        consumer = Consumer(
-            self,
-            topic,
+        config = ConsumerConfiguration(
             subscription_name,
             consumer_type=lab_enum(consumer_type, ConsumerType),
             receiver_queue_size=receiver_queue_size,
@@ -215,27 +251,54 @@ class Client:
             lab_negative_ack_redelivery_backoff=lab_negative_ack_redelivery_backoff,
             lab_retry_enable=lab_retry_enable,
         )
+        consumer = Consumer(self, topic, config)
         self._consumers.append(consumer)
         return consumer
 
-    def create_reader(self, topic: str, start_message_id: Any, **kwargs: Any) -> Reader:
+    def create_reader(
+        self,
+        topic: str,
+        start_message_id: object,
+        *,
+        reader_listener: object = None,
+        receiver_queue_size: int = DEFAULT_RECEIVER_QUEUE_SIZE,
+        reader_name: str | None = None,
+        subscription_role_prefix: str | None = None,
+        is_read_compacted: bool = False,
+        crypto_key_reader: object = None,
+        start_message_id_inclusive: bool = False,
+        schema: Schema | None = None,
+        **unsupported: object,
+    ) -> Reader:
         """``Client.create_reader(topic, start_message_id, reader_listener=None, receiver_queue_size=1000,
         reader_name=None, subscription_role_prefix=None, is_read_compacted=False, crypto_key_reader=None,
         start_message_id_inclusive=False)``: ``start_message_id`` is ``MessageId.earliest``, ``MessageId.latest``
-        or a message's id (the lab's or pulsar-client's)."""
+        or a message's id (the lab's or pulsar-client's). ``schema`` is accepted and not used (a reader reads
+        bytes); a reader listener and a crypto key reader are not modelled."""
         self._check()
-        kwargs.pop("schema", None)  # bytes only: the lab has no schemas
-        reader = Reader(self, topic, start_message_id, **kwargs)
-        self._consumers.append(reader._consumer)
+        if unsupported:
+            raise TypeError(f"create_reader() got unexpected keyword arguments {sorted(unsupported)}")
+        if reader_listener is not None or crypto_key_reader is not None:
+            raise NotImplementedError("reader listeners and encryption are not modelled by the lab")
+        config = ReaderConfiguration(
+            MessageId.of(start_message_id),
+            receiver_queue_size=receiver_queue_size,
+            reader_name=reader_name,
+            subscription_role_prefix=subscription_role_prefix,
+            is_read_compacted=is_read_compacted,
+            start_message_id_inclusive=start_message_id_inclusive,
+        )
+        reader = Reader(self, topic, config)
+        self._consumers.append(reader.consumer)
         return reader
 
     def get_topic_partitions(self, topic: str) -> list[str]:
         """The partition topic names, or ``[topic]`` for a non-partitioned topic."""
-        name = self._lab.service.normalize(topic)
-        n = self._lab.service.ensure_topic(name)
+        name = self._commands.normalize(topic)
+        n = self._commands.ensure_topic(name)
         return [f"{name}-partition-{i}" for i in range(n)] if n else [name]
 
-    def _reconnect(self, before: Callable[[Any], Any], failed: Callable[[Any, Exception], Any]) -> None:
+    def _reconnect(self, before: Callable[[Consumer], object], failed: Callable[[Consumer, Exception], object]) -> None:
         """Lab extension: after a broker restart, producers register again, then consumers subscribe again, in
         creation order; ``before(consumer)`` runs before each consumer reconnects, ``failed(consumer, error)``
         when its SUBSCRIBE is refused (the consumer then stays disconnected)."""
@@ -244,7 +307,7 @@ class Client:
         for p in self._producers:
             p._reconnect()
         for c in self._consumers:
-            if c._closed:
+            if not c.is_connected():
                 continue
             before(c)
             try:

@@ -20,7 +20,8 @@ is created with batching off (chunking belongs to another issue); schemas are by
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from datetime import timedelta
+from typing import TYPE_CHECKING, Callable, TypedDict
 
 from pulsarlab.errors import IllegalArgumentException
 from pulsarlab.event_catalogue import redelivery as rev
@@ -143,9 +144,28 @@ def letter_properties(
     return dict(sorted(out.items()))
 
 
-def copy_kwargs(message: "Message") -> dict[str, Any]:
+class LetterOwner(TypedDict):
+    """Who writes the letters (`DeadLetters`, `RetryLetters` take these keywords): the consumer, its
+    subscription, whether it is a multi-topic consumer, and whether copies carry ``REAL_SUBSCRIPTION``."""
+
+    consumer_id: int
+    subscription: str
+    multi_topics: bool
+    real_subscription: bool
+
+
+class CopyKeywords(TypedDict, total=False):
+    """The keywords of ``Producer.send`` a dead-letter or retry copy passes besides payload and properties."""
+
+    partition_key: str
+    ordering_key: bytes
+    event_timestamp: int
+    deliver_after: timedelta
+
+
+def copy_kwargs(message: "Message") -> CopyKeywords:
     """``copyMessageKeysIfNeeded`` plus the event time: what a copy keeps besides payload and properties."""
-    out: dict[str, Any] = {}
+    out: CopyKeywords = {}
     key = message.partition_key()
     if key:
         out["partition_key"] = key
@@ -221,7 +241,7 @@ class DeadLetters:
         multi_topics: bool,
         real_subscription: bool,
         producer: LetterProducer,
-        acknowledge: Callable[[MessageId], Any],
+        acknowledge: Callable[[MessageId], object],
     ) -> None:
         self._lab = lab
         self.policy = policy

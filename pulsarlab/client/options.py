@@ -9,7 +9,7 @@ neither.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Mapping
 
 # The lab-only settings under their old names: settings of the Java or C++ client (or the broker's protocol) that
 # pulsar-client 3.13 does not take as keywords.
@@ -46,7 +46,7 @@ PULSAR_CLIENT_PRODUCER_PARAMETERS = frozenset(
 
 
 def refuse_unknown_options(
-    method: str, unknown: Mapping[str, Any], renamed: Mapping[str, str], real: frozenset[str]
+    method: str, unknown: Mapping[str, object], renamed: Mapping[str, str], real: frozenset[str]
 ) -> None:
     """Raise `TypeError` for the first keyword in ``unknown``, saying what it is: a renamed lab setting (and its
     new name), a pulsar-client parameter the lab does not model, or no parameter at all."""

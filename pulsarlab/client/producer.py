@@ -36,21 +36,11 @@ from __future__ import annotations
 import dataclasses
 from collections import deque
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING
 
-from pulsarlab.client.batching import (
-    DEFAULT_BATCHING_MAX_BYTES,
-    DEFAULT_BATCHING_MAX_MESSAGES,
-    BatchingType,
-    ClientLibrary,
-    OutgoingMessage,
-    make_container,
-    non_batched_entry,
-)
+from pulsarlab.client.batching import Flushed, OutgoingMessage, SendCallback, make_container, non_batched_entry
 from pulsarlab.client.chunking import (
-    DEFAULT_CHUNK_MAX_MESSAGE_SIZE,
     MessageTooBig,
-    check_chunking_config,
     check_send_size,
     metadata_size_bound,
     plan_for_message,
@@ -58,8 +48,11 @@ from pulsarlab.client.chunking import (
     sent_message_id,
     split_into_chunks,
 )
-from pulsarlab.client.routing import HashingScheme, MessageRouter, PartitionsRoutingMode
-from pulsarlab.client.schemas import IncompatibleSchema, schema_data
+from pulsarlab.client.configuration import ProducerConfiguration
+from pulsarlab.client.library import ClientLibrary
+from pulsarlab.client.routing import HashingScheme, MessageRouter
+from pulsarlab.client.schemas import IncompatibleSchema
+from pulsarlab.clock import Timer
 from pulsarlab.errors import IllegalStateException, InvalidMessageException, PulsarClientException
 from pulsarlab.errors import IncompatibleSchemaException as BrokerIncompatibleSchema
 from pulsarlab.errors import NotAllowedException as BrokerNotAllowedException
@@ -69,8 +62,8 @@ from pulsarlab.event_catalogue import broker as ev
 from pulsarlab.event_catalogue.chunking import CHUNK_PUBLISHED, MESSAGE_TOO_BIG_EVENT, PRODUCER_CRASHED
 from pulsarlab.events import UNDECLARED
 from pulsarlab.ids import MessageId, trusted_message_id
+from pulsarlab.messages import EntryData
 from pulsarlab.protocol.handles import RegisteredProducer
-from pulsarlab.protocol.producer_access import ProducerAccessMode
 
 if TYPE_CHECKING:  # pragma: no cover
     from pulsarlab.client.client import Client
@@ -140,21 +133,15 @@ class _SendResult:
     raise_errors = True
 
     def __init__(self) -> None:
-        self.ids: list[MessageId] = []
+        self.ids: list[MessageId | None] = []
 
-    def __call__(self, result: str, msg_id: MessageId) -> None:
+    def __call__(self, result: str, msg_id: MessageId | None) -> None:
         self.ids.append(msg_id)
 
 
 def _result_name(error: PulsarClientException) -> str:
     """The ``pulsar.Result`` name a failed send reports to its callback."""
     return "MessageTooBig" if isinstance(error, MessageTooBig) else "InvalidMessage"
-
-
-def _check_python_bool(value: Any, name: str) -> None:
-    """The Python client's ``_check_type(bool, ...)``."""
-    if not isinstance(value, bool):
-        raise ValueError(f"Argument {name} is expected to be of type 'bool' and not '{type(value).__name__}'")
 
 
 class _PartitionProducer:
@@ -168,20 +155,20 @@ class _PartitionProducer:
         self.last_sequence_id_published = owner._initial_sequence_id
         self.container = (
             make_container(
-                owner._batching_type,
+                owner.config.batching_type,
                 owner._name,
-                owner._batching_max_messages,
-                owner._batching_max_bytes,
+                owner.config.batching_max_messages,
+                owner.config.batching_max_allowed_size_in_bytes,
                 client=owner._client_library,
                 max_message_size=owner._max_message_size,
             )
             if owner._batching_enabled
             else None
         )
-        self.timer = None
+        self.timer: Timer | None = None
         # chunking: the SENDs not yet on the wire, (entry, message, ids of its stored chunks, last chunk?)
-        self.outbound: deque[tuple[Any, OutgoingMessage, list[MessageId], bool]] = deque()
-        self.wire_timer = None
+        self.outbound: deque[tuple[EntryData, OutgoingMessage, list[MessageId], bool]] = deque()
+        self.wire_timer: Timer | None = None
         self.handle = self._register(None)
         # ProducerImpl.handleCreateProducer: with no initial sequence id, continue the broker's (deduplication)
         last = self.handle.last_published_sequence_id()
@@ -201,7 +188,7 @@ class _PartitionProducer:
                 owner._id,
                 owner._name,
                 self.topic,
-                access_mode=owner._access_mode,
+                access_mode=owner.config.access_mode,
                 topic_epoch=topic_epoch,
                 on_ready=owner._got_topic,
                 on_fenced=owner._fenced_out,
@@ -228,7 +215,7 @@ class _PartitionProducer:
         if full:
             self.flush()
         elif first and self.timer is None:
-            delay = self.owner._batching_max_publish_delay_ms
+            delay = self.owner.config.batching_max_publish_delay_ms
             self.timer = self.owner._scheduler.call_later(delay, self._on_timer, "producer batch timer")
 
     def _on_timer(self) -> None:
@@ -252,7 +239,7 @@ class _PartitionProducer:
             msg,
             now,
             max_message_size=owner._max_message_size,
-            chunk_max_message_size=owner._chunk_max_message_size,
+            chunk_max_message_size=owner.config.lab_chunk_max_message_size,
             sequence_id_set_by_application=sequence_id_by_application,
             client=owner._client_library,
         )
@@ -267,7 +254,7 @@ class _PartitionProducer:
     def _pump(self) -> None:
         """Put the queued SENDs on the wire: all now, or one per ``lab_chunk_send_interval_ms``."""
         self.wire_timer = None
-        interval = self.owner._chunk_send_interval_ms
+        interval = self.owner.config.lab_chunk_send_interval_ms
         outbound = self.outbound
         while outbound:
             entry, msg, ids, last = outbound.popleft()
@@ -276,11 +263,12 @@ class _PartitionProducer:
                 self.wire_timer = self.owner._scheduler.call_later(interval, self._pump, "producer chunk SEND")
                 return
 
-    def _persist_chunk(self, entry: Any, msg: OutgoingMessage, ids: list[MessageId], last: bool) -> None:
+    def _persist_chunk(self, entry: EntryData, msg: OutgoingMessage, ids: list[MessageId], last: bool) -> None:
         owner = self.owner
         meta = entry.metadata
         events = owner._events
         if events.enabled and meta.uuid is not None:  # CHUNK_PUBLISHED's fields, in order
+            assert meta.chunk_id is not None and meta.num_chunks_from_msg is not None
             events.append_row(
                 CHUNK_PUBLISHED,
                 owner._now(),
@@ -312,7 +300,7 @@ class _PartitionProducer:
             self.container.flush(self.owner._now())
         return chunks, messages
 
-    def _persist_one(self, entry: Any, msg: OutgoingMessage) -> None:
+    def _persist_one(self, entry: EntryData, msg: OutgoingMessage) -> None:
         """`_persist` of one non-batch entry holding ``msg`` (the unbatched send), without the list it takes."""
         try:
             pos = self.owner._service.publish(self.handle, entry)
@@ -327,7 +315,7 @@ class _PartitionProducer:
         if cb is not None:
             cb("Ok", trusted_message_id(pos.ledger_id, pos.entry_id, self.partition, -1))
 
-    def _persist(self, flushed: list) -> None:
+    def _persist(self, flushed: Flushed) -> None:
         svc = self.owner._service
         partition = self.partition
         for entry, msgs in flushed:
@@ -352,124 +340,56 @@ class _PartitionProducer:
 class Producer:
     """``pulsar.Producer``: made by ``client.create_producer``."""
 
-    def __init__(
-        self,
-        client: "Client",
-        topic: str,
-        *,
-        producer_name: str | None = None,
-        initial_sequence_id: int | None = None,
-        batching_enabled: bool = False,
-        batching_max_messages: int = DEFAULT_BATCHING_MAX_MESSAGES,
-        batching_max_allowed_size_in_bytes: int = DEFAULT_BATCHING_MAX_BYTES,
-        batching_max_publish_delay_ms: int = 10,
-        batching_type: BatchingType = BatchingType.Default,
-        message_routing_mode: PartitionsRoutingMode = PartitionsRoutingMode.RoundRobinDistribution,
-        message_router: Callable[[Any, int], int] | None = None,
-        properties: dict[str, str] | None = None,
-        chunking_enabled: bool = False,
-        lab_chunk_max_message_size: int = DEFAULT_CHUNK_MAX_MESSAGE_SIZE,
-        lab_chunk_send_interval_ms: int = 0,
-        access_mode: ProducerAccessMode = ProducerAccessMode.Shared,
-        schema: Any = None,
-    ) -> None:
-        _check_python_bool(chunking_enabled, "chunking_enabled")
-        try:  # pulsarlab's enum, or the real client's pulsar.ProducerAccessMode (same numbers)
-            access_mode = ProducerAccessMode(int(getattr(access_mode, "value", access_mode)))
-        except (TypeError, ValueError):
-            raise ValueError(f"access_mode must be a ProducerAccessMode, not {access_mode!r}") from None
-        check_chunking_config(
-            chunking_enabled=chunking_enabled,
-            batching_enabled=bool(batching_enabled),
-            profile=client._lab.profile,
-            client=client._client_library,
-        )
-        if not isinstance(lab_chunk_max_message_size, int) or isinstance(lab_chunk_max_message_size, bool):
-            raise TypeError(
-                f"lab_chunk_max_message_size must be an int, not {type(lab_chunk_max_message_size).__name__}"
-            )
-        if (
-            lab_chunk_max_message_size != DEFAULT_CHUNK_MAX_MESSAGE_SIZE
-            and client._client_library is not ClientLibrary.JAVA
-        ):
-            raise ValueError(
-                "lab_chunk_max_message_size is the Java client's chunkMaxMessageSize (lab.client(client_library="
-                "pl.ClientLibrary.JAVA)); the Python client has no such setting: lower the broker's maxMessageSize "
-                "instead, pl.Lab(broker_config={'maxMessageSize': ...})"
-            )
-        if (
-            not isinstance(lab_chunk_send_interval_ms, int)
-            or isinstance(lab_chunk_send_interval_ms, bool)
-            or lab_chunk_send_interval_ms < 0
-        ):
-            raise ValueError(f"lab_chunk_send_interval_ms must be an int >= 0, got {lab_chunk_send_interval_ms!r}")
-        if lab_chunk_send_interval_ms and not chunking_enabled:
-            raise ValueError("lab_chunk_send_interval_ms spaces the SENDs of chunks: it needs chunking_enabled=True")
-        if not isinstance(batching_type, BatchingType):
-            raise TypeError(f"batching_type must be a pulsarlab.BatchingType, not {batching_type!r}")
-        if not isinstance(message_routing_mode, PartitionsRoutingMode):
-            raise TypeError(
-                f"message_routing_mode must be a pulsarlab.PartitionsRoutingMode, not {message_routing_mode!r}"
-            )
-        for name, value in (("batching_max_publish_delay_ms", batching_max_publish_delay_ms),):
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise ValueError(f"{name} must be an int >= 0, got {value!r}")
-        lab = client._lab
+    def __init__(self, client: "Client", topic: str, config: ProducerConfiguration) -> None:
+        config.check_for(client.client_library, client.lab.profile)
+        lab = client.lab
+        commands = client.commands
+        self.config = config
         self._client = client
         self._lab = lab
-        self._service = lab.service
+        self._service = commands
         self._scheduler = lab.scheduler
         self._events = lab.events
-        self._client_library = client._client_library
-        self._id = lab.service.new_producer_id()
-        self._name = producer_name if producer_name is not None else f"standalone-0-{self._id}"
-        self._initial_sequence_id = -1 if initial_sequence_id is None else int(initial_sequence_id)
-        self._batching_enabled = bool(batching_enabled)
-        self._batching_type = batching_type
-        self._batching_max_messages = batching_max_messages
-        self._batching_max_bytes = batching_max_allowed_size_in_bytes
-        self._batching_max_publish_delay_ms = batching_max_publish_delay_ms
-        self._properties = dict(properties or {})
+        self._client_library = client.client_library
+        self._id = commands.new_producer_id()
+        self._name = config.producer_name if config.producer_name is not None else f"standalone-0-{self._id}"
+        self._initial_sequence_id = config.first_sequence_id
+        self._batching_enabled = bool(config.batching_enabled)
         self._closed = False
-        self._access_mode = access_mode
-        self._schema = schema
-        self._schema_data = schema_data(schema)
+        self._schema = config.schema
+        self._schema_data = config.schema_data
         self._fenced = False
         self._waiting = 0  # partitions still waiting for exclusive access (WaitForExclusive)
-        self._chunking_enabled = chunking_enabled
-        self._chunk_max_message_size = lab_chunk_max_message_size
-        self._chunk_send_interval_ms = lab_chunk_send_interval_ms
-        self._max_message_size = client._max_message_size  # learnt from the broker on connect
+        self._max_message_size = client.max_message_size  # learnt from the broker on connect
         # both clients size-check a message sent on its own; a batch is checked when it is sent (not modelled)
         java = self._client_library is ClientLibrary.JAVA
         self._check_size = self._check_size_java if java else self._check_size_cpp
-        self._topic = lab.service.normalize(topic)
-        partitions = lab.service.ensure_topic(self._topic)
+        self._topic = commands.normalize(topic)
+        partitions = commands.ensure_topic(self._topic)
         names = (
             [(self._topic, -1)] if partitions == 0 else [(f"{self._topic}-partition-{i}", i) for i in range(partitions)]
         )
-        self._partitions = []
+        self._partitions: list[_PartitionProducer] = []
         try:
             for name, index in names:
                 self._partitions.append(_PartitionProducer(self, name, index))
         except (ProducerBusy, ProducerFenced, IncompatibleSchema):
             for p in self._partitions:
-                self._service.unregister_producer(p.handle)
+                commands.unregister_producer(p.handle)
             raise
         self._waiting = sum(1 for p in self._partitions if not p.handle.ready)
-        if partitions == 0:
-            self._router = None
-        else:
+        self._router: MessageRouter | None = None
+        if partitions:
             self._router = MessageRouter(
-                message_routing_mode,
+                config.message_routing_mode,
                 HashingScheme.BoostHash,
                 partitions,
                 seed=lab.derive_seed("router", self._id),
                 batching_enabled=self._batching_enabled,
-                batching_max_publish_delay_ms=batching_max_publish_delay_ms,
-                custom_router=message_router,
-                batching_max_messages=batching_max_messages,
-                batching_max_allowed_size_in_bytes=batching_max_allowed_size_in_bytes,
+                batching_max_publish_delay_ms=config.batching_max_publish_delay_ms,
+                custom_router=config.message_router,
+                batching_max_messages=config.batching_max_messages,
+                batching_max_allowed_size_in_bytes=config.batching_max_allowed_size_in_bytes,
                 created_at_ms=self._now(),
             )
         self._published_ev = ev.MESSAGE_PUBLISHED
@@ -567,15 +487,17 @@ class Producer:
         )
         if not result:
             self._lab.wait_for(lambda: bool(result), None, what="the producer's batch to be sent")
-        if result[0] is None and self._refused is not None:
+        sent_id = result[0]
+        if sent_id is None and self._refused is not None:
             refused, self._refused = self._refused, None
             raise refused
-        return result[0]
+        assert sent_id is not None, "a send that fails raises (or reports NotAllowedError)"
+        return sent_id
 
     def send_async(
         self,
         content: bytes,
-        callback: Callable[[str, MessageId], Any] | None,
+        callback: SendCallback | None,
         properties: dict[str, str] | None = None,
         partition_key: str | None = None,
         ordering_key: str | bytes | None = None,
@@ -641,7 +563,7 @@ class Producer:
                 self._published_ev, now, self._id, seq, part.partition, len(msg.payload), UNDECLARED, UNDECLARED
             )
         try:
-            if self._chunking_enabled:
+            if self.config.chunking_enabled:
                 part.send_chunked(msg, sequence_id is not None)
             else:
                 part.send(msg)
@@ -660,7 +582,7 @@ class Producer:
         """Send every open batch now; with chunks still waiting for the wire, wait (in virtual time) for them."""
         for p in self._partitions:
             p.flush()
-        if self._chunk_send_interval_ms and any(p.outbound for p in self._partitions):
+        if self.config.lab_chunk_send_interval_ms and any(p.outbound for p in self._partitions):
             self._lab.wait_for(
                 lambda: not any(p.outbound for p in self._partitions), None, what="the producer's chunks to be sent"
             )

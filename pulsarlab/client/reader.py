@@ -12,79 +12,61 @@ no schema or encryption; a specific start id only on a non-partitioned topic, as
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from pulsarlab.client.configuration import ConsumerConfiguration, ReaderConfiguration
 from pulsarlab.client.consumer import Consumer, Message
-from pulsarlab.client.start_filter import drop_before
 from pulsarlab.errors import IllegalArgumentException
 from pulsarlab.ids import EARLIEST, LATEST, MessageId
-from pulsarlab.protocol.subscription import ConsumerType, InitialPosition
 
 if TYPE_CHECKING:  # pragma: no cover
     from pulsarlab.client.client import Client
 
 
 class ReaderConsumer(Consumer):
-    """The consumer behind a `Reader`: Exclusive, on a non-durable subscription starting at ``start``."""
+    """The consumer behind a `Reader`: Exclusive, on a non-durable subscription starting at the reader's start
+    id (`ReaderConfiguration.consumer_configuration`); after ``seek(message id)`` it keeps the reader's
+    ``start_message_id_inclusive``."""
 
-    def __init__(self, client: "Client", topic: str, subscription: str, start: MessageId, **kwargs: Any) -> None:
-        self._start = start
-        self._start_inclusive = False
-        initial = InitialPosition.Earliest if start == EARLIEST else InitialPosition.Latest
-        super().__init__(
-            client, topic, subscription, consumer_type=ConsumerType.Exclusive, initial_position=initial, **kwargs
+    def __init__(
+        self, client: "Client", topic: str, config: ConsumerConfiguration, start: MessageId, inclusive: bool
+    ) -> None:
+        self._start_inclusive = inclusive
+        super().__init__(client, topic, config)
+        if start != EARLIEST and start != LATEST:  # ConsumerImpl's startMessageId: drop what comes before it
+            self._state.drop_before(start, inclusive)
+
+    def has_message_available(self) -> bool:
+        """A message is queued, or the broker's cursor has entries it has not read (`ManagedCursor.hasMoreEntries`;
+        the in-process broker dispatches at once, so nothing is in flight)."""
+        if self._queue:
+            return True
+        return any(
+            impl.broker_consumer is not None and impl.broker_consumer.has_more_entries() for impl in self._all_impls
         )
-
-    def _subscribe_options(self) -> dict[str, Any]:
-        start = self._start
-        explicit = start != EARLIEST and start != LATEST
-        return {"durable": False, "start_message_id": (start.ledger, start.entry) if explicit else None}
 
 
 class Reader:
-    """``pulsar.Reader``: made by ``client.create_reader(topic, start_message_id, ...)``."""
+    """``pulsar.Reader``: made by ``client.create_reader(topic, start_message_id, ...)`` from a
+    `ReaderConfiguration` (``config``)."""
 
-    def __init__(
-        self,
-        client: "Client",
-        topic: str,
-        start_message_id: Any,
-        *,
-        reader_listener: Any = None,
-        receiver_queue_size: int = 1000,
-        reader_name: str | None = None,
-        subscription_role_prefix: str | None = None,
-        is_read_compacted: bool = False,
-        crypto_key_reader: Any = None,
-        start_message_id_inclusive: bool = False,
-        **unsupported: Any,
-    ) -> None:
-        if unsupported:
-            raise TypeError(f"create_reader() got unexpected keyword arguments {sorted(unsupported)}")
-        if reader_listener is not None or crypto_key_reader is not None:
-            raise NotImplementedError("reader listeners and encryption are not modelled by the lab")
-        start = MessageId.of(start_message_id)
-        lab = client._lab
-        name = lab.service.normalize(topic)
+    def __init__(self, client: "Client", topic: str, config: ReaderConfiguration) -> None:
+        start = config.start_message_id
+        commands = client.commands
+        name = commands.normalize(topic)
         explicit = start != EARLIEST and start != LATEST
-        if explicit and lab.service.ensure_topic(name):
+        if explicit and commands.ensure_topic(name):
             raise IllegalArgumentException("The topic is partitioned: a reader starts at earliest or latest there")
-        self._client = client
-        self._inclusive = bool(start_message_id_inclusive)
-        number = lab.service.new_subscription_id()
-        subscription = f"{subscription_role_prefix or 'reader'}-{number:010x}"
-        self._consumer = ReaderConsumer(
-            client,
-            topic,
-            subscription,
-            start,
-            receiver_queue_size=receiver_queue_size,
-            consumer_name=reader_name,
-            is_read_compacted=bool(is_read_compacted),
-        )
-        self._consumer._start_inclusive = self._inclusive
-        if explicit:
-            drop_before(self._consumer, start, self._inclusive)
+        self.config = config
+        number = commands.new_subscription_id()
+        subscription = f"{config.subscription_role_prefix or 'reader'}-{number:010x}"
+        inclusive = bool(config.start_message_id_inclusive)
+        self._consumer = ReaderConsumer(client, topic, config.consumer_configuration(subscription), start, inclusive)
+
+    @property
+    def consumer(self) -> ReaderConsumer:
+        """Lab extension: the consumer the reader reads with (its receiver queue and trackers, for views)."""
+        return self._consumer
 
     def topic(self) -> str:
         return self._consumer.topic()
@@ -94,14 +76,9 @@ class Reader:
         return self._consumer.receive(timeout_millis)
 
     def has_message_available(self) -> bool:
-        consumer = self._consumer
-        if consumer._queue:
-            return True
-        return any(
-            impl.broker_consumer is not None and impl.broker_consumer.has_more_entries() for impl in consumer._all_impls
-        )
+        return self._consumer.has_message_available()
 
-    def seek(self, messageid: Any) -> None:
+    def seek(self, messageid: object) -> None:
         """Read again from a message id (after it, as the C++ client does) or a publish time (ms, lab clock)."""
         self._consumer.seek(messageid)
 

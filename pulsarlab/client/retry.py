@@ -15,7 +15,7 @@ Simplifies: sends never fail, so the "send failed: redeliver the original" path 
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Callable, Mapping
 
 from pulsarlab.client.dead_letter import (
     SYSTEM_PROPERTY_DELAY_TIME,
@@ -96,7 +96,7 @@ class RetryLetters:
         self.dead_letter_producer = dead_letter_producer
 
     def reconsume_later(
-        self, message: "Message", delay_ms: int, custom: Mapping[str, str] | None, acknowledge: Callable[[], Any]
+        self, message: "Message", delay_ms: int, custom: Mapping[str, str] | None, acknowledge: Callable[[], object]
     ) -> None:
         """Write the copy (retry topic, or DLQ past the limit), then ``acknowledge()`` the original."""
         props = retry_properties(

@@ -10,12 +10,40 @@ any object with ``schema_info()`` (whose ``schema_type().name`` and ``schema()``
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Protocol, TypeVar, cast
 
 from pulsarlab.errors import PulsarClientException
 from pulsarlab.protocol.schema import SchemaData
 
+M = TypeVar("M", bound="HasData")
+
+
+class HasData(Protocol):
+    """A received message: ``data()`` is its payload."""
+
+    def data(self) -> bytes: ...
+
+
 _STRUCTURED = frozenset({"JSON", "AVRO", "PROTOBUF", "PROTOBUF_NATIVE", "KEY_VALUE"})
+
+
+class SchemaInfo(Protocol):
+    """What a schema's ``schema_info()`` gives: its type (an enum member, or anything whose ``str`` names it)
+    and its definition."""
+
+    def schema_type(self) -> object: ...
+
+    def schema(self) -> str | bytes | None: ...
+
+
+class Schema(Protocol):
+    """A pulsar-client schema object (``pulsar.schema.Schema``): the lab uses these three methods."""
+
+    def schema_info(self) -> SchemaInfo: ...
+
+    def encode(self, obj: object) -> bytes: ...
+
+    def decode(self, data: bytes) -> object: ...
 
 
 class IncompatibleSchema(PulsarClientException):
@@ -24,7 +52,7 @@ class IncompatibleSchema(PulsarClientException):
     java_class = "org.apache.pulsar.client.api.PulsarClientException$IncompatibleSchemaException"
 
 
-def schema_data(schema: Any) -> SchemaData | None:
+def schema_data(schema: object) -> SchemaData | None:
     """The `SchemaData` a client sends for ``schema``, None for no schema (None or BYTES)."""
     if schema is None:
         return None
@@ -35,7 +63,7 @@ def schema_data(schema: Any) -> SchemaData | None:
         or not callable(getattr(schema, "decode", None))
     ):
         raise TypeError(f"schema must be a pulsar schema (schema_info, encode, decode), not {schema!r}")
-    info = info_of()
+    info: SchemaInfo = info_of()
     kind = getattr(info.schema_type(), "name", str(info.schema_type())).upper()
     if kind in ("BYTES", "NONE"):
         return None
@@ -46,14 +74,14 @@ def schema_data(schema: Any) -> SchemaData | None:
     return SchemaData(kind, data)
 
 
-def message_class(base: type, schema: Any) -> type:
+def message_class(base: type[M], schema: Schema) -> type[M]:
     """A subclass of the client's Message whose ``value()`` decodes with ``schema`` (same slots, so a received
     message's class can be switched to it)."""
 
-    def value(self: Any) -> Any:
-        return schema.decode(self._data)
+    def value(self: M) -> object:
+        return schema.decode(self.data())
 
-    return type(base.__name__, (base,), {"__slots__": (), "value": value})
+    return cast("type[M]", type(base.__name__, (base,), {"__slots__": (), "value": value}))
 
 
-__all__ = ["IncompatibleSchema", "message_class", "schema_data"]
+__all__ = ["IncompatibleSchema", "Schema", "SchemaInfo", "message_class", "schema_data"]

@@ -8,19 +8,30 @@ once, so the filter runs over the head of the receiver queue right after the (re
 
 from __future__ import annotations
 
-from typing import Any
+from collections import deque
+from typing import TYPE_CHECKING, Mapping
 
+from pulsarlab.client.message import Message
 from pulsarlab.ids import MessageId
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pulsarlab.client.partition_consumer import PartitionConsumer
 
 
 def _key(mid: MessageId) -> tuple[int, int, int]:
     return (mid.ledger, mid.entry, mid.batch_index)
 
 
-def drop_before(consumer: Any, start: MessageId, inclusive: bool) -> int:
-    """Drop the queued messages at the head of ``consumer``'s receiver queue that come before ``start`` (or up
-    to it when not ``inclusive``), returning their permits; returns how many were dropped."""
-    queue = consumer._queue
+def drop_before(
+    queue: deque[Message],
+    inner: Mapping[int, PartitionConsumer],
+    start: MessageId,
+    inclusive: bool,
+    returns_permits: bool,
+) -> int:
+    """Drop the queued messages at the head of a consumer's receiver ``queue`` that come before ``start`` (or up
+    to it when not ``inclusive``), returning each one's permit to its partition's consumer in ``inner`` when
+    ``returns_permits`` (a receiver queue above 0); returns how many were dropped."""
     limit = _key(start)
     dropped = 0
     while queue:
@@ -29,8 +40,8 @@ def drop_before(consumer: Any, start: MessageId, inclusive: bool) -> int:
             break
         msg = queue.popleft()
         dropped += 1
-        impl = consumer._impls.get(msg._id.partition)
-        if impl is not None and consumer._receiver_queue_size > 0:
+        impl = inner.get(msg._id.partition)
+        if impl is not None and returns_permits:
             impl.increase_available_permits(1)
     return dropped
 

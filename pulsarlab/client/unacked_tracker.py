@@ -130,7 +130,7 @@ class UnAckedMessageTracker:
         ``accept`` limits it to some ids (a multi-topic parent: those of the acked topic's partition).
         """
         upto = MessageId.of(message_id)
-        cut = self._ordered.bisect_right(upto)
+        cut: int = self._ordered.bisect_right(upto)
         if accept is None:
             for mid in self._ordered[:cut]:
                 self._partition_of.pop(mid).discard(mid)
@@ -167,7 +167,7 @@ class UnAckedMessageTracker:
 
     def __contains__(self, message_id: object) -> bool:
         try:
-            mid = MessageId.of(message_id)  # type: ignore[arg-type]
+            mid = MessageId.of(message_id)
         except (TypeError, ValueError):
             return False
         return mid.discard_batch() in self._partition_of

@@ -17,10 +17,13 @@ handles' other attributes are the broker's own and are not part of the seam.
 
 from __future__ import annotations
 
-from typing import Protocol, Sequence, runtime_checkable
+from typing import Callable, Protocol, Sequence, runtime_checkable
 
 from pulsarlab.messages import EntryData
+from pulsarlab.protocol.acks import AckCommand
 from pulsarlab.protocol.producer_access import ProducerAccessMode
+from pulsarlab.protocol.schema import SchemaData
+from pulsarlab.protocol.subscription import ConsumerKeySharedPolicy, ConsumerType, InitialPosition
 
 
 class ConsumerConnection(Protocol):
@@ -110,11 +113,122 @@ class SubscribedConsumer(Protocol):
         what a reader's ``has_message_available`` asks beside its own queue."""
 
 
+class StoredPosition(Protocol):
+    """Where SEND stored an entry (SEND_RECEIPT's message id): ``-1:-1`` for a duplicate."""
+
+    @property
+    def ledger_id(self) -> int: ...
+
+    @property
+    def entry_id(self) -> int: ...
+
+
+class ClientCommands(Protocol):
+    """The broker's command surface as the in-process client sends to it (`ClientCnx` -> `ServerCnx` in Pulsar).
+
+    Each method is one command (or the lookup before it); the handles the client passes back are the ones
+    ``register_producer`` and ``subscribe`` returned. `pulsarlab.broker.service.BrokerService` implements it; its
+    methods name the broker's own handle classes, so the client takes it through this protocol
+    (`pulsarlab.client.client.Client`), and a test keeps the two signatures in step.
+    """
+
+    def normalize(self, name: str) -> str:
+        """The topic's full name (``persistent://public/default/`` added to a short name)."""
+
+    def ensure_topic(self, name: str) -> int:
+        """LOOKUP / PARTITIONED_METADATA: the topic's partition count (0: not partitioned), creating it."""
+
+    def topic_exists(self, name: str) -> bool: ...
+
+    def new_consumer_id(self) -> int: ...
+
+    def new_producer_id(self) -> int: ...
+
+    def new_subscription_id(self) -> int: ...
+
+    def add_schema(self, topic: str, schema: SchemaData) -> int:
+        """PRODUCER's schema: its version, once the broker keeps it (or ``IncompatibleSchemaException``)."""
+
+    def check_consumer_schema(self, topic: str, schema: SchemaData) -> None:
+        """SUBSCRIBE's schema: compatible with the topic's, or the idle topic's first."""
+
+    def register_producer(
+        self,
+        producer_id: int,
+        name: str,
+        topic: str,
+        initial_subscription: str | None = None,
+        *,
+        access_mode: ProducerAccessMode = ProducerAccessMode.Shared,
+        topic_epoch: int | None = None,
+        on_ready: Callable[[RegisteredProducer], None] | None = None,
+        on_fenced: Callable[[RegisteredProducer, str], None] | None = None,
+        created_on: str | None = None,
+        batching: bool | None = None,
+    ) -> RegisteredProducer:
+        """PRODUCER."""
+
+    def unregister_producer(self, handle: RegisteredProducer) -> None:
+        """CLOSE_PRODUCER."""
+
+    def publish(
+        self, handle: RegisteredProducer, entry: EntryData, highest_sequence_id: int | None = None
+    ) -> StoredPosition:
+        """SEND."""
+
+    def subscribe(
+        self,
+        cnx: ConsumerConnection,
+        *,
+        consumer_id: int,
+        topic: str,
+        subscription: str,
+        sub_type: ConsumerType,
+        name: str,
+        priority: int,
+        initial_position: InitialPosition,
+        key_shared_policy: ConsumerKeySharedPolicy | None,
+        partition_index: int = -1,
+        durable: bool = True,
+        start_message_id: tuple[int, int] | None = None,
+        read_compacted: bool = False,
+    ) -> SubscribedConsumer:
+        """SUBSCRIBE."""
+
+    def flow(self, consumer: SubscribedConsumer, permits: int) -> None:
+        """FLOW."""
+
+    def ack(self, consumer: SubscribedConsumer, cmd: AckCommand) -> None:
+        """ACK."""
+
+    def redeliver_unacknowledged(
+        self, consumer: SubscribedConsumer, positions: Sequence[tuple[int, int]] | None = None
+    ) -> None:
+        """REDELIVER_UNACKNOWLEDGED_MESSAGES (None: everything the consumer has pending)."""
+
+    def reset_cursor(
+        self,
+        consumer: SubscribedConsumer,
+        position: tuple[int, int] | None = None,
+        *,
+        publish_time: int | None = None,
+    ) -> StoredPosition:
+        """SEEK, by a ``(ledger, entry)`` message id or by publish time: the new read position."""
+
+    def close_consumer(self, consumer: SubscribedConsumer, reason: str = "closed") -> None:
+        """CLOSE_CONSUMER."""
+
+    def unsubscribe(self, consumer: SubscribedConsumer) -> None:
+        """UNSUBSCRIBE."""
+
+
 __all__ = [
+    "ClientCommands",
     "ClientConsumerConnection",
     "ClientConsumerTrackers",
     "ConsumerConnection",
     "RegisteredProducer",
+    "StoredPosition",
     "SubscribedConsumer",
     "TopicConsumerTrackers",
 ]

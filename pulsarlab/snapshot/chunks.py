@@ -76,7 +76,8 @@ def chunk_info(data: "EntryData") -> ChunkInfo | None:
 
 
 def chunk_tracker_snap(cnx: Any) -> ChunkTrackerSnap | None:
-    """The chunk state of a model client consumer (`_ConsumerImpl`); None before its first chunk."""
+    """The chunk state of a model client consumer (the client's `PartitionConsumer`); None before its first
+    chunk."""
     tracker = getattr(cnx, "chunk_tracker", None)
     if tracker is None:
         return None

@@ -13,25 +13,33 @@ import pytest
 
 import pulsarlab as pl
 from pulsarlab.client.client import Client
-from pulsarlab.client.consumer import Consumer
+from pulsarlab.client.configuration import ConsumerConfiguration, ProducerConfiguration
 from pulsarlab.client.options import (
     PULSAR_CLIENT_PRODUCER_PARAMETERS,
     PULSAR_CLIENT_SUBSCRIBE_PARAMETERS,
     RENAMED_PRODUCER_OPTIONS,
     RENAMED_SUBSCRIBE_OPTIONS,
 )
-from pulsarlab.client.producer import Producer
 
 LABS = Path(__file__).resolve().parents[2] / "labs"
 METHODS = {
-    "subscribe": (Client.subscribe, Consumer.__init__, PULSAR_CLIENT_SUBSCRIBE_PARAMETERS, RENAMED_SUBSCRIBE_OPTIONS),
+    "subscribe": (
+        Client.subscribe,
+        ConsumerConfiguration,
+        PULSAR_CLIENT_SUBSCRIBE_PARAMETERS,
+        RENAMED_SUBSCRIBE_OPTIONS,
+    ),
     "create_producer": (
         Client.create_producer,
-        Producer.__init__,
+        ProducerConfiguration,
         PULSAR_CLIENT_PRODUCER_PARAMETERS,
         RENAMED_PRODUCER_OPTIONS,
     ),
 }
+
+
+# fields of ConsumerConfiguration that create_reader sets, not subscribe keywords
+READER_ONLY_FIELDS = ("durable", "start_message_id")
 
 
 def _keywords(fn) -> dict[str, inspect.Parameter]:
@@ -39,7 +47,7 @@ def _keywords(fn) -> dict[str, inspect.Parameter]:
         n: p
         for n, p in inspect.signature(fn).parameters.items()
         if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
-        and n not in ("self", "client", "topic", "subscription_name")
+        and n not in ("self", "client", "topic", "subscription_name", *READER_ONLY_FIELDS)
     }
 
 
@@ -55,7 +63,8 @@ def test_every_option_is_a_pulsar_client_parameter_or_lab_only(method):
 
 @pytest.mark.parametrize("method", sorted(METHODS))
 def test_the_signature_and_the_model_agree_on_defaults(method):
-    """``Client.subscribe`` lists the options; the consumer (producer) it builds has the same names and defaults."""
+    """``Client.subscribe`` lists the options; the configuration it builds (`ConsumerConfiguration`,
+    `ProducerConfiguration`) has the same names and defaults."""
     public, inner, _, _ = METHODS[method]
     outer, model = _keywords(public), _keywords(inner)
     assert set(outer) == set(model)

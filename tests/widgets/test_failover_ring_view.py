@@ -7,13 +7,13 @@ import inspect
 import pytest
 
 import pulsarlab as pl
-from pulsarlab.client.consumer import Consumer
+from pulsarlab.client.client import Client
 from pulsarlab.snapshot.lab import snapshot
 from pulsarlab_widgets.views.failover_ring import failover_ring_owner, failover_ring_view
 
 # the lab-only priority keyword (being renamed lab_priority_level on another branch)
 PRIORITY = next(
-    p for p in ("lab_priority_level", "priority_level") if p in inspect.signature(Consumer.__init__).parameters
+    p for p in ("lab_priority_level", "priority_level") if p in inspect.signature(Client.subscribe).parameters
 )
 
 
