@@ -27,6 +27,9 @@ DRAINING = "persistent://public/default/fulfilment-events"
 TOKEN = "eyJ-secret-token-never-written"
 
 
+ANSWERED_S = 60.0
+
+
 def _watch(server, topic: str, clock: FakeClock, interval: float = 2.0, **kw) -> Watcher:
     return Watcher(AdminClient(server.url, **kw), topic, interval, clock=clock)
 
@@ -150,7 +153,8 @@ def test_401_before_any_good_poll_names_the_url_and_status_and_ends_the_watch():
 def test_500_and_a_hang_keep_the_last_good_state_and_back_off():
     clock = FakeClock()
     with fake_admin() as server:
-        w = _draining_watch(server, clock, range(1), timeout_s=0.5)
+        # a request that is answered gets all the time a loaded machine needs; only the hanging ones time out
+        w = _draining_watch(server, clock, range(1), timeout_s=ANSWERED_S)
         good = w.state
         stats_path = "/admin/v2/persistent/public/default/fulfilment-events/stats"
         server.routes[stats_path] = (500, {"reason": "Internal error"})
@@ -162,6 +166,7 @@ def test_500_and_a_hang_keep_the_last_good_state_and_back_off():
         assert w.frames[-1].event.kind == "admin_poll_failed" and w.frames[-1].snapshot is good.snapshot
 
         server.routes[stats_path] = (200, HANG)
+        w.client.timeout_s = 0.5
         state = w.poll()
         assert server.hanging.is_set()
         assert state.status.error.status == 0 and "timed out after 0.5 s" in state.status.message
@@ -172,6 +177,7 @@ def test_500_and_a_hang_keep_the_last_good_state_and_back_off():
         assert state.status.next_delay_s == MAX_BACKOFF_S
 
         server.release.set()
+        w.client.timeout_s = ANSWERED_S
         server.sequence_poll("draining-4x", "fulfilment-events", 1)
         state = w.poll()
         assert state.status.ok and state.status.next_delay_s == 2.0 and w.failures_in_a_row == 0
