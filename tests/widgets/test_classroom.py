@@ -19,7 +19,7 @@ from pulsarlab.scenarios.key_shared import KeySharedScenario
 from pulsarlab_widgets.classroom import export
 from pulsarlab_widgets.classroom.animation import delta, player_html, player_spec, spec_of, undelta
 from pulsarlab_widgets.classroom.export import LabError, export_lab, read_lab, write_atomically
-from pulsarlab_widgets.classroom.present import presentation
+from pulsarlab_widgets.classroom.present import kernel_startup, presentation
 from pulsarlab_widgets.player import Player, render
 from pulsarlab_widgets.views import hash_range_view
 
@@ -242,3 +242,18 @@ def test_a_lab_whose_cell_fails_is_not_exported(tmp_path):
     with pytest.raises(LabError, match=r"(?s)cell 3 of the lab failed .*RuntimeError: boom in cell"):
         export_lab(lab, out)
     assert out.read_text() == "the previous page" and sorted(os.listdir(tmp_path)) == ["fails.html", "fails.ipynb"]
+
+
+def test_the_presenter_kernels_start_up_file_is_its_versions_own(tmp_path, monkeypatch):
+    """Two versions of the lab presenting on one machine (a teacher's upgrade beside a running presenter, two
+    checkouts) each keep the start-up file their kernels run: it is named by what it imports."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    ours = kernel_startup()
+    other = ours.with_name("kernel_startup.py")  # what an older version wrote, importing a module gone since
+    other.write_text('__import__("pulsarlab_widgets.present_kernel")\n')
+    assert kernel_startup() == ours != other
+    imported = re.fullmatch(r'__import__\("([\w.]+)"\)\n', ours.read_text().replace("'", '"'))
+    assert imported is not None
+    __import__(imported.group(1))  # the module exists in this version
+    ours.write_text('__import__("pulsarlab_widgets.present_kernel")\n')  # clobbered: written back on next start
+    assert kernel_startup().read_text() != other.read_text()

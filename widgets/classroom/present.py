@@ -20,6 +20,7 @@ The server listens on 127.0.0.1 and asks for a random token unless told otherwis
 
 from __future__ import annotations
 
+import hashlib
 import ipaddress
 import os
 import secrets
@@ -29,12 +30,15 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from pulsarlab_widgets.classroom import present_kernel
 from pulsarlab_widgets.classroom.export import LabError, read_lab
 from pulsarlab_widgets.classroom.present_kernel import PRESENT_ENV
 from pulsarlab_widgets.plotly_module import bundle_path
 
 TEMPLATE = "pulsarlab-present"
 TEMPLATES = Path(__file__).with_name("templates")
+
+PRESENT_KERNEL_MODULE = present_kernel.__name__
 
 
 @dataclass(frozen=True)
@@ -49,13 +53,14 @@ class Presentation:
 
 def kernel_startup() -> Path:
     """The kernel start-up file (``PYTHONSTARTUP``) that makes every FigureWidget use the page's served plotly module;
-    written once under the user's cache folder."""
+    written once under the user's cache folder, named by its contents, so another version of the lab presenting on
+    the same machine (whose file imports another module) never rewrites the one this version's kernels run."""
     bundle = bundle_path()
     if not bundle.is_file():
         raise LabError(f"plotly's widget bundle is missing ({bundle}); reinstall plotly")
     root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "pulsarlab" / "present"
-    startup = root / "kernel_startup.py"
-    text = '__import__("pulsarlab_widgets.classroom.present_kernel")\n'
+    text = f"__import__({PRESENT_KERNEL_MODULE!r})\n"
+    startup = root / f"kernel_startup-{hashlib.sha256(text.encode()).hexdigest()[:12]}.py"
     if not startup.exists() or startup.read_text() != text:
         root.mkdir(parents=True, exist_ok=True)
         partial = root / f".kernel_startup.{os.getpid()}.py"
