@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pulsarlab_widgets.classroom import present_kernel
-from pulsarlab_widgets.classroom.export import LabError, read_lab
+from pulsarlab_widgets.classroom.export import LabError, read_lab, write_atomically
 from pulsarlab_widgets.classroom.present_kernel import PRESENT_ENV
 from pulsarlab_widgets.plotly_module import bundle_path
 
@@ -63,10 +63,8 @@ def kernel_startup() -> Path:
     startup = root / f"kernel_startup-{hashlib.sha256(text.encode()).hexdigest()[:12]}.py"
     if not startup.exists() or startup.read_text() != text:
         root.mkdir(parents=True, exist_ok=True)
-        partial = root / f".kernel_startup.{os.getpid()}.py"
         # run by each kernel's IPython (PYTHONSTARTUP) without leaving a name in the lab's namespace
-        partial.write_text(text)
-        os.replace(partial, startup)
+        write_atomically(startup, text)
     return startup
 
 
