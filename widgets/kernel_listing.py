@@ -31,18 +31,20 @@ class ListedKernelManager(ServerKernelManager):
         return utcnow()
 
 
+LISTED = f"{ListedKernelManager.__module__}.{ListedKernelManager.__qualname__}"
+
+
 def _jupyter_server_extension_points() -> list[dict[str, str]]:
     return [{"module": "pulsarlab_widgets.kernel_listing"}]
 
 
 def _load_jupyter_server_extension(serverapp: Any) -> None:
     kernels = getattr(serverapp, "kernel_manager", None)
-    name = f"{ListedKernelManager.__module__}.{ListedKernelManager.__qualname__}"
     if kernels is None or not hasattr(kernels, "kernel_manager_class"):
         return
     if kernels.kernel_manager_class == SERVER_DEFAULT:
-        kernels.kernel_manager_class = name  # jupyter_client rebuilds its kernel manager factory on this change
-    elif kernels.kernel_manager_class != name:
+        kernels.kernel_manager_class = LISTED  # jupyter_client rebuilds its kernel manager factory on this change
+    elif kernels.kernel_manager_class != LISTED:
         serverapp.log.info(
             "pulsarlab: the server's kernels use %s (configured): JupyterLab's kernel list may answer 500 while a "
             "kernel starts",

@@ -14,9 +14,7 @@ import pytest
 from jupyter_server.services.kernels.kernelmanager import AsyncMappingKernelManager, ServerKernelManager
 
 from pulsarlab_widgets import kernel_listing
-from pulsarlab_widgets.kernel_listing import SERVER_DEFAULT, ListedKernelManager
-
-LISTED = f"{ListedKernelManager.__module__}.{ListedKernelManager.__qualname__}"
+from pulsarlab_widgets.kernel_listing import LISTED, SERVER_DEFAULT, ListedKernelManager
 
 
 def _server(kernel_manager_class: str | None = None) -> SimpleNamespace:
